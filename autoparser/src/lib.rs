@@ -1,0 +1,4 @@
+//! # autoparser
+//!
+//! Render any chat template as Hugging Face does, analyze it by differential rendering, and
+//! build the parser arena, grammar, triggers and prompt for a model.

@@ -1,0 +1,1 @@
+//! `chat_peg!`: grammars written in Rust source, compiled to parsers and GBNF at build time.

@@ -1,0 +1,339 @@
+//! The arena: every parser node of a grammar in one vector, a rule table and a root.
+//!
+//! Nodes refer to each other by [`NodeId`]. An [`Arena`] is immutable once built; the
+//! [`Builder`](crate::Builder) creates it. Derived data (delimiter searchers) is rebuilt on
+//! deserialization, so the serialized form holds only the grammar itself.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::chars::CharClass;
+use crate::error::{Error, ErrorKind};
+
+/// Index of a node in its [`Arena`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct NodeId(pub u32);
+
+impl NodeId {
+    /// The index as `usize`.
+    #[inline]
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// Which JSON value a [`Node::Json`] node accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JsonKind {
+    /// Any JSON value.
+    Value,
+    /// `{...}`
+    Object,
+    /// `[...]`
+    Array,
+    /// `"..."` with escapes.
+    String,
+    /// A JSON number.
+    Number,
+    /// `true` or `false`.
+    Bool,
+    /// `null`.
+    Null,
+}
+
+/// Which Python literal a [`Node::Python`] node accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PythonKind {
+    /// Any Python literal: dict, list, str (either quote), number, True, False, None.
+    Value,
+    /// `{...}` with literal keys and values.
+    Dict,
+    /// `[...]`
+    List,
+    /// `'...'` or `"..."`.
+    Str,
+    /// An int or float.
+    Number,
+    /// `True` or `False`.
+    Bool,
+    /// `None`.
+    None,
+}
+
+/// One parser in the arena. Combinators refer to children by [`NodeId`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Node {
+    /// Matches nothing, always succeeds.
+    Eps,
+    /// Succeeds only at input position 0.
+    Start,
+    /// Succeeds only at the end of input.
+    End,
+    /// An exact string.
+    Literal { text: String },
+    /// Any single code point.
+    Any,
+    /// All children in order.
+    Sequence { children: Vec<NodeId> },
+    /// The first child that succeeds (ordered choice).
+    Choice { children: Vec<NodeId> },
+    /// `child` between `min` and `max` times (`max: None` is unbounded). Greedy, no backtracking.
+    Repeat { child: NodeId, min: u32, max: Option<u32> },
+    /// Positive lookahead `&p`: succeeds if `child` does, consuming nothing.
+    Peek { child: NodeId },
+    /// Negative lookahead `!p`: succeeds if `child` fails, consuming nothing.
+    Negate { child: NodeId },
+    /// Between `min` and `max` code points of `class`.
+    Chars { class: CharClass, min: u32, max: Option<u32> },
+    /// Zero or more whitespace characters (space, tab, newline, carriage return).
+    Space,
+    /// Everything up to (not including) the first occurrence of any delimiter, or to the end.
+    Until { delimiters: Vec<String> },
+    /// Everything to the end of input.
+    Rest,
+    /// A JSON value of the given kind, scanned by dedicated code.
+    Json { kind: JsonKind },
+    /// The inside of a JSON string, without its quotes: stops before the closing `"`.
+    JsonStringContent,
+    /// A Python literal of the given kind (dict/list/str/number/True/False/None).
+    Python { kind: PythonKind },
+    /// One marker token: text in `<...>` or `[...]`.
+    Marker,
+    /// A reference to a named rule, resolved when the arena is built.
+    Ref { name: String },
+    /// A named rule wrapping `child`. Creates an AST node named `name`.
+    /// `trigger` rules are the entry points of lazy grammars.
+    Rule { name: String, child: NodeId, trigger: bool },
+    /// Parses with `child`; grammar generation emits rules for the JSON `schema` instead.
+    /// `raw`: string values are written without quotes (XML-style arguments).
+    Schema { child: NodeId, name: String, schema: serde_json::Value, raw: bool },
+    /// Parses with `child`, but partial results produce no AST nodes.
+    Atomic { child: NodeId },
+    /// Creates an AST node carrying `tag` around what `child` matched.
+    Tag { tag: String, child: NodeId },
+    /// Parses with `child`; grammar generation emits `gbnf` (a GBNF expression) instead.
+    Gbnf { child: NodeId, gbnf: String },
+}
+
+impl Node {
+    /// The node's direct children, in order. `Ref` has none (see [`Arena::resolve`]).
+    pub fn children(&self) -> &[NodeId] {
+        match self {
+            Node::Sequence { children } | Node::Choice { children } => children,
+            Node::Repeat { child, .. }
+            | Node::Peek { child }
+            | Node::Negate { child }
+            | Node::Rule { child, .. }
+            | Node::Schema { child, .. }
+            | Node::Atomic { child }
+            | Node::Tag { child, .. }
+            | Node::Gbnf { child, .. } => std::slice::from_ref(child),
+            _ => &[],
+        }
+    }
+}
+
+/// A compiled delimiter search for `until` nodes, built once per arena.
+#[derive(Debug, Clone)]
+pub enum DelimiterSearch {
+    /// One delimiter: a memchr substring finder.
+    One(memchr::memmem::Finder<'static>),
+    /// Several: a leftmost-first Aho-Corasick automaton.
+    Many(aho_corasick::AhoCorasick),
+}
+
+impl DelimiterSearch {
+    fn new(delimiters: &[String]) -> Result<DelimiterSearch, Error> {
+        if delimiters.is_empty() || delimiters.iter().any(|d| d.is_empty()) {
+            return Err(Error::new(ErrorKind::InvalidParser, "`until` needs non-empty delimiters"));
+        }
+        if delimiters.len() == 1 {
+            return Ok(DelimiterSearch::One(memchr::memmem::Finder::new(delimiters[0].as_bytes()).into_owned()));
+        }
+        aho_corasick::AhoCorasick::builder()
+            .match_kind(aho_corasick::MatchKind::LeftmostFirst)
+            .build(delimiters)
+            .map(DelimiterSearch::Many)
+            .map_err(|e| Error::new(ErrorKind::InvalidParser, format!("delimiter automaton: {e}")))
+    }
+
+    /// Byte offset of the first delimiter occurrence in `haystack`, if any.
+    #[inline]
+    pub fn find(&self, haystack: &[u8]) -> Option<usize> {
+        match self {
+            DelimiterSearch::One(f) => f.find(haystack),
+            DelimiterSearch::Many(ac) => ac.find(haystack).map(|m| m.start()),
+        }
+    }
+}
+
+/// The serialized form of an arena: nodes, rules by name, root.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArenaData {
+    /// All nodes; a node's id is its index.
+    pub nodes: Vec<Node>,
+    /// Rule name to its [`Node::Rule`] node, in definition order.
+    pub rules: Vec<(String, NodeId)>,
+    /// The parser the whole input is matched against.
+    pub root: NodeId,
+}
+
+/// A built grammar: nodes, rules, root, and precomputed searchers.
+///
+/// ```
+/// use peg_runtime::Arena;
+/// let arena = Arena::build(|p| p.literal("<think>") + p.until("</think>") + "</think>").unwrap();
+/// let json = arena.to_json();
+/// assert_eq!(Arena::from_json(&json).unwrap(), arena);
+/// ```
+#[derive(Debug, Clone)]
+pub struct Arena {
+    data: ArenaData,
+    rule_index: HashMap<String, NodeId>,
+    /// For each node: the rule node a `Ref` resolves to (else itself).
+    resolved: Vec<NodeId>,
+    /// For each node: its delimiter searcher (`until` nodes only).
+    searchers: Vec<Option<DelimiterSearch>>,
+}
+
+impl PartialEq for Arena {
+    fn eq(&self, other: &Arena) -> bool {
+        self.data == other.data
+    }
+}
+
+impl Arena {
+    /// Validates `data` and precomputes what parsing needs.
+    pub fn from_data(data: ArenaData) -> Result<Arena, Error> {
+        let n = data.nodes.len();
+        let check = |id: NodeId| -> Result<(), Error> {
+            if id.index() < n {
+                Ok(())
+            } else {
+                Err(Error::new(ErrorKind::InvalidArena, format!("node id {} out of range", id.0)))
+            }
+        };
+        check(data.root).map_err(|_| Error::new(ErrorKind::MissingRoot, "the root is not a node of the arena"))?;
+        let mut rule_index = HashMap::with_capacity(data.rules.len());
+        for (name, id) in &data.rules {
+            check(*id)?;
+            match &data.nodes[id.index()] {
+                Node::Rule { name: n2, .. } if n2 == name => {}
+                _ => return Err(Error::new(ErrorKind::InvalidArena, format!("rule `{name}` does not point at its rule node"))),
+            }
+            if rule_index.insert(name.clone(), *id).is_some() {
+                return Err(Error::new(ErrorKind::DuplicateRule, format!("rule `{name}` is defined twice")));
+            }
+        }
+        let mut resolved = Vec::with_capacity(n);
+        let mut searchers = Vec::with_capacity(n);
+        for (i, node) in data.nodes.iter().enumerate() {
+            for &c in node.children() {
+                check(c)?;
+            }
+            let mut target = NodeId(i as u32);
+            let mut searcher = None;
+            match node {
+                Node::Ref { name } => {
+                    target = *rule_index
+                        .get(name)
+                        .ok_or_else(|| Error::new(ErrorKind::UndefinedRule, format!("rule `{name}` is not defined")))?;
+                }
+                Node::Until { delimiters } => searcher = Some(DelimiterSearch::new(delimiters)?),
+                Node::Repeat { min, max: Some(max), .. } if max < min => {
+                    return Err(Error::new(ErrorKind::InvalidParser, format!("repeat bounds {min}..{max} are inverted")));
+                }
+                Node::Chars { min, max: Some(max), .. } if max < min => {
+                    return Err(Error::new(ErrorKind::InvalidParser, format!("chars bounds {min}..{max} are inverted")));
+                }
+                _ => {}
+            }
+            resolved.push(target);
+            searchers.push(searcher);
+        }
+        Ok(Arena { data, rule_index, resolved, searchers })
+    }
+
+    /// Builds an arena with the [`Builder`](crate::Builder) DSL; the closure returns the root.
+    pub fn build<'b, F>(f: F) -> Result<Arena, Error>
+    where
+        F: for<'a> FnOnce(&'a crate::Builder) -> crate::Parser<'a>,
+    {
+        let b = crate::Builder::new();
+        let root = f(&b).id();
+        b.finish(root)
+    }
+
+    /// The serializable form.
+    pub fn data(&self) -> &ArenaData {
+        &self.data
+    }
+
+    /// The node with id `id`.
+    #[inline]
+    pub fn node(&self, id: NodeId) -> &Node {
+        &self.data.nodes[id.index()]
+    }
+
+    /// All nodes; a node's id is its index.
+    pub fn nodes(&self) -> &[Node] {
+        &self.data.nodes
+    }
+
+    /// The root parser.
+    pub fn root(&self) -> NodeId {
+        self.data.root
+    }
+
+    /// Rules in definition order.
+    pub fn rules(&self) -> &[(String, NodeId)] {
+        &self.data.rules
+    }
+
+    /// The rule node named `name`.
+    pub fn rule(&self, name: &str) -> Option<NodeId> {
+        self.rule_index.get(name).copied()
+    }
+
+    /// Follows a `Ref` to its rule node; any other node is returned as is.
+    #[inline]
+    pub fn resolve(&self, id: NodeId) -> NodeId {
+        self.resolved[id.index()]
+    }
+
+    /// The precomputed searcher of an `until` node.
+    #[inline]
+    pub fn searcher(&self, id: NodeId) -> Option<&DelimiterSearch> {
+        self.searchers[id.index()].as_ref()
+    }
+
+    /// Serializes to JSON (stable: node order and field order are fixed).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(&self.data).expect("arena data is always serializable")
+    }
+
+    /// Deserializes and validates an arena from [`Arena::to_json`] output.
+    pub fn from_json(text: &str) -> Result<Arena, Error> {
+        let data: ArenaData =
+            serde_json::from_str(text).map_err(|e| Error::new(ErrorKind::InvalidArena, e.to_string()))?;
+        Arena::from_data(data)
+    }
+}
+
+impl Serialize for Arena {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.data.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Arena {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Arena, D::Error> {
+        let data = ArenaData::deserialize(d)?;
+        Arena::from_data(data).map_err(serde::de::Error::custom)
+    }
+}

@@ -1,0 +1,28 @@
+//! # peg-runtime
+//!
+//! A PEG parser-combinator arena for the text LLMs emit: reasoning blocks, tool calls, JSON
+//! arguments. Build a grammar with the [`Builder`] DSL, parse complete or partial (streaming)
+//! input, read the tagged [`Ast`], and generate GBNF that constrains generation to exactly
+//! what the parser accepts.
+//!
+//! ```
+//! use peg_runtime::Arena;
+//! let arena = Arena::build(|p| {
+//!     p.optional("<think>" + p.tag("reasoning", p.until("</think>")) + "</think>")
+//!         + p.tag("content", p.rest())
+//! })
+//! .unwrap();
+//! assert_eq!(arena.rules().len(), 0);
+//! ```
+
+pub mod arena;
+pub mod ast;
+pub mod builder;
+pub mod chars;
+pub mod error;
+
+pub use arena::{Arena, ArenaData, JsonKind, Node, NodeId, PythonKind};
+pub use ast::{Ast, AstId, AstNode, Visit};
+pub use builder::{Builder, IntoParser, Parser};
+pub use chars::CharClass;
+pub use error::{Error, ErrorKind};

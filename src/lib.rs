@@ -1,0 +1,8 @@
+//! # chat-peg
+//!
+//! Turn the raw text an LLM emits into structured chat messages, and build the grammars that
+//! constrain that text while it is generated.
+
+pub use autoparser;
+pub use peg_macros;
+pub use peg_runtime;
