@@ -20,6 +20,7 @@ pub mod ast;
 pub mod builder;
 pub mod chars;
 pub mod error;
+pub mod gbnf;
 
 pub use arena::{Arena, ArenaData, JsonKind, Node, NodeId, PythonKind};
 pub use ast::{Ast, AstId, AstNode, Visit};
