@@ -21,6 +21,7 @@ pub mod builder;
 pub mod chars;
 pub mod error;
 pub mod gbnf;
+pub mod schema;
 
 pub use arena::{Arena, ArenaData, JsonKind, Node, NodeId, PythonKind};
 pub use ast::{Ast, AstId, AstNode, Visit};
