@@ -178,6 +178,9 @@ pub struct GrammarBuilder {
     index: HashMap<String, usize>,
     /// Body to name, for rules whose content is shared regardless of the requested name.
     by_body: HashMap<String, String>,
+    /// Names of generated rule families (JSON primitives, until automata) by a private key,
+    /// so several generators on one builder share them.
+    pub(crate) memo: HashMap<String, String>,
 }
 
 impl GrammarBuilder {

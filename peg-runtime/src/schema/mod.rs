@@ -327,6 +327,9 @@ impl<'b> SchemaConverter<'b> {
 
     /// The recursive primitives `value`, `object`, `array` (created together, once).
     fn value(&mut self, which: &str) -> String {
+        if let (Some(v), Some(o), Some(a)) = (self.b.memo.get("schema:value"), self.b.memo.get("schema:object"), self.b.memo.get("schema:array")) {
+            self.values = vec![v.clone(), o.clone(), a.clone()];
+        }
         if self.values.is_empty() {
             let sp = self.space();
             let v = self.b.reserve("value");
@@ -336,6 +339,9 @@ impl<'b> SchemaConverter<'b> {
             self.b.define(&v, &format!("{o} | {a} | {s} | {n} | {bo} | {nu}"));
             self.b.define(&o, &format!("\"{{\" {sp} ({s} \":\" {sp} {v} (\",\" {sp} {s} \":\" {sp} {v})*)? \"}}\" {sp}"));
             self.b.define(&a, &format!("\"[\" {sp} ({v} (\",\" {sp} {v})*)? \"]\" {sp}"));
+            self.b.memo.insert("schema:value".into(), v.clone());
+            self.b.memo.insert("schema:object".into(), o.clone());
+            self.b.memo.insert("schema:array".into(), a.clone());
             self.values = vec![v, o, a];
         }
         match which {
