@@ -262,6 +262,34 @@ impl GrammarBuilder {
         self.rules.is_empty()
     }
 
+    /// Like [`to_gbnf`](GrammarBuilder::to_gbnf), but only with the rules reachable from `root`.
+    pub fn to_gbnf_reachable(&self) -> String {
+        let mut keep = vec![false; self.rules.len()];
+        let mut stack: Vec<usize> = self.index.get("root").copied().into_iter().collect();
+        while let Some(i) = stack.pop() {
+            if std::mem::replace(&mut keep[i], true) {
+                continue;
+            }
+            if let Some(body) = &self.rules[i].1 {
+                for name in rule_refs(body) {
+                    if let Some(&j) = self.index.get(name) {
+                        if !keep[j] {
+                            stack.push(j);
+                        }
+                    }
+                }
+            }
+        }
+        let mut pruned = GrammarBuilder::new();
+        for (i, (name, body)) in self.rules.iter().enumerate() {
+            if keep[i] {
+                pruned.index.insert(name.clone(), pruned.rules.len());
+                pruned.rules.push((name.clone(), body.clone()));
+            }
+        }
+        pruned.to_gbnf()
+    }
+
     /// The grammar text: `root` first (if present), then the other rules in order.
     /// Reserved rules never defined are written as matching nothing (`[]`... avoided: `""`).
     pub fn to_gbnf(&self) -> String {
@@ -282,6 +310,44 @@ impl GrammarBuilder {
         }
         out
     }
+}
+
+/// Rule names referenced in a rule body (outside literals, classes and counts).
+fn rule_refs(body: &str) -> Vec<&str> {
+    let bytes = body.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' | b'[' => {
+                let close = if bytes[i] == b'"' { b'"' } else { b']' };
+                i += 1;
+                while i < bytes.len() && bytes[i] != close {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+            }
+            b'{' => {
+                while i < bytes.len() && bytes[i] != b'}' {
+                    i += 1;
+                }
+            }
+            b'#' => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            c if c.is_ascii_alphanumeric() || c == b'-' => {
+                let start = i;
+                while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'-') {
+                    i += 1;
+                }
+                out.push(&body[start..i]);
+            }
+            _ => i += 1,
+        }
+    }
+    out
 }
 
 #[cfg(test)]

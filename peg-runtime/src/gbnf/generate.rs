@@ -73,7 +73,8 @@ pub fn generate(arena: &Arena, options: &GbnfOptions) -> Result<String, Error> {
         let name = g.rule_names[&rule].clone();
         g.b.define(&name, if body.is_empty() { "\"\"" } else { &body });
     }
-    let text = g.b.to_gbnf();
+    // Raw schema fallbacks and shared primitives can leave rules nothing refers to.
+    let text = g.b.to_gbnf_reachable();
     if options.validate {
         Grammar::parse(&text).map_err(|e| Error::new(ErrorKind::Grammar, format!("generated grammar is invalid: {}", e.detail())))?;
     }

@@ -239,7 +239,7 @@ impl<'b> SchemaConverter<'b> {
         let Some(obj) = resolved.as_object() else { return Ok(None) };
         let is_string = match obj.get("type") {
             Some(Value::String(t)) => t == "string",
-            None => obj.contains_key("pattern") || obj.contains_key("format") || obj.values().all(|_| true),
+            None => !obj.contains_key("properties") && !obj.contains_key("items"),
             _ => false,
         };
         let literals: Option<Vec<&Value>> = match (obj.get("const"), obj.get("enum")) {
@@ -264,7 +264,15 @@ impl<'b> SchemaConverter<'b> {
         }
         if !is_string || obj.contains_key("properties") || obj.contains_key("items") {
             let n = self.add(name, schema)?;
-            return Ok(Some(RawRule { name: n, alphabet: CharClass::from_ranges(vec![], true) }));
+            // Scalars cannot contain markup delimiters; objects and arrays hold strings that can.
+            let scalar = matches!(obj.get("type").and_then(Value::as_str), Some("integer" | "number" | "boolean" | "null"));
+            let alphabet = if scalar {
+                let ranges = vec![('0', '9'), ('a', 'z'), ('A', 'Z'), ('-', '-'), ('+', '+'), ('.', '.'), (' ', ' '), ('\t', '\t'), ('\n', '\n')];
+                CharClass::from_ranges(ranges, false)
+            } else {
+                CharClass::from_ranges(vec![], true)
+            };
+            return Ok(Some(RawRule { name: n, alphabet }));
         }
         if let Some(Value::String(p)) = obj.get("pattern") {
             let pat = regex::parse(p)?;
@@ -290,8 +298,13 @@ impl<'b> SchemaConverter<'b> {
         Ok(None)
     }
 
+    /// A rule for `body`: an existing rule with the same body is reused (identical
+    /// sub-schemas across tools share rules), and a body that is just a rule name is that name.
     fn rule(&mut self, name: &str, body: &str) -> String {
-        self.b.add_rule(name, body)
+        if !body.is_empty() && body.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+            return body.to_owned();
+        }
+        self.b.add_shared(name, body)
     }
 
     // ---- primitives ----
@@ -419,11 +432,20 @@ impl<'b> SchemaConverter<'b> {
                 return Ok(n.clone());
             }
             let target = self.lookup(&r)?.clone();
+            // A target without `$ref`s inside means the same in every document: share it.
+            let text = json_literal(&target);
+            let shared_key = (!text.contains("\"$ref\"")).then(|| format!("schema-ref:{text}"));
+            if let Some(n) = shared_key.as_ref().and_then(|k| self.b.memo.get(k)) {
+                return Ok(n.clone());
+            }
             let base = r.rsplit('/').next().filter(|s| !s.is_empty()).unwrap_or("ref").to_owned();
             let rule = self.b.reserve(&format!("ref-{base}"));
             self.refs.insert(r, rule.clone());
             let body = self.visit(&target, &rule)?;
             self.b.define(&rule, &body);
+            if let Some(k) = shared_key {
+                self.b.memo.insert(k, rule.clone());
+            }
             return Ok(rule);
         }
         if let Some(c) = obj.get("const") {
@@ -682,8 +704,11 @@ impl<'b> SchemaConverter<'b> {
             }
         };
         let comma = format!("\",\" {sp}");
-        let mut body = format!("\"{{\" {sp} ");
-        body.push_str(&req.join(&format!(" {comma} ")));
+        let mut body = format!("\"{{\" {sp}");
+        if !req.is_empty() {
+            body.push(' ');
+            body.push_str(&req.join(&format!(" {comma} ")));
+        }
         let mut tails = Tails { name: name.to_owned(), opt: &opt, add_kv: add_kv.as_deref(), comma: &comma, memo: HashMap::new() };
         let all: Vec<usize> = (0..opt.len()).collect();
         let tail = tails.tail(self, &all, req.is_empty());
@@ -723,6 +748,14 @@ impl Tails<'_> {
             return adds;
         }
         let any_order = self.opt.len() <= ANY_ORDER_LIMIT;
+        if !any_order && !first {
+            // Declared order after something was written: a chain of optional members.
+            let next = self.tail(conv, &remaining[1..], false);
+            let body = format!("({} {})? {next}", self.comma, self.opt[remaining[0]]);
+            let rule = conv.rule(&format!("{}-rest", self.name), body.trim_end());
+            self.memo.insert(key, rule.clone());
+            return rule;
+        }
         let mut alts = Vec::new();
         for (pos, &i) in remaining.iter().enumerate() {
             let rest: Vec<usize> = if any_order {
