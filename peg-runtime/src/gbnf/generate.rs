@@ -396,7 +396,7 @@ impl Gen<'_> {
         let string = self.b.add_rule("py-str", &format!(r#""\"" ([^"\\\n\r] | {esc})* "\"" | "'" ([^'\\\n\r] | {esc})* "'""#));
         let number = self.b.add_rule(
             "py-number",
-            r#"[-+]? ([0-9] [0-9_]* ("." ([0-9] [0-9_]*)?)? | "." [0-9] [0-9_]*) ([eE] [-+]? [0-9]+)?"#,
+            r#"([-+] [0-9] [0-9_]* | "0" ([0-9] [0-9_]*)? | [1-9] [0-9_]*) ("." ([0-9] [0-9_]*)?)? ([eE] [-+]? [0-9]+)? | [-+]? "." [0-9] [0-9_]* ([eE] [-+]? [0-9]+)?"#,
         );
         let boolean = self.b.add_rule("py-bool", "\"True\" | \"False\"");
         let none = self.b.add_rule("py-none", "\"None\"");
