@@ -144,7 +144,7 @@ fn pythonic_grammar() {
     let g = Grammar::parse(&lazy(&pythonic_arena())).unwrap();
     assert!(g.accepts("[get_weather(city='Paris', days=3), get_weather(city=\"Rome\", opts={'a': [1, 2,], 'b': None})]"));
     assert!(!g.accepts("[get_weather(city=Paris)]"));
-    assert!(!g.accepts(&format!("[{}]", vec!["get_weather()"; 6].join(", "))));
+    assert!(!g.accepts(&format!("[{}]", ["get_weather()"; 6].join(", "))));
 }
 
 /// A realistic tool schema, varied by index: nested objects, enums, arrays, formats, ranges.

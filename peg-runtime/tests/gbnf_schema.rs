@@ -224,3 +224,51 @@ fn rules_are_shared_and_names_sanitized() {
     assert!(text.contains("root-value-file-path-kv ::="), "{text}");
     assert_eq!(text.matches("\nstring ::=").count(), 1, "{text}");
 }
+
+#[test]
+fn hostile_schemas_are_errors_not_crashes() {
+    // serde_json itself caps parsed nesting at 128 (and cannot drop much deeper values), so
+    // the converter's own limit sits just above what it can receive.
+    let nested = |n: usize| {
+        let mut deep = json!({"type": "integer"});
+        for _ in 0..n {
+            deep = json!({"type": "array", "items": deep});
+        }
+        deep
+    };
+    Grammar::parse(&schema::to_gbnf(&nested(120)).unwrap()).unwrap();
+    assert_eq!(schema::to_gbnf(&nested(400)).unwrap_err().kind(), peg_runtime::ErrorKind::Schema);
+    let cyclic = json!({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"});
+    assert!(schema::to_gbnf(&cyclic).is_err());
+    for bad in [
+        json!({"type": "string", "pattern": "(a"}),
+        json!({"type": "string", "minLength": 5, "maxLength": 2}),
+        json!({"type": "object", "properties": {"a": {}}, "required": ["b"]}),
+        json!({"type": "integer", "minimum": 10, "maximum": 2}),
+        json!({"anyOf": []}),
+        json!({"type": 5}),
+    ] {
+        assert!(schema::to_gbnf(&bad).is_err(), "{bad}");
+    }
+    // Huge bounds stay small and valid.
+    let text = schema::to_gbnf(&json!({"type": "array", "minItems": 4_000_000_000u64, "maxItems": 4_000_000_001u64})).unwrap();
+    assert!(text.len() < 2000);
+    Grammar::parse(&text).unwrap();
+}
+
+#[test]
+fn recognizer_handles_kilobytes_quickly() {
+    let g = Grammar::parse(&schema::to_gbnf(&json!({})).unwrap()).unwrap();
+    let mut doc = String::from("[");
+    for i in 0..200 {
+        doc.push_str(&format!(r#"{{"id": {i}, "name": "item number {i}", "tags": ["a", "b"], "ok": true}}, "#));
+    }
+    doc.push_str("null]");
+    assert!(doc.len() > 10_000);
+    let t = std::time::Instant::now();
+    assert!(g.accepts(&doc));
+    assert!(!g.accepts(&doc[..doc.len() - 1]));
+    assert!(g.accepts_prefix(&doc[..doc.len() - 1]));
+    eprintln!("recognized {} bytes three times in {:?}", doc.len(), t.elapsed());
+    assert!(t.elapsed().as_secs() < 10);
+}

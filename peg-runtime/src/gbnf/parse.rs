@@ -12,7 +12,12 @@ struct Parser<'t> {
     pos: usize,
     /// Every rule reference with its byte offset, checked once all rules are known.
     refs: Vec<(String, usize)>,
+    /// Current parenthesis nesting.
+    depth: usize,
 }
+
+/// Parenthesis nesting past which a grammar is rejected (keeps recursion off the stack limit).
+const MAX_NESTING: usize = 256;
 
 /// Line and column (1-based, columns in characters) of byte offset `pos`.
 fn line_col(text: &str, pos: usize) -> (usize, usize) {
@@ -209,9 +214,14 @@ impl<'t> Parser<'t> {
                     Element::Any
                 }
                 '(' => {
+                    if self.depth >= MAX_NESTING {
+                        return Err(self.err(format!("groups nest deeper than {MAX_NESTING}")));
+                    }
                     self.pos += 1;
                     self.space(true);
+                    self.depth += 1;
                     let alts = self.alternatives(true)?;
+                    self.depth -= 1;
                     if !self.eat(")") {
                         return Err(self.err("expecting `)`"));
                     }
@@ -283,7 +293,7 @@ impl<'t> Parser<'t> {
 
 /// Parses GBNF text into rules and checks references, `root`, and left recursion.
 pub(super) fn parse(text: &str) -> Result<Vec<Rule>, Error> {
-    let mut p = Parser { text, pos: 0, refs: Vec::new() };
+    let mut p = Parser { text, pos: 0, refs: Vec::new(), depth: 0 };
     let mut rules: Vec<Rule> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
     p.space(true);
@@ -488,6 +498,20 @@ ws ::= | " " | "\n" [ \t]{0,20}
         assert!(err("root ::= \"a\"\nroot ::= \"b\"").contains("defined twice"));
         assert!(err("root ::= (\"a\"").contains("expecting `)`"));
         assert!(err("root ::= \"abc").contains("unterminated"));
+    }
+
+    #[test]
+    fn hostile_grammars_are_errors_not_crashes() {
+        let deep = format!("root ::= {}\"a\"{}", "(".repeat(100_000), ")".repeat(100_000));
+        assert!(err(&deep).contains("nest deeper"));
+        let ok = format!("root ::= {}\"a\"{}", "(".repeat(200), ")".repeat(200));
+        assert!(Grammar::parse(&ok).unwrap().accepts("a"));
+        assert!(err("root ::= \"a\"{99999999999}").contains("too large"));
+        assert!(err("root ::= \"\\xZZ\"").contains("hex digit"));
+        assert!(err("root ::= \"\\uD800\"").contains("not a character"));
+        assert!(err("root ::= [b-a]").contains("out of order"));
+        assert!(err("").contains("no `root`"));
+        assert!(err("root ::= \"a\" \x01").contains("expecting newline"));
     }
 
     #[test]

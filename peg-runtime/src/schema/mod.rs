@@ -45,13 +45,18 @@ fn schema_err(msg: impl Into<String>) -> Error {
     Error::new(ErrorKind::Schema, msg)
 }
 
-/// A complete grammar whose `root` accepts JSON instances of `schema`.
+/// A complete grammar whose `root` accepts JSON instances of `schema`. The result is checked
+/// with [`Grammar::parse`](crate::gbnf::Grammar::parse).
 pub fn to_gbnf(schema: &Value) -> Result<String, Error> {
     let mut b = GrammarBuilder::new();
     let root = b.reserve("root");
     let name = SchemaConverter::new(&mut b).add("root-value", schema)?;
     b.define(&root, &name);
-    Ok(b.to_gbnf())
+    let text = b.to_gbnf();
+    // `$ref` cycles that consume nothing (`a -> b -> a`, `anyOf: [{$ref: "#"}]`) become left
+    // recursion, which GBNF forbids.
+    crate::gbnf::Grammar::parse(&text).map_err(|e| schema_err(format!("the schema has no valid grammar: {}", e.detail())))?;
+    Ok(text)
 }
 
 /// A raw-text rule for a string schema (see [`SchemaConverter::add_raw`]).
@@ -548,6 +553,11 @@ impl<'b> SchemaConverter<'b> {
                 if lo.is_none() && hi.is_none() {
                     return Ok(self.prim("integer"));
                 }
+                if let (Some(l), Some(h)) = (lo, hi) {
+                    if l > h {
+                        return Err(schema_err(format!("the range of `{name}` is empty")));
+                    }
+                }
                 Ok(format!("{} {sp}", int_range(lo, hi)))
             }
             "number" => {
@@ -570,7 +580,7 @@ impl<'b> SchemaConverter<'b> {
                         alts.push(format!("\"-\" {}", group(neg)));
                     }
                 }
-                if alts.is_empty() {
+                if alts.is_empty() || lo.zip(hi).is_some_and(|(l, h)| l > h) {
                     return Err(schema_err(format!("the range of `{name}` is empty")));
                 }
                 Ok(format!("{} {sp}", group(alts)))

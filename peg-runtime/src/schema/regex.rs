@@ -63,6 +63,7 @@ struct P<'a> {
     src: &'a str,
     chars: Vec<char>,
     i: usize,
+    depth: usize,
 }
 
 impl P<'_> {
@@ -120,6 +121,10 @@ impl P<'_> {
                 '^' | '$' => return Err(err(self.src, "anchors are only supported at the ends")),
                 '(' => {
                     self.i += 1;
+                    self.depth += 1;
+                    if self.depth > 128 {
+                        return Err(err(self.src, "groups nest too deeply"));
+                    }
                     if self.peek() == Some('?') {
                         self.i += 1;
                         match self.peek() {
@@ -144,6 +149,7 @@ impl P<'_> {
                         return Err(err(self.src, "missing `)`"));
                     }
                     self.i += 1;
+                    self.depth -= 1;
                     inner
                 }
                 '[' => {
@@ -305,7 +311,7 @@ pub fn parse(pattern: &str) -> Result<Pattern, Error> {
     if anchored_end {
         chars.pop();
     }
-    let mut p = P { src: pattern, chars, i: 0 };
+    let mut p = P { src: pattern, chars, i: 0, depth: 0 };
     let regex = p.alt()?;
     if p.i != p.chars.len() {
         return Err(err(pattern, "unbalanced `)`"));
@@ -532,5 +538,6 @@ mod tests {
             assert_eq!(e.kind(), ErrorKind::Schema, "{p}");
         }
         assert!(parse(r"a{x}").is_ok()); // literal brace
+        assert!(parse(&format!("{}a{}", "(".repeat(10_000), ")".repeat(10_000))).is_err());
     }
 }
