@@ -507,6 +507,33 @@ mod tests {
     }
 
     #[test]
+    fn large_repeats_nest_within_the_limit() {
+        let arena = Arena::build(|p| p.repeat("ab", 2001, Some(4500)) + p.chars("[x]", 0, Some(2500)) + "!").unwrap();
+        let text = generate(&arena, &GbnfOptions::default()).unwrap();
+        assert!(text.len() < 300, "{text}");
+        let g = Grammar::parse(&text).unwrap();
+        assert!(g.accepts(&format!("{}{}!", "ab".repeat(2001), "x".repeat(2500))));
+        assert!(g.accepts(&("ab".repeat(4500) + "!")));
+        assert!(!g.accepts(&("ab".repeat(2000) + "!")));
+        assert!(!g.accepts(&("ab".repeat(4501) + "!")));
+        assert!(!g.accepts(&format!("{}{}!", "ab".repeat(3000), "x".repeat(2501))));
+    }
+
+    #[test]
+    fn verbatim_gbnf_empty_choice_and_anchors() {
+        let arena = Arena::build(|p| p.start() + p.gbnf(p.any(), "[0-9]+ | \"x\"") + p.choice(Vec::<&str>::new()).builder().eps() + p.end()).unwrap();
+        let g = full(&arena);
+        assert!(g.accepts("123") && g.accepts("x") && !g.accepts("y"));
+        let never = Arena::build(|p| p.literal("a") + p.choice(Vec::<&str>::new())).unwrap();
+        let g = full(&never);
+        assert!(!g.accepts("a") && !g.accepts_prefix("ab"));
+        let broken = Arena::build(|p| p.gbnf(p.any(), "[0-9")).unwrap();
+        let e = generate(&broken, &GbnfOptions::default()).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Grammar);
+        assert!(e.detail().contains("generated grammar is invalid"), "{e}");
+    }
+
+    #[test]
     fn names_are_sanitized_and_root_is_reserved() {
         let arena = Arena::build(|p| {
             let r = p.rule("root", "x");
