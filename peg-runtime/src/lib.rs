@@ -26,3 +26,8 @@ pub use ast::{Ast, AstId, AstNode, Visit};
 pub use builder::{Builder, IntoParser, Parser};
 pub use chars::CharClass;
 pub use error::{Error, ErrorKind};
+
+#[doc(hidden)]
+pub mod macro_support;
+#[doc(hidden)]
+pub use macro_support as __macro_support;
