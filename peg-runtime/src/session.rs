@@ -87,7 +87,7 @@ impl Session {
     fn run(&mut self, partial: bool) -> Result<ParseOutput, Error> {
         self.memo.generation = self.memo.generation.wrapping_add(1);
         let arena = &*self.arena;
-        let mut engine = Engine::new(arena, &self.input, partial, self.options.max_depth, &mut self.nodes, Some(&mut self.memo));
+        let mut engine = Engine::new(arena, &self.input, partial, self.options, &mut self.nodes, Some(&mut self.memo));
         let r = engine.parse_node(arena.root(), 0);
         let roots = std::mem::take(&mut engine.out);
         drop(engine);

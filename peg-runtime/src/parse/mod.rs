@@ -51,22 +51,54 @@ pub struct ParseOutput {
     pub ast: Ast,
 }
 
-/// Limits of a parse.
+/// Limits of a parse. Past either limit the parse returns [`ErrorKind::TooDeep`]; JSON and
+/// Python values nest on a heap stack and count against neither.
+///
+/// ```
+/// use peg_runtime::ParseOptions;
+/// let o = ParseOptions::default().max_depth(100).max_stack_bytes(256 << 10);
+/// assert_eq!(o.max_depth, 100);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ParseOptions {
-    /// Maximum nesting of parser calls (grammar recursion through rules). Past it the parse
-    /// returns [`ErrorKind::TooDeep`]. JSON and Python values nest on a heap stack and do not
-    /// count.
+    /// Maximum nesting of parser calls (grammar recursion through rules).
     pub max_depth: usize,
+    /// Maximum bytes of native stack the recursive descent may use (measured, so the limit holds
+    /// whatever the optimization level and frame sizes).
+    pub max_stack_bytes: usize,
 }
 
-/// Default [`ParseOptions::max_depth`]: small enough for a 2 MB thread stack in debug builds.
-pub const DEFAULT_MAX_DEPTH: usize = 500;
+/// Default [`ParseOptions::max_depth`].
+pub const DEFAULT_MAX_DEPTH: usize = 1000;
+/// Default [`ParseOptions::max_stack_bytes`]: fits a 2 MB test thread with room for the caller.
+pub const DEFAULT_MAX_STACK_BYTES: usize = 1 << 20;
 
 impl Default for ParseOptions {
     fn default() -> ParseOptions {
-        ParseOptions { max_depth: DEFAULT_MAX_DEPTH }
+        ParseOptions { max_depth: DEFAULT_MAX_DEPTH, max_stack_bytes: DEFAULT_MAX_STACK_BYTES }
     }
+}
+
+impl ParseOptions {
+    /// Sets [`ParseOptions::max_depth`].
+    pub fn max_depth(mut self, depth: usize) -> ParseOptions {
+        self.max_depth = depth;
+        self
+    }
+
+    /// Sets [`ParseOptions::max_stack_bytes`].
+    pub fn max_stack_bytes(mut self, bytes: usize) -> ParseOptions {
+        self.max_stack_bytes = bytes;
+        self
+    }
+}
+
+/// An address on the current stack frame.
+#[inline(always)]
+fn stack_address() -> usize {
+    let marker = 0u8;
+    std::hint::black_box(&marker) as *const u8 as usize
 }
 
 impl Arena {
@@ -101,7 +133,7 @@ impl Arena {
     /// [`Arena::parse`] with explicit limits.
     pub fn parse_with(&self, input: &[u8], partial: bool, options: ParseOptions) -> Result<ParseOutput, Error> {
         let mut nodes = Vec::new();
-        let mut engine = Engine::new(self, input, partial, options.max_depth, &mut nodes, None);
+        let mut engine = Engine::new(self, input, partial, options, &mut nodes, None);
         let r = engine.parse_node(self.root(), 0)?;
         let roots = std::mem::take(&mut engine.out);
         Ok(finish_output(&nodes, &roots, r))
@@ -237,6 +269,8 @@ pub(crate) struct Engine<'e> {
     input: &'e [u8],
     partial: bool,
     max_depth: usize,
+    max_stack: usize,
+    stack_base: usize,
     depth: usize,
     nodes: &'e mut Vec<AstNode>,
     /// The top-level AST ids produced by the calls in progress (a stack shared by all frames).
@@ -249,17 +283,28 @@ impl<'e> Engine<'e> {
         arena: &'e Arena,
         input: &'e [u8],
         partial: bool,
-        max_depth: usize,
+        options: ParseOptions,
         nodes: &'e mut Vec<AstNode>,
         memo: Option<&'e mut Memo>,
     ) -> Engine<'e> {
-        Engine { arena, input, partial, max_depth, depth: 0, nodes, out: Vec::new(), memo }
+        Engine {
+            arena,
+            input,
+            partial,
+            max_depth: options.max_depth,
+            max_stack: options.max_stack_bytes,
+            stack_base: stack_address(),
+            depth: 0,
+            nodes,
+            out: Vec::new(),
+            memo,
+        }
     }
 
     /// Parses node `id` at `pos`, appending the AST nodes it creates to `self.out`.
     pub(crate) fn parse_node(&mut self, id: NodeId, pos: usize) -> Result<Res, Error> {
         let id = self.arena.resolve(id);
-        if self.depth >= self.max_depth {
+        if self.depth >= self.max_depth || stack_address().abs_diff(self.stack_base) > self.max_stack {
             return Err(Error::new(ErrorKind::TooDeep, format!("parser nesting exceeds {}", self.max_depth)).with_offset(pos));
         }
         let memoize = self.memo.is_some() && memoizable(self.arena.node(id));
@@ -322,50 +367,11 @@ impl<'e> Engine<'e> {
             }
             Node::Literal { text } => self.literal(text.as_bytes(), pos),
             Node::Any => self.any(pos),
-            Node::Sequence { children } => {
-                let mut p = pos;
-                let mut touched = false;
-                let mut invalid = false;
-                for &c in children {
-                    let r = self.parse_node(c, p)?;
-                    touched |= r.touched;
-                    invalid |= r.invalid;
-                    match r.outcome {
-                        Outcome::Success => p = r.end,
-                        o => return Ok((Res::new(o, r.end, touched, invalid), None)),
-                    }
-                }
-                Res::new(Outcome::Success, p, touched, invalid)
-            }
-            Node::Choice { children } => {
-                let mut touched = false;
-                for &c in children {
-                    let r = self.parse_node(c, pos)?;
-                    touched |= r.touched;
-                    if r.outcome != Outcome::Fail {
-                        return Ok((Res { touched, ..r }, None));
-                    }
-                }
-                Res::new(Outcome::Fail, pos, touched, false)
-            }
+            Node::Sequence { children } => self.sequence(children, pos)?,
+            Node::Choice { children } => self.choice(children, pos)?,
             Node::Repeat { child, min, max } => return self.repeat(*child, *min, *max, pos, resume),
-            Node::Peek { child } | Node::Negate { child } => {
-                let mark = self.out.len();
-                let node_mark = self.nodes.len();
-                let r = self.parse_node(*child, pos)?;
-                // Lookahead builds no AST.
-                self.out.truncate(mark);
-                if self.memo.is_none() {
-                    self.nodes.truncate(node_mark);
-                }
-                let negate = matches!(arena.node(id), Node::Negate { .. });
-                let outcome = match (r.outcome, negate) {
-                    (Outcome::NeedMoreInput, _) => Outcome::NeedMoreInput,
-                    (Outcome::Success, false) | (Outcome::Fail, true) => Outcome::Success,
-                    _ => Outcome::Fail,
-                };
-                Res::new(outcome, pos, r.touched, false)
-            }
+            Node::Peek { child } => self.lookahead(*child, pos, false)?,
+            Node::Negate { child } => self.lookahead(*child, pos, true)?,
             Node::Chars { class, min, max } => {
                 let (class, min, max) = (class, *min, *max);
                 return Ok(self.chars(pos, resume, min, max, |c| class.matches(c)));
@@ -381,39 +387,94 @@ impl<'e> Engine<'e> {
                 // `resolve` maps every ref to its rule; a ref left here means a broken arena.
                 return Err(Error::new(ErrorKind::UndefinedRule, "unresolved reference"));
             }
-            Node::Rule { child, .. } | Node::Tag { child, .. } => {
-                let mark = self.out.len();
-                let r = self.parse_node(*child, pos)?;
-                if r.outcome != Outcome::Fail {
-                    let children: Vec<AstId> = self.out.drain(mark..).collect();
-                    let label = arena.label(id).cloned();
-                    let is_rule = matches!(arena.node(id), Node::Rule { .. });
-                    let (tag, rule) = if is_rule { (None, label) } else { (label, None) };
-                    let ast_id = AstId(self.nodes.len() as u32);
-                    self.nodes.push(AstNode {
-                        tag,
-                        rule,
-                        start: pos,
-                        end: r.end,
-                        children,
-                        partial: r.outcome == Outcome::NeedMoreInput,
-                        invalid_utf8: r.invalid,
-                    });
-                    self.out.push(ast_id);
-                }
-                r
-            }
+            Node::Rule { child, .. } => self.labeled(id, *child, pos, true)?,
+            Node::Tag { child, .. } => self.labeled(id, *child, pos, false)?,
             Node::Schema { child, .. } | Node::Gbnf { child, .. } => self.parse_node(*child, pos)?,
-            Node::Atomic { child } => {
-                let mark = self.out.len();
-                let r = self.parse_node(*child, pos)?;
-                if r.outcome == Outcome::NeedMoreInput {
-                    self.out.truncate(mark);
-                }
-                r
-            }
+            Node::Atomic { child } => self.atomic(*child, pos)?,
         };
         Ok((r, None))
+    }
+
+    #[inline(never)]
+    fn sequence(&mut self, children: &[NodeId], pos: usize) -> Result<Res, Error> {
+        let mut p = pos;
+        let mut touched = false;
+        let mut invalid = false;
+        for &c in children {
+            let r = self.parse_node(c, p)?;
+            touched |= r.touched;
+            invalid |= r.invalid;
+            match r.outcome {
+                Outcome::Success => p = r.end,
+                o => return Ok(Res::new(o, r.end, touched, invalid)),
+            }
+        }
+        Ok(Res::new(Outcome::Success, p, touched, invalid))
+    }
+
+    #[inline(never)]
+    fn choice(&mut self, children: &[NodeId], pos: usize) -> Result<Res, Error> {
+        let mut touched = false;
+        for &c in children {
+            let r = self.parse_node(c, pos)?;
+            touched |= r.touched;
+            if r.outcome != Outcome::Fail {
+                return Ok(Res { touched, ..r });
+            }
+        }
+        Ok(Res::new(Outcome::Fail, pos, touched, false))
+    }
+
+    #[inline(never)]
+    fn lookahead(&mut self, child: NodeId, pos: usize, negate: bool) -> Result<Res, Error> {
+        let mark = self.out.len();
+        let node_mark = self.nodes.len();
+        let r = self.parse_node(child, pos)?;
+        // Lookahead builds no AST.
+        self.out.truncate(mark);
+        if self.memo.is_none() {
+            self.nodes.truncate(node_mark);
+        }
+        let outcome = match (r.outcome, negate) {
+            (Outcome::NeedMoreInput, _) => Outcome::NeedMoreInput,
+            (Outcome::Success, false) | (Outcome::Fail, true) => Outcome::Success,
+            _ => Outcome::Fail,
+        };
+        Ok(Res::new(outcome, pos, r.touched, false))
+    }
+
+    /// `rule` and `tag`: an AST node around what the child matched.
+    #[inline(never)]
+    fn labeled(&mut self, id: NodeId, child: NodeId, pos: usize, is_rule: bool) -> Result<Res, Error> {
+        let mark = self.out.len();
+        let r = self.parse_node(child, pos)?;
+        if r.outcome != Outcome::Fail {
+            let children: Vec<AstId> = self.out.drain(mark..).collect();
+            let label = self.arena.label(id).cloned();
+            let (tag, rule) = if is_rule { (None, label) } else { (label, None) };
+            let ast_id = AstId(self.nodes.len() as u32);
+            self.nodes.push(AstNode {
+                tag,
+                rule,
+                start: pos,
+                end: r.end,
+                children,
+                partial: r.outcome == Outcome::NeedMoreInput,
+                invalid_utf8: r.invalid,
+            });
+            self.out.push(ast_id);
+        }
+        Ok(r)
+    }
+
+    #[inline(never)]
+    fn atomic(&mut self, child: NodeId, pos: usize) -> Result<Res, Error> {
+        let mark = self.out.len();
+        let r = self.parse_node(child, pos)?;
+        if r.outcome == Outcome::NeedMoreInput {
+            self.out.truncate(mark);
+        }
+        Ok(r)
     }
 
     #[inline]

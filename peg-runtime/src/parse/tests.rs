@@ -287,7 +287,7 @@ fn recursion_is_bounded() {
 #[test]
 fn custom_depth_limit() {
     let a = arena(|p| p.rule("n", ("(" + p.rule_ref("n") + ")") | p.eps()));
-    let opts = ParseOptions { max_depth: 20 };
+    let opts = ParseOptions::default().max_depth(20);
     assert!(a.parse_with(b"((((((((((", false, opts).is_err());
     assert!(a.parse_with(b"(())", false, opts).is_ok());
 }
