@@ -66,6 +66,7 @@ use proc_macro2::Span;
 use quote::{format_ident, quote, quote_spanned};
 
 mod analysis;
+mod codegen;
 mod grammar;
 mod lower;
 
@@ -96,6 +97,7 @@ fn expand(g: &grammar::Grammar) -> proc_macro2::TokenStream {
     let vis = &g.vis;
     let name = &g.name;
     let arena_body = lower::arena_fn(g);
+    let parser = codegen::parser_items(g);
     let warnings = a.warnings.iter().map(|w| warning(w.span, &w.name, &w.message));
     quote! {
         #(#attrs)*
@@ -111,6 +113,8 @@ fn expand(g: &grammar::Grammar) -> proc_macro2::TokenStream {
             /// The arena built at expansion time without tools, as JSON (for tests).
             #[doc(hidden)]
             pub const __ARENA_JSON: &str = #arena_json;
+
+            #parser
 
             #(#warnings)*
         }

@@ -5,7 +5,14 @@
 
 pub use serde_json;
 
+use std::sync::Arc;
+
 use serde_json::Value;
+
+use crate::ast::{Ast, AstId, AstNode};
+use crate::json::{Dialect, Scanner, Target};
+use crate::parse::{Outcome, ParseOutput, ParseResult};
+use crate::{JsonKind, PythonKind};
 
 /// A tool of the request, as grammars with `each_tool(...)` see it: a name and the JSON schema
 /// of its arguments (an object schema whose `properties` are the arguments, in order).
@@ -62,6 +69,415 @@ impl Tool {
             Some(Value::String(t)) => t == "string",
             Some(Value::Array(ts)) => ts.len() == 1 && ts[0] == "string",
             _ => false,
+        }
+    }
+}
+
+// ---- parsing support: the leaf matchers of the engine, as free functions ----
+//
+// These mirror `crate::parse` node for node (one-shot mode: no memo, so no `touched` flag);
+// the equivalence tests of `peg-macros` compare generated parsers with the engine.
+
+/// The result of one generated expression: outcome, end, whether the match holds invalid UTF-8.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Res {
+    pub outcome: Outcome,
+    pub end: usize,
+    pub invalid: bool,
+}
+
+impl Res {
+    #[inline]
+    pub fn new(outcome: Outcome, end: usize, invalid: bool) -> Res {
+        Res { outcome, end, invalid }
+    }
+    #[inline]
+    pub fn ok(end: usize) -> Res {
+        Res::new(Outcome::Success, end, false)
+    }
+    #[inline]
+    pub fn fail(end: usize) -> Res {
+        Res::new(Outcome::Fail, end, false)
+    }
+}
+
+/// Decoding of one code point (same rules as the engine's `any`/`chars`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dec {
+    Char(char, usize),
+    Invalid,
+    Truncated,
+    Eof,
+}
+
+#[inline]
+fn lead(b: u8) -> Option<(usize, u8, u8)> {
+    Some(match b {
+        0xC2..=0xDF => (2, 0x80, 0xBF),
+        0xE0 => (3, 0xA0, 0xBF),
+        0xE1..=0xEC | 0xEE..=0xEF => (3, 0x80, 0xBF),
+        0xED => (3, 0x80, 0x9F),
+        0xF0 => (4, 0x90, 0xBF),
+        0xF1..=0xF3 => (4, 0x80, 0xBF),
+        0xF4 => (4, 0x80, 0x8F),
+        _ => return None,
+    })
+}
+
+/// Decodes the code point at `pos`.
+#[inline]
+pub fn decode(input: &[u8], pos: usize) -> Dec {
+    let Some(&b) = input.get(pos) else { return Dec::Eof };
+    if b < 0x80 {
+        return Dec::Char(b as char, 1);
+    }
+    let Some((len, lo, hi)) = lead(b) else { return Dec::Invalid };
+    for i in 1..len {
+        let Some(&c) = input.get(pos + i) else { return Dec::Truncated };
+        let (l, h) = if i == 1 { (lo, hi) } else { (0x80, 0xBF) };
+        if c < l || c > h {
+            return Dec::Invalid;
+        }
+    }
+    match std::str::from_utf8(&input[pos..pos + len]).ok().and_then(|s| s.chars().next()) {
+        Some(c) => Dec::Char(c, len),
+        None => Dec::Invalid,
+    }
+}
+
+/// Validates `input[from..to]`: (invalid bytes found, end of the complete bytes).
+pub fn check(input: &[u8], from: usize, to: usize) -> (bool, usize) {
+    let mut i = from;
+    let mut invalid = false;
+    loop {
+        match std::str::from_utf8(&input[i..to]) {
+            Ok(_) => return (invalid, to),
+            Err(e) => {
+                let v = i + e.valid_up_to();
+                match e.error_len() {
+                    Some(l) => {
+                        invalid = true;
+                        i = v + l;
+                    }
+                    None if to == input.len() => return (invalid, v),
+                    None => return (true, to),
+                }
+            }
+        }
+    }
+}
+
+/// An exact string.
+#[inline]
+pub fn literal(input: &[u8], partial: bool, pos: usize, text: &[u8]) -> Res {
+    let avail = &input[pos.min(input.len())..];
+    if avail.len() >= text.len() {
+        if avail.starts_with(text) {
+            Res::ok(pos + text.len())
+        } else {
+            Res::fail(pos)
+        }
+    } else if text.starts_with(avail) {
+        if partial {
+            Res::new(Outcome::NeedMoreInput, input.len(), false)
+        } else {
+            Res::fail(pos)
+        }
+    } else {
+        Res::fail(pos)
+    }
+}
+
+/// Any single code point.
+#[inline]
+pub fn any(input: &[u8], partial: bool, pos: usize) -> Res {
+    match decode(input, pos) {
+        Dec::Char(_, l) => Res::ok(pos + l),
+        Dec::Invalid => Res::new(Outcome::Success, pos + 1, true),
+        Dec::Truncated if partial => Res::new(Outcome::NeedMoreInput, pos, false),
+        Dec::Truncated => Res::new(Outcome::Success, pos + 1, true),
+        Dec::Eof if partial => Res::new(Outcome::NeedMoreInput, pos, false),
+        Dec::Eof => Res::fail(pos),
+    }
+}
+
+/// Between `min` and `max` characters accepted by `matches`.
+#[inline]
+pub fn chars(input: &[u8], partial: bool, pos: usize, min: u32, max: Option<u32>, matches: impl Fn(char) -> bool) -> Res {
+    let (mut count, mut p, mut invalid) = (0u32, pos, false);
+    let done = |count: u32, p: usize, invalid: bool| {
+        Res::new(if count >= min { Outcome::Success } else { Outcome::Fail }, p, invalid)
+    };
+    loop {
+        if max.is_some_and(|m| count >= m) {
+            return done(count, p, invalid);
+        }
+        // ASCII fast path.
+        if let Some(&b) = input.get(p) {
+            if b < 0x80 {
+                if !matches(b as char) {
+                    return done(count, p, invalid);
+                }
+                p += 1;
+                count += 1;
+                continue;
+            }
+        }
+        match decode(input, p) {
+            Dec::Char(c, l) => {
+                if !matches(c) {
+                    return done(count, p, invalid);
+                }
+                p += l;
+                count += 1;
+            }
+            d @ (Dec::Invalid | Dec::Truncated) => {
+                if d == Dec::Truncated && partial {
+                    return Res::new(Outcome::NeedMoreInput, p, invalid);
+                }
+                if !matches(char::REPLACEMENT_CHARACTER) {
+                    return done(count, p, invalid);
+                }
+                p += 1;
+                count += 1;
+                invalid = true;
+            }
+            Dec::Eof => {
+                if partial {
+                    return Res::new(Outcome::NeedMoreInput, p, invalid);
+                }
+                return done(count, p, invalid);
+            }
+        }
+    }
+}
+
+/// Zero or more of space, tab, newline, carriage return.
+#[inline]
+pub fn space(input: &[u8], partial: bool, pos: usize) -> Res {
+    let mut p = pos;
+    while p < input.len() && matches!(input[p], b' ' | b'\t' | b'\n' | b'\r') {
+        p += 1;
+    }
+    if p < input.len() || !partial {
+        Res::ok(p.max(pos))
+    } else {
+        Res::new(Outcome::NeedMoreInput, p, false)
+    }
+}
+
+/// A compiled delimiter set for `until`.
+#[derive(Debug, Clone)]
+pub enum Delims {
+    /// One single-byte delimiter: `memchr`.
+    Byte(u8),
+    /// One delimiter: a substring finder.
+    One(memchr::memmem::Finder<'static>),
+    /// Several: leftmost-first Aho-Corasick.
+    Many(aho_corasick::AhoCorasick),
+}
+
+impl Delims {
+    /// Compiles `delimiters` (non-empty, each non-empty: checked at macro expansion).
+    pub fn new(delimiters: &[&str]) -> Delims {
+        match delimiters {
+            [d] if d.len() == 1 => Delims::Byte(d.as_bytes()[0]),
+            [d] => Delims::One(memchr::memmem::Finder::new(d.as_bytes()).into_owned()),
+            ds => match aho_corasick::AhoCorasick::builder().match_kind(aho_corasick::MatchKind::LeftmostFirst).build(ds) {
+                Ok(ac) => Delims::Many(ac),
+                // Unreachable for a handful of short strings; never panic: fall back to the first.
+                Err(_) => Delims::One(memchr::memmem::Finder::new(ds[0].as_bytes()).into_owned()),
+            },
+        }
+    }
+
+    #[inline]
+    fn find(&self, hay: &[u8]) -> Option<usize> {
+        match self {
+            Delims::Byte(b) => memchr::memchr(*b, hay),
+            Delims::One(f) => f.find(hay),
+            Delims::Many(ac) => ac.find(hay).map(|m| m.start()),
+        }
+    }
+}
+
+/// Text up to the first delimiter, or to the end.
+#[inline]
+pub fn until(input: &[u8], partial: bool, pos: usize, search: &Delims, delimiters: &[&str]) -> Res {
+    let n = input.len();
+    let found = search.find(&input[pos.min(n)..]).map(|k| k + pos);
+    let maxlen = delimiters.iter().map(|d| d.len()).max().unwrap_or(1);
+    let tail = pos.max(n.saturating_sub(maxlen - 1));
+    let limit = found.unwrap_or(n).min(n);
+    let cut = (tail..limit).find(|&j| {
+        let t = &input[j..];
+        delimiters.iter().any(|d| d.len() > t.len() && d.as_bytes().starts_with(t))
+    });
+    let (outcome, end) = match (found, cut) {
+        (Some(k), None) => (Outcome::Success, k),
+        (found, cut) => {
+            if partial {
+                (Outcome::NeedMoreInput, cut.unwrap_or(n))
+            } else {
+                (Outcome::Success, found.unwrap_or(n))
+            }
+        }
+    };
+    let (mut invalid, valid_end) = check(input, pos.min(end), end);
+    let end = if outcome == Outcome::NeedMoreInput { valid_end } else { end };
+    if outcome != Outcome::NeedMoreInput && valid_end < end {
+        invalid = true;
+    }
+    Res::new(outcome, end, invalid)
+}
+
+/// Everything to the end of input.
+#[inline]
+pub fn rest(input: &[u8], partial: bool, pos: usize) -> Res {
+    let n = input.len();
+    let (invalid, valid_end) = check(input, pos.min(n), n.max(pos));
+    if partial {
+        Res::new(Outcome::NeedMoreInput, valid_end, invalid)
+    } else {
+        Res::new(Outcome::Success, n.max(pos), invalid || valid_end < n)
+    }
+}
+
+/// One marker token: `<...>` or `[...]` on one line.
+#[inline]
+pub fn marker(input: &[u8], partial: bool, pos: usize) -> Res {
+    let n = input.len();
+    let Some(&open) = input.get(pos) else {
+        return Res::new(if partial { Outcome::NeedMoreInput } else { Outcome::Fail }, pos, false);
+    };
+    let close = match open {
+        b'<' => b'>',
+        b'[' => b']',
+        _ => return Res::fail(pos),
+    };
+    let from = pos + 1;
+    match memchr::memchr2(close, b'\n', &input[from.min(n)..]).map(|k| k + from) {
+        Some(k) if input[k] == close && k > pos + 1 => {
+            let (inv, _) = check(input, from, k);
+            Res::new(Outcome::Success, k + 1, inv)
+        }
+        Some(k) => Res::fail(k),
+        None => {
+            let (inv, valid_end) = check(input, from.min(n), n);
+            if partial {
+                Res::new(Outcome::NeedMoreInput, valid_end, inv)
+            } else {
+                Res::new(Outcome::Fail, n, inv)
+            }
+        }
+    }
+}
+
+fn scan(input: &[u8], partial: bool, pos: usize, dialect: Dialect, target: Target) -> Res {
+    let r = Scanner::new(dialect, target, pos).run(input, partial);
+    Res::new(r.outcome, r.end, r.invalid_utf8)
+}
+
+/// A JSON value of `kind`.
+#[inline]
+pub fn json(input: &[u8], partial: bool, pos: usize, kind: JsonKind) -> Res {
+    scan(input, partial, pos, Dialect::Json, kind.into())
+}
+
+/// The inside of a JSON string.
+#[inline]
+pub fn json_string_content(input: &[u8], partial: bool, pos: usize) -> Res {
+    scan(input, partial, pos, Dialect::Json, Target::StringContent)
+}
+
+/// A Python literal of `kind`.
+#[inline]
+pub fn python(input: &[u8], partial: bool, pos: usize, kind: PythonKind) -> Res {
+    scan(input, partial, pos, Dialect::Python, kind.into())
+}
+
+/// The AST under construction: nodes in completion order and the stack of finished top-level ids.
+#[derive(Debug, Default)]
+pub struct AstBuf {
+    pub nodes: Vec<AstNode>,
+    pub out: Vec<AstId>,
+}
+
+impl AstBuf {
+    /// Closes a tag or rule node over the ids pushed since `mark`.
+    #[inline]
+    pub fn close(&mut self, mark: usize, tag: Option<Arc<str>>, rule: Option<Arc<str>>, start: usize, r: Res) {
+        let children: Vec<AstId> = self.out.drain(mark..).collect();
+        let id = AstId(self.nodes.len() as u32);
+        self.nodes.push(AstNode {
+            tag,
+            rule,
+            start,
+            end: r.end,
+            children,
+            partial: r.outcome == Outcome::NeedMoreInput,
+            invalid_utf8: r.invalid,
+        });
+        self.out.push(id);
+    }
+
+    /// Drops what was built since the marks (a failed or lookahead match).
+    #[inline]
+    pub fn reset(&mut self, mark: usize, node_mark: usize) {
+        self.out.truncate(mark);
+        self.nodes.truncate(node_mark);
+    }
+
+    /// The output of a whole parse, with the AST in pre-order like the engine's.
+    pub fn finish(self, r: Res) -> ParseOutput {
+        let ast = if r.outcome == Outcome::Fail { Ast::default() } else { canonical(&self.nodes, &self.out) };
+        ParseOutput { result: ParseResult { outcome: r.outcome, start: 0, end: r.end }, ast }
+    }
+}
+
+fn canonical(nodes: &[AstNode], roots: &[AstId]) -> Ast {
+    let mut ast = Ast::default();
+    let mut stack: Vec<(AstId, Option<usize>)> = roots.iter().rev().map(|&r| (r, None)).collect();
+    while let Some((old, parent)) = stack.pop() {
+        let n = &nodes[old.0 as usize];
+        let new = ast.nodes.len();
+        ast.nodes.push(AstNode {
+            tag: n.tag.clone(),
+            rule: n.rule.clone(),
+            start: n.start,
+            end: n.end,
+            children: Vec::with_capacity(n.children.len()),
+            partial: n.partial,
+            invalid_utf8: n.invalid_utf8,
+        });
+        match parent {
+            Some(p) => ast.nodes[p].children.push(AstId(new as u32)),
+            None => ast.roots.push(AstId(new as u32)),
+        }
+        stack.extend(n.children.iter().rev().map(|&c| (c, Some(new))));
+    }
+    ast
+}
+
+/// The error of a parse nesting deeper than `max` rule calls.
+pub fn too_deep(max: usize, pos: usize) -> crate::Error {
+    crate::Error::new(crate::ErrorKind::TooDeep, format!("parser nesting exceeds {max}")).with_offset(pos)
+}
+
+/// Tools prepared for a generated parser: names and, per argument, name and string-ness.
+#[derive(Debug, Clone, Default)]
+pub struct ToolTable {
+    pub tools: Vec<(String, Vec<(String, bool)>)>,
+}
+
+impl ToolTable {
+    /// Precomputes what parsing needs from `tools`.
+    pub fn new(tools: &[Tool]) -> ToolTable {
+        ToolTable {
+            tools: tools
+                .iter()
+                .map(|t| (t.name.clone(), t.args().into_iter().map(|(n, s)| (n.to_owned(), Tool::is_string_schema(s))).collect()))
+                .collect(),
         }
     }
 }
