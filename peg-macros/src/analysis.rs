@@ -144,10 +144,8 @@ struct Scope {
 
 fn check_expr(e: &Expr, index: &HashMap<String, usize>, scope: Scope, errors: &mut Vec<syn::Error>) {
     match &e.kind {
-        ExprKind::Ref(name) => {
-            if !index.contains_key(&name.to_string()) {
-                errors.push(syn::Error::new(name.span(), format!("undefined rule `{name}`")));
-            }
+        ExprKind::Ref(name) if !index.contains_key(&name.to_string()) => {
+            errors.push(syn::Error::new(name.span(), format!("undefined rule `{name}`")));
         }
         ExprKind::Chars { class, .. } => {
             if let Err(err) = peg_runtime::CharClass::parse(&format!("[{class}]")) {

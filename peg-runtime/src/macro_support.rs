@@ -267,6 +267,7 @@ pub fn space(input: &[u8], partial: bool, pos: usize) -> Res {
 }
 
 /// A compiled delimiter set for `until`.
+#[allow(clippy::large_enum_variant)] // built once per `until` node, in a static
 #[derive(Debug, Clone)]
 pub enum Delims {
     /// One single-byte delimiter: `memchr`.
