@@ -20,9 +20,15 @@ pub mod ast;
 pub mod builder;
 pub mod chars;
 pub mod error;
+pub mod json;
+pub mod parse;
+pub mod python;
+pub mod session;
 
 pub use arena::{Arena, ArenaData, JsonKind, Node, NodeId, PythonKind};
 pub use ast::{Ast, AstId, AstNode, Visit};
 pub use builder::{Builder, IntoParser, Parser};
 pub use chars::CharClass;
 pub use error::{Error, ErrorKind};
+pub use parse::{Outcome, ParseOptions, ParseOutput, ParseResult};
+pub use session::Session;
