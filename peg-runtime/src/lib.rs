@@ -20,9 +20,11 @@ pub mod ast;
 pub mod builder;
 pub mod chars;
 pub mod error;
+pub mod gbnf;
 pub mod json;
 pub mod parse;
 pub mod python;
+pub mod schema;
 pub mod session;
 
 pub use arena::{Arena, ArenaData, JsonKind, Node, NodeId, PythonKind};
