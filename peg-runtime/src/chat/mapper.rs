@@ -140,6 +140,8 @@ impl Walk<'_> {
 pub(crate) enum ArgType {
     /// `type: string` (or only strings allowed).
     String,
+    /// A string or null: the text `null` is null, anything else a string.
+    NullableString,
     /// Any other declared type.
     Json,
 }
@@ -153,10 +155,10 @@ impl ArgType {
             Some(Value::String(t)) => return Some(if t == "string" { ArgType::String } else { ArgType::Json }),
             Some(Value::Array(ts)) => {
                 let non_null: Vec<&Value> = ts.iter().filter(|t| t.as_str() != Some("null")).collect();
-                if non_null.is_empty() {
+                if non_null.is_empty() || !non_null.iter().all(|t| t.as_str() == Some("string")) {
                     return Some(ArgType::Json);
                 }
-                return Some(if non_null.iter().all(|t| t.as_str() == Some("string")) { ArgType::String } else { ArgType::Json });
+                return Some(if non_null.len() < ts.len() { ArgType::NullableString } else { ArgType::String });
             }
             _ => {}
         }
@@ -168,9 +170,10 @@ impl ArgType {
         }
         for key in ["anyOf", "oneOf"] {
             if let Some(Value::Array(vs)) = schema.get(key) {
-                let types: Vec<Option<ArgType>> = vs.iter().map(ArgType::of).collect();
-                if types.iter().all(|t| *t == Some(ArgType::String)) {
-                    return Some(ArgType::String);
+                let is_null = |v: &Value| v.get("type").and_then(Value::as_str) == Some("null");
+                let types: Vec<Option<ArgType>> = vs.iter().filter(|v| !is_null(v)).map(ArgType::of).collect();
+                if !types.is_empty() && types.iter().all(|t| *t == Some(ArgType::String)) {
+                    return Some(if types.len() < vs.len() { ArgType::NullableString } else { ArgType::String });
                 }
                 if types.iter().any(|t| t.is_some()) {
                     return Some(ArgType::Json);
@@ -249,6 +252,8 @@ enum Value {
     Str,
     /// A raw value the schema types as non-string: held whole, decided when complete.
     Held(String),
+    /// A raw value of a nullable string: held while it could still be `null`.
+    MaybeNull(String),
     /// A JSON value with only whitespace seen so far.
     Pending,
     /// A JSON (or Python) value streaming through the normalizer.
@@ -322,13 +327,14 @@ impl Fold {
                     Self::close_value(call, sink);
                     call.value = Some(match kind {
                         Kind::ArgJson => Value::Pending,
-                        _ if cx.arg_type(call.name.as_deref(), call.arg_name.as_deref()) == Some(ArgType::Json) => {
-                            Value::Held(String::new())
-                        }
-                        _ => {
-                            put_args(call, "\"", sink);
-                            Value::Str
-                        }
+                        _ => match cx.arg_type(call.name.as_deref(), call.arg_name.as_deref()) {
+                            Some(ArgType::Json) => Value::Held(String::new()),
+                            Some(ArgType::NullableString) => Value::MaybeNull(String::new()),
+                            _ => {
+                                put_args(call, "\"", sink);
+                                Value::Str
+                            }
+                        },
                     });
                 }
                 Self::value_text(call, text, sink);
@@ -366,6 +372,16 @@ impl Fold {
                 put_args(call, &esc, sink);
             }
             Some(Value::Held(buf)) => buf.push_str(text),
+            Some(Value::MaybeNull(buf)) => {
+                buf.push_str(text);
+                let t = buf.trim_start();
+                if !("null".starts_with(t) || t.trim_end() == "null") {
+                    let mut esc = String::from("\"");
+                    escape_into(&mut esc, buf);
+                    put_args(call, &esc, sink);
+                    value = Some(Value::Str);
+                }
+            }
             Some(Value::Json(py, trim)) => {
                 let mut norm = String::with_capacity(text.len());
                 py.push(text, &mut norm);
@@ -387,6 +403,9 @@ impl Fold {
                 } else {
                     put_args(call, &quote(&buf), sink);
                 }
+            }
+            Some(Value::MaybeNull(buf)) => {
+                put_args(call, &if buf.trim() == "null" { "null".to_owned() } else { quote(&buf) }, sink);
             }
             Some(Value::Pending) => put_args(call, "null", sink),
             Some(Value::Json(mut py, mut trim)) => {
@@ -758,7 +777,9 @@ mod tests {
     fn arg_types_from_schemas() {
         use serde_json::json;
         assert_eq!(ArgType::of(&json!({"type": "string"})), Some(ArgType::String));
-        assert_eq!(ArgType::of(&json!({"type": ["string", "null"]})), Some(ArgType::String));
+        assert_eq!(ArgType::of(&json!({"type": ["string", "null"]})), Some(ArgType::NullableString));
+        assert_eq!(ArgType::of(&json!({"type": ["null", "string"]})), Some(ArgType::NullableString));
+        assert_eq!(ArgType::of(&json!({"type": ["string", "object"]})), Some(ArgType::Json));
         assert_eq!(ArgType::of(&json!({"type": "integer"})), Some(ArgType::Json));
         assert_eq!(ArgType::of(&json!({"enum": ["a", "b"]})), Some(ArgType::String));
         assert_eq!(ArgType::of(&json!({"anyOf": [{"type": "string"}, {"type": "number"}]})), Some(ArgType::Json));
