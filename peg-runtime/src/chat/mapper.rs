@@ -560,17 +560,23 @@ pub(crate) struct Driver {
 }
 
 impl Driver {
-    /// Folds what is new in `ast`, a parse of `input`.
-    pub(crate) fn advance(&mut self, ast: &Ast, input: &[u8], final_input: bool, cx: &Context, sink: &mut dyn Sink) {
+    /// Folds what is new in `ast`, a parse of `input`. Returns `false`, folding nothing, when
+    /// the parse no longer agrees with what was folded (an earlier node vanished or changed
+    /// kind): emitted text cannot be retracted, so the caller must give up following it.
+    pub(crate) fn advance(&mut self, ast: &Ast, input: &[u8], final_input: bool, cx: &Context, sink: &mut dyn Sink) -> bool {
         let mut events = std::mem::take(&mut self.events);
         linearize(ast, input.len(), final_input, &mut events);
         let mut i = self.done;
-        if let Some(key) = self.last {
-            let matches = |e: &Event| (e.kind, e.start) == key;
-            if !(i > 0 && i <= events.len() && matches(&events[i - 1])) {
-                // The parse changed behind the frontier; resume after the last folded event.
-                i = events.iter().rposition(matches).map_or(events.len().min(i), |j| j + 1);
-            }
+        let key = |e: &Event| (e.kind, e.start);
+        let agrees = i <= events.len()
+            && (i == 0 || Some(key(&events[i - 1])) == self.last)
+            && match self.growing {
+                Some((k, s, _)) => events.get(i).is_some_and(|e| key(e) == (k, s)),
+                None => true,
+            };
+        if !agrees {
+            self.events = events;
+            return false;
         }
         while i < events.len() {
             let ev = events[i];
@@ -600,6 +606,7 @@ impl Driver {
             self.last = Some((ev.kind, ev.start));
         }
         self.events = events;
+        true
     }
 }
 
