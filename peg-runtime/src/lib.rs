@@ -18,6 +18,7 @@
 pub mod arena;
 pub mod ast;
 pub mod builder;
+pub mod chat;
 pub mod chars;
 pub mod error;
 pub mod gbnf;
