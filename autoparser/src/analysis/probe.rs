@@ -60,7 +60,7 @@ impl Call {
 #[derive(Debug, Clone, Default)]
 pub struct Asst {
     /// Content (None renders as null).
-    pub content: Option<&'static str>,
+    pub content: Option<String>,
     /// Reasoning.
     pub reasoning: Option<&'static str>,
     /// Tool calls.
@@ -69,12 +69,12 @@ pub struct Asst {
 
 impl Asst {
     /// Content only.
-    pub fn content(c: &'static str) -> Asst {
-        Asst { content: Some(c), ..Asst::default() }
+    pub fn content(c: &str) -> Asst {
+        Asst { content: Some(c.to_owned()), ..Asst::default() }
     }
     /// Tool calls with empty content.
     pub fn calls(calls: Vec<Call>) -> Asst {
-        Asst { content: Some(""), calls, ..Asst::default() }
+        Asst { content: Some(String::new()), calls, ..Asst::default() }
     }
     /// Adds reasoning.
     pub fn with_reasoning(mut self, r: &'static str) -> Asst {

@@ -10,11 +10,13 @@ use super::text::*;
 use super::types::*;
 
 /// Stands for a call id in normalized renders.
-const ID_MARK: &str = "\u{1}";
+const ID_MARK: &str = "\u{E000}";
 
 /// The tool region of `calls` rendered: what a message with these calls adds over an empty one.
 fn tool_region(p: &Probe, calls: Vec<Call>) -> Result<String, String> {
-    let empty = p.render_asst(&Asst::content(""))?;
+    // Against a content needle (not empty content): an insertion next to an empty content can
+    // align ambiguously with the end-of-turn marker.
+    let empty = p.render_asst(&Asst::content(CONTENT))?;
     let with = p.render_asst(&Asst::calls(calls))?;
     let d = calculate_diff_split(&empty, &with);
     Ok(d.right)

@@ -225,6 +225,8 @@ pub struct TemplateAnalysis {
     pub content: ContentAnalysis,
     /// Tool calls.
     pub tools: ToolAnalysis,
+    /// The marker ending an assistant turn after plain content (e.g. `<|im_end|>`), if any.
+    pub end_of_turn: String,
     /// Marker tokens the tokenizer must keep whole.
     pub preserved_tokens: Vec<String>,
     /// Extra stop strings.
