@@ -4,3 +4,5 @@
 //! build the parser arena, grammar, triggers and prompt for a model.
 
 pub mod analysis;
+pub mod generator;
+pub mod registry;

@@ -95,6 +95,17 @@ pub fn analyze(r: &dyn Render) -> Result<TemplateAnalysis, AnalysisError> {
             }
         }
     }
+    // Registered builders: fingerprints are matched against the template's own renders.
+    let mut renders = String::new();
+    for m in [probe::Asst::content(probe::needle::CONTENT), probe::Asst::calls(vec![probe::Call::first()])] {
+        if let Ok(s) = p.render_asst(&m) {
+            renders.push_str(&s);
+        }
+    }
+    if let Some(b) = crate::registry::detect(&renders) {
+        a.builder = Some(b.name().to_owned());
+        b.adjust(&mut a);
+    }
     a.preserved_tokens = collect_preserved_tokens(&a);
     Ok(a)
 }
