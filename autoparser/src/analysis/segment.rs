@@ -50,7 +50,7 @@ pub fn marker_len(s: &str) -> Option<usize> {
     if first.is_whitespace() || first == close {
         return None;
     }
-    if square && !(first.is_alphanumeric() || matches!(first, '/' | '|' | '_')) {
+    if square && !(first.is_alphabetic() || matches!(first, '/' | '|' | '_')) {
         return None;
     }
     if !square && matches!(first, '<' | '=' | '\'' | '"') {
