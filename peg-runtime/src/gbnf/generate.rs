@@ -281,7 +281,14 @@ impl Gen<'_> {
         if let Some(n) = self.b.memo.get(&key) {
             return n.clone();
         }
-        let delims: Vec<Vec<char>> = delimiters.iter().map(|d| d.chars().collect()).collect();
+        // A delimiter containing another one adds nothing to "contains no delimiter".
+        let mut delims: Vec<Vec<char>> = Vec::new();
+        for (i, d) in delimiters.iter().enumerate() {
+            let redundant = delimiters.iter().enumerate().any(|(j, e)| j != i && !e.is_empty() && d.contains(e.as_str()) && (e != d || j < i));
+            if !redundant {
+                delims.push(d.chars().collect());
+            }
+        }
         let contains_delim = |s: &[char]| delims.iter().any(|d| !d.is_empty() && s.windows(d.len()).any(|w| w == d.as_slice()));
         // States: proper prefixes of delimiters that contain no delimiter.
         let mut states: Vec<Vec<char>> = vec![Vec::new()];
@@ -442,7 +449,7 @@ mod tests {
 
     #[test]
     fn until_is_exact_for_overlapping_delimiters() {
-        for delims in [vec!["ab"], vec!["aab"], vec!["abab"], vec!["</tool_call>"], vec!["ab", "bc"], vec!["x", "yz", "xyzzy"]] {
+        for delims in [vec!["ab"], vec!["aab"], vec!["abab"], vec!["</tool_call>"], vec!["ab", "bc"], vec!["x", "yz", "xyzzy"], vec!["\n</p>", "</p>", "</p>"]] {
             let arena = Arena::build(|p| p.until_one_of(&delims)).unwrap();
             let g = full(&arena);
             // All strings over the delimiters' alphabet plus one other char, up to length 6.
