@@ -1,5 +1,6 @@
 //! Property: the arena parser accepts a string (a complete, non-partial parse consuming all
-//! input) iff the generated GBNF grammar accepts it.
+//! input) iff the generated GBNF grammar accepts it; and a partial parse is still alive
+//! (needs more input, or matched everything so far) iff the grammar accepts it as a prefix.
 //!
 //! PEG and CFG agree on the class generated here: every sub-expression's language is
 //! prefix-free and the parser finds its match deterministically. Concretely, choices start
@@ -147,11 +148,25 @@ fn parser_accepts(arena: &Arena, input: &str) -> bool {
     out.result.outcome == Outcome::Success && out.result.end == input.len()
 }
 
+/// Whole inputs: accepted by both or neither. Prefixes: the partial parser gives up exactly
+/// where the grammar sees no completion.
 fn check_agreement(arena: &Arena, grammar: &Grammar, inputs: &[String]) -> Result<(), TestCaseError> {
     for input in inputs {
         let p = parser_accepts(arena, input);
         let g = grammar.accepts(input);
         prop_assert_eq!(p, g, "input {:?}: parser {} grammar {}", input, p, g);
+        if g {
+            for (k, _) in input.char_indices() {
+                prop_assert!(grammar.accepts_prefix(&input[..k]), "prefix {:?} of {:?}", &input[..k], input);
+            }
+        }
+        let out = arena.parse(input.as_bytes(), true).expect("no resource limits hit");
+        let alive = match out.result.outcome {
+            Outcome::NeedMoreInput => true,
+            Outcome::Success => out.result.end == input.len(),
+            Outcome::Fail => false,
+        };
+        prop_assert_eq!(alive, grammar.accepts_prefix(input), "partial {:?}: {:?}", input, out.result);
     }
     Ok(())
 }
