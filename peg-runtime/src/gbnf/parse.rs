@@ -296,6 +296,7 @@ pub(super) fn parse(text: &str) -> Result<Vec<Rule>, Error> {
     let mut p = Parser { text, pos: 0, refs: Vec::new(), depth: 0 };
     let mut rules: Vec<Rule> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
+    let mut starts: Vec<usize> = Vec::new();
     p.space(true);
     while p.pos < text.len() {
         let start = p.pos;
@@ -314,6 +315,7 @@ pub(super) fn parse(text: &str) -> Result<Vec<Rule>, Error> {
             return Err(error_at(text, start, format!("rule `{name}` is defined twice")));
         }
         rules.push(Rule { name, alternatives });
+        starts.push(start);
         p.space(true);
     }
     for (name, pos) in &p.refs {
@@ -324,7 +326,7 @@ pub(super) fn parse(text: &str) -> Result<Vec<Rule>, Error> {
     if !index.contains_key("root") {
         return Err(Error::new(ErrorKind::Grammar, "the grammar has no `root` rule"));
     }
-    check_left_recursion(&rules, &index)?;
+    check_left_recursion(&rules, &index).map_err(|(rule, msg)| error_at(text, starts[rule], msg))?;
     Ok(rules)
 }
 
@@ -381,7 +383,8 @@ fn left_refs(seq: &[Item], nullable: &[bool], index: &HashMap<String, usize>, ou
     }
 }
 
-fn check_left_recursion(rules: &[Rule], index: &HashMap<String, usize>) -> Result<(), Error> {
+/// On failure: the first rule of the cycle and the message.
+fn check_left_recursion(rules: &[Rule], index: &HashMap<String, usize>) -> Result<(), (usize, String)> {
     let nullable = nullable_rules(rules, index);
     let edges: Vec<Vec<usize>> = rules
         .iter()
@@ -416,10 +419,7 @@ fn check_left_recursion(rules: &[Rule], index: &HashMap<String, usize>) -> Resul
                         let from = stack.iter().position(|&(n, _)| n == to).unwrap_or(0);
                         let mut path: Vec<&str> = stack[from..].iter().map(|&(n, _)| rules[n].name.as_str()).collect();
                         path.push(&rules[to].name);
-                        return Err(Error::new(
-                            ErrorKind::Grammar,
-                            format!("left recursion: {}", path.join(" -> ")),
-                        ));
+                        return Err((to, format!("left recursion: {}", path.join(" -> "))));
                     }
                     _ => {}
                 }
@@ -516,7 +516,8 @@ ws ::= | " " | "\n" [ \t]{0,20}
 
     #[test]
     fn rejects_left_recursion() {
-        assert_eq!(err("root ::= root \"a\" | \"b\""), "left recursion: root -> root");
+        assert_eq!(err("root ::= root \"a\" | \"b\""), "1:1: left recursion: root -> root");
+        assert_eq!(err("root ::= x\nx ::= \"a\"? x"), "2:1: left recursion: x -> x");
         assert!(err("root ::= a\na ::= b? c\nb ::= \"x\"\nc ::= \"y\"? root \"z\"").contains("left recursion"));
         // Right recursion is fine.
         assert!(Grammar::parse("root ::= \"a\" root | \"b\"").is_ok());
