@@ -48,7 +48,7 @@ impl Default for GbnfOptions {
 /// assert!(lazy.starts_with("root ::= tool-call\n"));
 /// ```
 pub fn generate(arena: &Arena, options: &GbnfOptions) -> Result<String, Error> {
-    let mut g = Gen { arena, b: GrammarBuilder::new(), rule_names: HashMap::new(), queue: Vec::new() };
+    let mut g = Gen { depth: 0, arena, b: GrammarBuilder::new(), rule_names: HashMap::new(), queue: Vec::new() };
     let root = g.b.reserve("root");
     check_triggers(arena)?;
     let root_body = if options.lazy {
@@ -109,7 +109,11 @@ fn check_triggers(arena: &Arena) -> Result<(), Error> {
     Ok(())
 }
 
+/// Nesting of nodes within one rule past which generation stops (rules restart the count).
+const MAX_DEPTH: usize = 400;
+
 struct Gen<'a> {
+    depth: usize,
     arena: &'a Arena,
     b: GrammarBuilder,
     rule_names: HashMap<NodeId, String>,
@@ -171,6 +175,16 @@ impl Gen<'_> {
 
     /// The expression for node `id`; an empty string stands for the empty match.
     fn expr(&mut self, id: NodeId) -> Result<String, Error> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(Error::new(ErrorKind::Grammar, format!("the arena nests deeper than {MAX_DEPTH} nodes within one rule")));
+        }
+        let r = self.expr_inner(id);
+        self.depth -= 1;
+        r
+    }
+
+    fn expr_inner(&mut self, id: NodeId) -> Result<String, Error> {
         let arena = self.arena;
         Ok(match arena.node(id) {
             Node::Eps | Node::Start | Node::End | Node::Peek { .. } | Node::Negate { .. } => String::new(),
@@ -538,6 +552,19 @@ mod tests {
         let e = generate(&broken, &GbnfOptions::default()).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Grammar);
         assert!(e.detail().contains("generated grammar is invalid"), "{e}");
+    }
+
+    #[test]
+    fn deep_arenas_are_errors_not_crashes() {
+        use crate::arena::ArenaData;
+        let mut nodes = vec![Node::Literal { text: "a".into() }];
+        for i in 0..100_000u32 {
+            nodes.push(Node::Repeat { child: NodeId(i), min: 0, max: Some(1) });
+        }
+        let root = NodeId(nodes.len() as u32 - 1);
+        let arena = Arena::from_data(ArenaData { nodes, rules: vec![], root }).unwrap();
+        let e = generate(&arena, &GbnfOptions::default()).unwrap_err();
+        assert!(e.detail().contains("nests deeper"), "{e}");
     }
 
     #[test]
