@@ -81,8 +81,13 @@ fn many_optional_properties_keep_declared_order() {
 fn additional_properties() {
     check(
         json!({"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": {"type": "string"}}),
-        &[r#"{"a": 1, "z": "s"}"#, r#"{"z": "s", "y": "t"}"#, "{}"],
-        &[r#"{"a": 1, "z": 2}"#],
+        &[r#"{"a": 1, "z": "s"}"#, r#"{"z": "s", "y": "t"}"#, "{}", r#"{"ab": "s", "": "t", "\u0041": "u"}"#],
+        &[r#"{"a": 1, "z": 2}"#, r#"{"a": 1, "a": "x"}"#, r#"{"a": "x"}"#],
+    );
+    check(
+        json!({"properties": {"ab": {"type": "integer"}, "ac": {"type": "integer"}, "b": {"type": "integer"}}, "required": [], "additionalProperties": {"type": "null"}}),
+        &[r#"{"ab": 1, "a": null, "abc": null, "ad": null, "x": null}"#],
+        &[r#"{"ab": null}"#, r#"{"ac": null}"#, r#"{"b": null}"#],
     );
     check(
         json!({"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": false}),

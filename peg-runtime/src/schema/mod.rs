@@ -369,6 +369,56 @@ impl<'b> SchemaConverter<'b> {
         }
     }
 
+    /// A JSON string (with trailing space) that is none of `keys`, so additional properties
+    /// cannot repeat declared ones. Keys needing escapes fall back to any string.
+    fn not_strings(&mut self, name: &str, keys: &[&str]) -> String {
+        if keys.is_empty() || keys.iter().any(|k| k.chars().any(|c| c == '"' || c == '\\' || (c as u32) < 0x20)) {
+            return self.prim("string");
+        }
+        #[derive(Default)]
+        struct Trie {
+            children: Vec<(char, Trie)>,
+            end: bool,
+        }
+        let mut root = Trie::default();
+        for k in keys {
+            let mut node = &mut root;
+            for c in k.chars() {
+                let i = match node.children.iter().position(|(x, _)| *x == c) {
+                    Some(i) => i,
+                    None => {
+                        node.children.push((c, Trie::default()));
+                        node.children.len() - 1
+                    }
+                };
+                node = &mut node.children[i].1;
+            }
+            node.end = true;
+        }
+        let ch = self.prim("char");
+        // Strings from this trie node on: follow a key, leave the trie (then anything), or stop
+        // where no key ends.
+        fn alts(t: &Trie, ch: &str) -> String {
+            let mut out = Vec::new();
+            for (c, child) in &t.children {
+                out.push(format!("{} {}", escape_literal(&c.to_string()), alts(child, ch)).trim_end().to_owned());
+            }
+            let mut ranges: Vec<(char, char)> = t.children.iter().map(|(c, _)| (*c, *c)).collect();
+            ranges.extend([('"', '"'), ('\\', '\\'), ('\0', '\x1f'), ('\x7f', '\x7f')]);
+            let leave = crate::gbnf::format_class(&CharClass::from_ranges(ranges, true));
+            out.push(format!("({leave} | [\\\\] ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{{4}})) {ch}*"));
+            let body = out.join(" | ");
+            if t.end {
+                format!("({body})")
+            } else {
+                format!("({body})?")
+            }
+        }
+        let sp = self.space();
+        let body = format!("\"\\\"\" {} \"\\\"\" {sp}", alts(&root, &ch));
+        self.rule(&format!("{name}-additional-key"), &body)
+    }
+
     fn format_rule(&mut self, format: &str) -> Option<String> {
         let date = r#"[0-9]{4} "-" ("0" [1-9] | "1" [0-2]) "-" ("0" [1-9] | [1-2] [0-9] | "3" [0-1])"#;
         let time = r#"([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9] ":" [0-5] [0-9] ("." [0-9]{1,6})? ("Z" | [+\x2D] ([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9])"#;
@@ -709,7 +759,8 @@ impl<'b> SchemaConverter<'b> {
             Some(s) => {
                 let body = self.visit(s, &format!("{name}-additional"))?;
                 let v = self.rule(&format!("{name}-additional"), &body);
-                let st = self.prim("string");
+                let keys: Vec<&str> = props.keys().map(String::as_str).collect();
+                let st = self.not_strings(name, &keys);
                 Some(self.rule(&format!("{name}-additional-kv"), &format!("{st} \":\" {sp} {v}")))
             }
         };
