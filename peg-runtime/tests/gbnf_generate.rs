@@ -208,3 +208,16 @@ fn three_hundred_tools_build_fast_and_small() {
     let lz = generate(&arena, &GbnfOptions { lazy: true, validate: true }).unwrap();
     assert!(lz.len() < text.len());
 }
+
+#[test]
+fn schema_values_carry_no_trailing_space() {
+    // The parser's `json()` stops at the value's end, so the grammar must not add whitespace
+    // the following literal would then reject.
+    let arena = Arena::build(|p| "<x>" + p.schema(p.json(), "args", json!({"type": "object", "properties": {"a": {"type": "integer"}}}), false) + "</x>").unwrap();
+    let g = Grammar::parse(&full(&arena)).unwrap();
+    assert!(g.accepts(r#"<x>{"a": 1}</x>"#));
+    assert!(g.accepts("<x>{ \"a\" :\n 1 }</x>"));
+    assert!(!g.accepts(r#"<x>{"a": 1} </x>"#));
+    let out = arena.parse(br#"<x>{"a": 1} </x>"#, false).unwrap();
+    assert!(out.result.outcome != peg_runtime::Outcome::Success || out.result.end != 16);
+}

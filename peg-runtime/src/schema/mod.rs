@@ -50,8 +50,11 @@ fn schema_err(msg: impl Into<String>) -> Error {
 pub fn to_gbnf(schema: &Value) -> Result<String, Error> {
     let mut b = GrammarBuilder::new();
     let root = b.reserve("root");
-    let name = SchemaConverter::new(&mut b).add("root-value", schema)?;
-    b.define(&root, &name);
+    let mut conv = SchemaConverter::new(&mut b);
+    let name = conv.add("root-value", schema)?;
+    // llama.cpp's convention: trailing whitespace after the document.
+    let sp = conv.space();
+    b.define(&root, &format!("{name} {sp}"));
     let text = b.to_gbnf();
     // `$ref` cycles that consume nothing (`a -> b -> a`, `anyOf: [{$ref: "#"}]`) become left
     // recursion, which GBNF forbids.
@@ -309,6 +312,7 @@ impl<'b> SchemaConverter<'b> {
         if !body.is_empty() && body.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
             return body.to_owned();
         }
+        let body = if body.starts_with('(') && body.ends_with(')') && regex::balanced_group(body) { &body[1..body.len() - 1] } else { body };
         self.b.add_shared(name, body)
     }
 
@@ -319,25 +323,24 @@ impl<'b> SchemaConverter<'b> {
     }
 
     fn prim(&mut self, which: &str) -> String {
-        let sp = self.space();
         match which {
-            "boolean" => self.b.add_rule("boolean", &format!("(\"true\" | \"false\") {sp}")),
-            "null" => self.b.add_rule("null", &format!("\"null\" {sp}")),
+            "boolean" => self.b.add_rule("boolean", "\"true\" | \"false\""),
+            "null" => self.b.add_rule("null", "\"null\""),
             "char" => self.b.add_rule("char", r#"[^"\\\x7F\x00-\x1F] | [\\] (["\\/bfnrt] | "u" [0-9a-fA-F]{4})"#),
             "string" => {
                 let c = self.prim("char");
-                self.b.add_rule("string", &format!("\"\\\"\" {c}* \"\\\"\" {sp}"))
+                self.b.add_rule("string", &format!("\"\\\"\" {c}* \"\\\"\""))
             }
             "integral-part" => self.b.add_rule("integral-part", "[0] | [1-9] [0-9]{0,15}"),
             "decimal-part" => self.b.add_rule("decimal-part", "[0-9]{1,16}"),
             "number" => {
                 let ip = self.prim("integral-part");
                 let dp = self.prim("decimal-part");
-                self.b.add_rule("number", &format!("(\"-\"? {ip}) (\".\" {dp})? ([eE] [-+]? {ip})? {sp}"))
+                self.b.add_rule("number", &format!("(\"-\"? {ip}) (\".\" {dp})? ([eE] [-+]? {ip})?"))
             }
             "integer" => {
                 let ip = self.prim("integral-part");
-                self.b.add_rule("integer", &format!("(\"-\"? {ip}) {sp}"))
+                self.b.add_rule("integer", &format!("\"-\"? {ip}"))
             }
             _ => unreachable!("unknown primitive {which}"),
         }
@@ -355,8 +358,8 @@ impl<'b> SchemaConverter<'b> {
             let a = self.b.reserve("array");
             let (s, n, bo, nu) = (self.prim("string"), self.prim("number"), self.prim("boolean"), self.prim("null"));
             self.b.define(&v, &format!("{o} | {a} | {s} | {n} | {bo} | {nu}"));
-            self.b.define(&o, &format!("\"{{\" {sp} ({s} \":\" {sp} {v} (\",\" {sp} {s} \":\" {sp} {v})*)? \"}}\" {sp}"));
-            self.b.define(&a, &format!("\"[\" {sp} ({v} (\",\" {sp} {v})*)? \"]\" {sp}"));
+            self.b.define(&o, &format!("\"{{\" {sp} ({s} {sp} \":\" {sp} {v} {sp} (\",\" {sp} {s} {sp} \":\" {sp} {v} {sp})*)? \"}}\""));
+            self.b.define(&a, &format!("\"[\" {sp} ({v} {sp} (\",\" {sp} {v} {sp})*)? \"]\""));
             self.b.memo.insert("schema:value".into(), v.clone());
             self.b.memo.insert("schema:object".into(), o.clone());
             self.b.memo.insert("schema:array".into(), a.clone());
@@ -414,8 +417,7 @@ impl<'b> SchemaConverter<'b> {
                 format!("({body})?")
             }
         }
-        let sp = self.space();
-        let body = format!("\"\\\"\" {} \"\\\"\" {sp}", alts(&root, &ch));
+        let body = format!("\"\\\"\" {} \"\\\"\"", alts(&root, &ch));
         self.rule(&format!("{name}-additional-key"), &body)
     }
 
@@ -504,17 +506,15 @@ impl<'b> SchemaConverter<'b> {
             return Ok(rule);
         }
         if let Some(c) = obj.get("const") {
-            let sp = self.space();
-            return Ok(format!("{} {sp}", escape_literal(&json_literal(c))));
+            return Ok(escape_literal(&json_literal(c)));
         }
         if let Some(e) = obj.get("enum") {
             let e = e.as_array().ok_or_else(|| schema_err("`enum` must be an array"))?;
             if e.is_empty() {
                 return Err(schema_err(format!("`enum` of `{name}` is empty")));
             }
-            let sp = self.space();
             let alts: Vec<String> = e.iter().map(|v| escape_literal(&json_literal(v))).collect();
-            return Ok(format!("({}) {sp}", alts.join(" | ")));
+            return Ok(group(alts));
         }
         for key in ["oneOf", "anyOf"] {
             if let Some(list) = obj.get(key) {
@@ -587,7 +587,6 @@ impl<'b> SchemaConverter<'b> {
     }
 
     fn typed(&mut self, obj: &Map<String, Value>, t: &str, name: &str) -> Result<String, Error> {
-        let sp = self.space();
         match t {
             "null" => Ok(self.prim("null")),
             "boolean" => Ok(self.prim("boolean")),
@@ -608,7 +607,7 @@ impl<'b> SchemaConverter<'b> {
                         return Err(schema_err(format!("the range of `{name}` is empty")));
                     }
                 }
-                Ok(format!("{} {sp}", int_range(lo, hi)))
+                Ok(int_range(lo, hi))
             }
             "number" => {
                 let lo = bound(obj, "minimum", "exclusiveMinimum", true).map(f64::floor);
@@ -633,7 +632,7 @@ impl<'b> SchemaConverter<'b> {
                 if alts.is_empty() || lo.zip(hi).is_some_and(|(l, h)| l > h) {
                     return Err(schema_err(format!("the range of `{name}` is empty")));
                 }
-                Ok(format!("{} {sp}", group(alts)))
+                Ok(group(alts))
             }
             "object" => self.object(obj, name),
             "array" => self.array(obj, name),
@@ -642,11 +641,10 @@ impl<'b> SchemaConverter<'b> {
     }
 
     fn string(&mut self, obj: &Map<String, Value>, name: &str) -> Result<String, Error> {
-        let sp = self.space();
         let q = "\"\\\"\"";
         if let Some(Value::String(f)) = obj.get("format") {
             if let Some(r) = self.format_rule(f) {
-                return Ok(format!("{q} {r} {q} {sp}"));
+                return Ok(format!("{q} {r} {q}"));
             }
         }
         if let Some(p) = obj.get("pattern") {
@@ -661,7 +659,7 @@ impl<'b> SchemaConverter<'b> {
                 body = format!("{body} {c}*");
             }
             let r = self.rule(&format!("{name}-pattern"), &body);
-            return Ok(format!("{q} {r} {q} {sp}"));
+            return Ok(format!("{q} {r} {q}"));
         }
         let min = get_u32(obj, "minLength").unwrap_or(0);
         let max = get_u32(obj, "maxLength");
@@ -672,7 +670,7 @@ impl<'b> SchemaConverter<'b> {
             return Err(schema_err(format!("`{name}` has maxLength below minLength")));
         }
         let c = self.prim("char");
-        Ok(format!("{q} {} {q} {sp}", repetition(&c, min, max)))
+        Ok(format!("{q} {} {q}", repetition(&c, min, max)))
     }
 
     fn array(&mut self, obj: &Map<String, Value>, name: &str) -> Result<String, Error> {
@@ -688,8 +686,8 @@ impl<'b> SchemaConverter<'b> {
                 let body = self.visit(s, &format!("{name}-tuple-{i}"))?;
                 parts.push(self.rule(&format!("{name}-tuple-{i}"), &body));
             }
-            let inner = parts.join(&format!(" \",\" {sp} "));
-            return Ok(format!("\"[\" {sp} {inner} \"]\" {sp}"));
+            let inner = parts.join(&format!(" {sp} \",\" {sp} "));
+            return Ok(format!("\"[\" {sp} {inner} {sp} \"]\""));
         }
         let item = match obj.get("items") {
             Some(s) => {
@@ -703,13 +701,13 @@ impl<'b> SchemaConverter<'b> {
         if max.is_some_and(|m| m < min) {
             return Err(schema_err(format!("`{name}` has maxItems below minItems")));
         }
-        let more = format!("(\",\" {sp} {item})");
+        let more = format!("(\",\" {sp} {item} {sp})");
         let list = match (min, max) {
             (_, Some(0)) => String::new(),
-            (0, max) => format!("({item} {})?", repetition(&more, 0, max.map(|m| m - 1))),
-            (m, max) => format!("{item} {}", repetition(&more, m - 1, max.map(|x| x - 1))),
+            (0, max) => format!("({item} {sp} {})?", repetition(&more, 0, max.map(|m| m - 1))),
+            (m, max) => format!("{item} {sp} {}", repetition(&more, m - 1, max.map(|x| x - 1))),
         };
-        Ok(format!("\"[\" {sp} {list} \"]\" {sp}"))
+        Ok(format!("\"[\" {sp} {list} \"]\""))
     }
 
     fn object(&mut self, obj: &Map<String, Value>, name: &str) -> Result<String, Error> {
@@ -742,7 +740,7 @@ impl<'b> SchemaConverter<'b> {
             let pname = format!("{name}-{key}");
             let body = self.visit(s, &pname)?;
             let value = self.rule(&pname, &body);
-            let kv = self.rule(&format!("{pname}-kv"), &format!("{} {sp} \":\" {sp} {value}", escape_literal(&json_literal(&Value::String(key.clone())))));
+            let kv = self.rule(&format!("{pname}-kv"), &format!("{} {sp} \":\" {sp} {value} {sp}", escape_literal(&json_literal(&Value::String(key.clone())))));
             if required.contains(key.as_str()) {
                 req.push(kv);
             } else {
@@ -761,7 +759,7 @@ impl<'b> SchemaConverter<'b> {
                 let v = self.rule(&format!("{name}-additional"), &body);
                 let keys: Vec<&str> = props.keys().map(String::as_str).collect();
                 let st = self.not_strings(name, &keys);
-                Some(self.rule(&format!("{name}-additional-kv"), &format!("{st} \":\" {sp} {v}")))
+                Some(self.rule(&format!("{name}-additional-kv"), &format!("{st} {sp} \":\" {sp} {v} {sp}")))
             }
         };
         let comma = format!("\",\" {sp}");
@@ -777,7 +775,7 @@ impl<'b> SchemaConverter<'b> {
             body.push(' ');
             body.push_str(&tail);
         }
-        body.push_str(&format!(" \"}}\" {sp}"));
+        body.push_str(" \"}\"");
         Ok(body)
     }
 }

@@ -469,7 +469,7 @@ pub fn to_gbnf(r: &Regex, json: bool) -> String {
 }
 
 /// Whether `s` is one parenthesized group (its first `(` closes at the very end).
-fn balanced_group(s: &str) -> bool {
+pub(crate) fn balanced_group(s: &str) -> bool {
     let mut depth = 0i32;
     let mut in_str = false;
     let mut in_class = false;
