@@ -234,7 +234,7 @@ impl Recognizer {
     /// Whether `input` is a prefix of some string in the language.
     pub fn accepts_prefix(&self, input: &str) -> bool {
         let mut run = Run::new(self);
-        input.chars().all(|c| run.step(c))
+        !run.items.is_empty() && input.chars().all(|c| run.step(c))
     }
 
     fn skippable(&self, it: &CItem) -> bool {
@@ -408,6 +408,8 @@ mod tests {
         assert!(gr.accepts("b"));
         let empty = g("root ::= \"a\" []");
         assert!(!empty.accepts_prefix("a"));
+        let never = g("root ::= \"x\" root");
+        assert!(!never.accepts_prefix("") && !never.accepts(""));
     }
 
     #[test]
