@@ -216,6 +216,42 @@ fn integer_ranges() {
 }
 
 #[test]
+fn fractional_number_ranges_are_exact() {
+    let bounds = [None, Some(-10.5), Some(-3.0), Some(-0.25), Some(0.0), Some(0.1), Some(0.5), Some(1.0), Some(2.75), Some(3.05), Some(10.0)];
+    let fracs = ["", ".0", ".00", ".05", ".1", ".25", ".5", ".50", ".75", ".751", ".9", ".99", ".999"];
+    let mut values = Vec::new();
+    for i in 0..=12 {
+        for f in fracs {
+            values.push(format!("{i}{f}"));
+            if i != 0 || f.trim_matches(['.', '0']).len() > 0 {
+                values.push(format!("-{i}{f}"));
+            }
+        }
+    }
+    for lo in bounds {
+        for hi in bounds {
+            if lo.is_none() && hi.is_none() || lo.zip(hi).is_some_and(|(l, h)| l > h) {
+                continue;
+            }
+            let mut schema = json!({"type": "number"});
+            if let Some(l) = lo {
+                schema["minimum"] = json!(l);
+            }
+            if let Some(h) = hi {
+                schema["maximum"] = json!(h);
+            }
+            let text = schema::to_gbnf(&schema).unwrap();
+            let g = Grammar::parse(&text).unwrap();
+            for v in &values {
+                let x: f64 = v.parse().unwrap();
+                let want = lo.is_none_or(|l| x >= l) && hi.is_none_or(|h| x <= h);
+                assert_eq!(g.accepts(v), want, "{schema} on {v}\n{text}");
+            }
+        }
+    }
+}
+
+#[test]
 fn number_ranges() {
     check(json!({"type": "number", "minimum": 0, "maximum": 10}), &["0", "0.5", "9.99", "10", "10.0"], &["-1", "10.5", "11", "-0.5"]);
     check(json!({"type": "number", "minimum": -5}), &["-5", "-4.5", "0", "1000.25"], &["-5.5", "-6"]);

@@ -192,28 +192,129 @@ fn int_range(lo: Option<i64>, hi: Option<i64>) -> String {
     }
 }
 
-/// Decimal magnitudes `m` with `lo <= m <= hi` (`hi` open when `None`), without exponent.
-fn magnitude_range(lo: u64, hi: Option<u64>) -> Vec<String> {
-    let frac = "(\".\" [0-9]{1,16})?";
-    let zero_frac = "(\".\" \"0\"{1,16})?";
-    let mut alts = Vec::new();
-    match hi {
-        None => {
-            let ints = uint_range(lo, MAX_EXACT);
-            if !ints.is_empty() {
-                alts.push(format!("{} {frac}", group(ints)));
+/// A non-negative decimal bound: integer part and fraction digits without trailing zeros.
+#[derive(Debug, Clone, PartialEq)]
+struct Dec {
+    int: u64,
+    frac: Vec<u8>,
+}
+
+impl Dec {
+    /// The magnitude of `v`; `None` past the exactly written range.
+    fn of(v: f64) -> Option<Dec> {
+        let v = v.abs();
+        if !v.is_finite() || v > MAX_EXACT as f64 {
+            return None;
+        }
+        let text = format!("{v}");
+        let (i, f) = text.split_once('.').unwrap_or((&text, ""));
+        let frac: Vec<u8> = f.trim_end_matches('0').bytes().collect();
+        Some(Dec { int: i.parse().ok()?, frac })
+    }
+
+    fn le(&self, other: &Dec) -> bool {
+        (self.int, &self.frac) <= (other.int, &other.frac)
+    }
+}
+
+fn digit_span(a: u8, b: u8) -> Option<String> {
+    (a <= b).then(|| digit_class(a, b))
+}
+
+/// Fraction digit strings (at least one digit) whose zero-padded value is at least `d`.
+fn frac_ge(d: &[u8]) -> String {
+    match d {
+        [] => "[0-9]+".to_owned(),
+        [x] => format!("{} [0-9]*", digit_class(*x, b'9')),
+        [x, rest @ ..] => {
+            let mut alts = Vec::new();
+            if let Some(c) = digit_span(x + 1, b'9') {
+                alts.push(format!("{c} [0-9]*"));
+            }
+            alts.push(format!("\"{}\" {}", *x as char, frac_ge(rest)));
+            group(alts)
+        }
+    }
+}
+
+/// Fraction digit strings (at least one digit) whose zero-padded value is at most `d`.
+fn frac_le(d: &[u8]) -> String {
+    match d {
+        [] => "\"0\"+".to_owned(),
+        [x, rest @ ..] => {
+            let mut alts = Vec::new();
+            if *x > b'0' {
+                alts.push(format!("{} [0-9]*", digit_span(b'0', x - 1).expect("x > 0")));
+            }
+            if rest.is_empty() {
+                alts.push(format!("\"{}\" \"0\"*", *x as char));
+            } else {
+                alts.push(format!("\"{}\" ({})?", *x as char, frac_le(rest)));
+            }
+            group(alts)
+        }
+    }
+}
+
+/// Fraction digit strings (at least one digit) between `a` and `b` (zero-padded, `a <= b`).
+fn frac_between(a: &[u8], b: &[u8]) -> String {
+    match (a, b) {
+        ([], _) => frac_le(b),
+        (_, []) => "[]".to_owned(), // a > 0 = b: unreachable for ordered bounds
+        ([x, ar @ ..], [y, br @ ..]) if x == y => {
+            if ar.is_empty() {
+                let inner = if br.is_empty() { "\"0\"+".to_owned() } else { frac_le(br) };
+                format!("\"{}\" ({inner})?", *x as char)
+            } else {
+                format!("\"{}\" {}", *x as char, frac_between(ar, br))
             }
         }
-        Some(h) => {
-            if h > lo {
-                let ints = uint_range(lo, h - 1);
-                if !ints.is_empty() {
-                    alts.push(format!("{} {frac}", group(ints)));
-                }
+        ([x, ar @ ..], [y, br @ ..]) => {
+            let mut alts = Vec::new();
+            alts.push(if ar.is_empty() { format!("\"{}\" [0-9]*", *x as char) } else { format!("\"{}\" {}", *x as char, frac_ge(ar)) });
+            if let Some(c) = digit_span(x + 1, y.saturating_sub(1)).filter(|_| *y > 0) {
+                alts.push(format!("{c} [0-9]*"));
             }
-            if h >= lo {
-                alts.push(format!("\"{h}\" {zero_frac}"));
+            alts.push(if br.is_empty() { format!("\"{}\" \"0\"*", *y as char) } else { format!("\"{}\" ({})?", *y as char, frac_le(br)) });
+            group(alts)
+        }
+    }
+}
+
+/// Decimal magnitudes `m` (no sign, no exponent) with `lo <= m <= hi` (`hi` open when `None`).
+fn magnitude_range(lo: &Dec, hi: Option<&Dec>) -> Vec<String> {
+    let any_frac = "(\".\" [0-9]{1,16})?";
+    let mut alts = Vec::new();
+    let low_end = |d: &Dec| {
+        if d.frac.is_empty() {
+            format!("\"{}\" {any_frac}", d.int)
+        } else {
+            format!("\"{}\" \".\" {}", d.int, frac_ge(&d.frac))
+        }
+    };
+    match hi {
+        None => {
+            alts.push(low_end(lo));
+            let ints = uint_range(lo.int + 1, MAX_EXACT);
+            if !ints.is_empty() {
+                alts.push(format!("{} {any_frac}", group(ints)));
             }
+        }
+        Some(hi) if !lo.le(hi) => {}
+        Some(hi) if hi.int == lo.int => {
+            let f = if lo.frac.is_empty() {
+                format!("(\".\" {})?", frac_le(&hi.frac))
+            } else {
+                format!("\".\" {}", frac_between(&lo.frac, &hi.frac))
+            };
+            alts.push(format!("\"{}\" {f}", lo.int));
+        }
+        Some(hi) => {
+            alts.push(low_end(lo));
+            if hi.int > lo.int + 1 {
+                alts.push(format!("{} {any_frac}", group(uint_range(lo.int + 1, hi.int - 1))));
+            }
+            alts.push(format!("\"{}\" (\".\" {})?", hi.int, frac_le(&hi.frac)));
         }
     }
     alts
@@ -610,21 +711,24 @@ impl<'b> SchemaConverter<'b> {
                 Ok(int_range(lo, hi))
             }
             "number" => {
-                let lo = bound(obj, "minimum", "exclusiveMinimum", true).map(f64::floor);
-                let hi = bound(obj, "maximum", "exclusiveMaximum", false).map(f64::ceil);
-                let fit = |v: f64| (v.abs() <= MAX_EXACT as f64).then_some(v as i64);
-                let (lo, hi) = (lo.and_then(fit), hi.and_then(fit));
+                let lo = bound(obj, "minimum", "exclusiveMinimum", true);
+                let hi = bound(obj, "maximum", "exclusiveMaximum", false);
+                // Bounds too large to write exactly leave that side open.
+                let lo = lo.filter(|v| Dec::of(*v).is_some());
+                let hi = hi.filter(|v| Dec::of(*v).is_some());
                 if lo.is_none() && hi.is_none() {
                     return Ok(self.prim("number"));
                 }
+                let zero = Dec { int: 0, frac: Vec::new() };
                 let mut alts = Vec::new();
-                if hi.is_none_or(|h| h >= 0) {
-                    let a = lo.map_or(0, |l| l.max(0) as u64);
-                    alts.extend(magnitude_range(a, hi.map(|h| h as u64)));
+                if hi.is_none_or(|h| h >= 0.0) {
+                    let a = lo.filter(|l| *l > 0.0).and_then(Dec::of).unwrap_or_else(|| zero.clone());
+                    alts.extend(magnitude_range(&a, hi.and_then(Dec::of).as_ref()));
                 }
-                if lo.is_none_or(|l| l < 0) {
-                    let a = hi.map_or(0, |h| if h < 0 { h.unsigned_abs() } else { 0 });
-                    let neg = magnitude_range(a, lo.map(|l| l.unsigned_abs()));
+                if lo.is_none_or(|l| l < 0.0) {
+                    // Negative numbers: the magnitude lies between |hi| (or 0) and |lo|.
+                    let a = hi.filter(|h| *h < 0.0).and_then(Dec::of).unwrap_or_else(|| zero.clone());
+                    let neg = magnitude_range(&a, lo.and_then(Dec::of).as_ref());
                     if !neg.is_empty() {
                         alts.push(format!("\"-\" {}", group(neg)));
                     }
@@ -833,8 +937,9 @@ impl Tails<'_> {
     }
 }
 
-/// Reads a lower (`up`) or upper bound, from draft-6 numbers or draft-4 boolean exclusivity.
-/// Exclusive integer bounds move by one; exclusive number bounds are treated as inclusive.
+/// Reads a lower or upper bound, from draft-6 numbers or draft-4 boolean exclusivity.
+/// Exclusive integer bounds move by one; exclusive number bounds are treated as inclusive
+/// (the grammar admits the bound itself).
 fn bound(obj: &Map<String, Value>, inclusive: &str, exclusive: &str, lower: bool) -> Option<f64> {
     let integer = obj.get("type").and_then(Value::as_str) == Some("integer");
     let step = if integer { 1.0 } else { 0.0 };
