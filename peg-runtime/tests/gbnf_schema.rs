@@ -217,7 +217,7 @@ fn integer_ranges() {
 
 #[test]
 fn fractional_number_ranges_are_exact() {
-    let bounds = [None, Some(-10.5), Some(-3.0), Some(-0.25), Some(0.0), Some(0.1), Some(0.5), Some(1.0), Some(2.75), Some(3.05), Some(10.0)];
+    let bounds: [Option<f64>; 11] = [None, Some(-10.5), Some(-3.0), Some(-0.25), Some(0.0), Some(0.1), Some(0.5), Some(1.0), Some(2.75), Some(3.05), Some(10.0)];
     let fracs = ["", ".0", ".00", ".05", ".1", ".25", ".5", ".50", ".75", ".751", ".9", ".99", ".999"];
     let mut values = Vec::new();
     for i in 0..=12 {
@@ -233,19 +233,36 @@ fn fractional_number_ranges_are_exact() {
             if lo.is_none() && hi.is_none() || lo.zip(hi).is_some_and(|(l, h)| l > h) {
                 continue;
             }
-            let mut schema = json!({"type": "number"});
-            if let Some(l) = lo {
-                schema["minimum"] = json!(l);
-            }
-            if let Some(h) = hi {
-                schema["maximum"] = json!(h);
-            }
-            let text = schema::to_gbnf(&schema).unwrap();
-            let g = Grammar::parse(&text).unwrap();
-            for v in &values {
-                let x: f64 = v.parse().unwrap();
-                let want = lo.is_none_or(|l| x >= l) && hi.is_none_or(|h| x <= h);
-                assert_eq!(g.accepts(v), want, "{schema} on {v}\n{text}");
+            for (lx, hx) in [(false, false), (true, false), (false, true), (true, true)] {
+                // Exclusive bounds within one integer are treated as inclusive (documented).
+                let same_int = |a: f64, b: f64| a.abs().floor() == b.abs().floor();
+                let nonneg_same = hi.is_some_and(|h| h >= 0.0 && same_int(lo.map_or(0.0, |l| l.max(0.0)), h));
+                let neg_same = lo.is_some_and(|l| l < 0.0 && same_int(hi.map_or(0.0, |h| h.min(0.0)), l));
+                if (lx || hx) && (nonneg_same || neg_same) {
+                    continue;
+                }
+                let mut schema = json!({"type": "number"});
+                if let Some(l) = lo {
+                    schema[if lx { "exclusiveMinimum" } else { "minimum" }] = json!(l);
+                }
+                if let Some(h) = hi {
+                    schema[if hx { "exclusiveMaximum" } else { "maximum" }] = json!(h);
+                }
+                let text = match schema::to_gbnf(&schema) {
+                    Ok(t) => t,
+                    Err(_) => {
+                        // Only empty ranges may fail.
+                        assert!(lo == hi && (lx || hx), "{schema}");
+                        continue;
+                    }
+                };
+                let g = Grammar::parse(&text).unwrap();
+                for v in &values {
+                    let x: f64 = v.parse().unwrap();
+                    let above = lo.is_none_or(|l| if lx { x > l } else { x >= l });
+                    let below = hi.is_none_or(|h| if hx { x < h } else { x <= h });
+                    assert_eq!(g.accepts(v), above && below, "{schema} on {v}\n{text}");
+                }
             }
         }
     }

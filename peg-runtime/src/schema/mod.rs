@@ -256,6 +256,35 @@ fn frac_le(d: &[u8]) -> String {
     }
 }
 
+/// Fraction digit strings (at least one digit) whose zero-padded value exceeds `d`.
+fn frac_gt(d: &[u8]) -> String {
+    match d {
+        [] => "\"0\"* [1-9] [0-9]*".to_owned(),
+        [x, rest @ ..] => {
+            let mut alts = Vec::new();
+            if let Some(c) = digit_span(x + 1, b'9') {
+                alts.push(format!("{c} [0-9]*"));
+            }
+            alts.push(format!("\"{}\" {}", *x as char, frac_gt(rest)));
+            group(alts)
+        }
+    }
+}
+
+/// Fraction digit strings (at least one digit) whose zero-padded value is below `d`
+/// (`None` when there are none, i.e. `d` is zero).
+fn frac_lt(d: &[u8]) -> Option<String> {
+    let [x, rest @ ..] = d else { return None };
+    let mut alts = Vec::new();
+    if *x > b'0' {
+        alts.push(format!("{} [0-9]*", digit_span(b'0', x - 1).expect("x > 0")));
+    }
+    if let Some(r) = frac_lt(rest) {
+        alts.push(format!("\"{}\" ({r})?", *x as char));
+    }
+    (!alts.is_empty()).then(|| group(alts))
+}
+
 /// Fraction digit strings (at least one digit) between `a` and `b` (zero-padded, `a <= b`).
 fn frac_between(a: &[u8], b: &[u8]) -> String {
     match (a, b) {
@@ -281,16 +310,21 @@ fn frac_between(a: &[u8], b: &[u8]) -> String {
     }
 }
 
-/// Decimal magnitudes `m` (no sign, no exponent) with `lo <= m <= hi` (`hi` open when `None`).
-fn magnitude_range(lo: &Dec, hi: Option<&Dec>) -> Vec<String> {
+/// Decimal magnitudes `m` (no sign, no exponent) above `lo` and below `hi` (open when
+/// `None`); the flags make a bound exclusive. With both bounds in the same integer, an
+/// exclusive bound is treated as inclusive.
+fn magnitude_range(lo: &Dec, lo_excl: bool, hi: Option<(&Dec, bool)>) -> Vec<String> {
     let any_frac = "(\".\" [0-9]{1,16})?";
     let mut alts = Vec::new();
-    let low_end = |d: &Dec| {
-        if d.frac.is_empty() {
-            format!("\"{}\" {any_frac}", d.int)
-        } else {
-            format!("\"{}\" \".\" {}", d.int, frac_ge(&d.frac))
-        }
+    let low_end = |d: &Dec| match (d.frac.is_empty(), lo_excl) {
+        (true, false) => format!("\"{}\" {any_frac}", d.int),
+        (false, false) => format!("\"{}\" \".\" {}", d.int, frac_ge(&d.frac)),
+        (_, true) => format!("\"{}\" \".\" {}", d.int, frac_gt(&d.frac)),
+    };
+    let high_end = |d: &Dec, excl: bool| match (d.frac.is_empty(), excl) {
+        (true, true) => None,
+        (_, true) => Some(format!("\"{}\" (\".\" {})?", d.int, frac_lt(&d.frac).expect("non-zero fraction"))),
+        (_, false) => Some(format!("\"{}\" (\".\" {})?", d.int, frac_le(&d.frac))),
     };
     match hi {
         None => {
@@ -300,8 +334,8 @@ fn magnitude_range(lo: &Dec, hi: Option<&Dec>) -> Vec<String> {
                 alts.push(format!("{} {any_frac}", group(ints)));
             }
         }
-        Some(hi) if !lo.le(hi) => {}
-        Some(hi) if hi.int == lo.int => {
+        Some((hi, _)) if !lo.le(hi) => {}
+        Some((hi, _)) if hi.int == lo.int => {
             let f = if lo.frac.is_empty() {
                 format!("(\".\" {})?", frac_le(&hi.frac))
             } else {
@@ -309,12 +343,12 @@ fn magnitude_range(lo: &Dec, hi: Option<&Dec>) -> Vec<String> {
             };
             alts.push(format!("\"{}\" {f}", lo.int));
         }
-        Some(hi) => {
+        Some((hi, hi_excl)) => {
             alts.push(low_end(lo));
             if hi.int > lo.int + 1 {
                 alts.push(format!("{} {any_frac}", group(uint_range(lo.int + 1, hi.int - 1))));
             }
-            alts.push(format!("\"{}\" (\".\" {})?", hi.int, frac_le(&hi.frac)));
+            alts.extend(high_end(hi, hi_excl));
         }
     }
     alts
@@ -711,28 +745,36 @@ impl<'b> SchemaConverter<'b> {
                 Ok(int_range(lo, hi))
             }
             "number" => {
-                let lo = bound(obj, "minimum", "exclusiveMinimum", true);
-                let hi = bound(obj, "maximum", "exclusiveMaximum", false);
                 // Bounds too large to write exactly leave that side open.
-                let lo = lo.filter(|v| Dec::of(*v).is_some());
-                let hi = hi.filter(|v| Dec::of(*v).is_some());
+                let lo = num_bound(obj, "minimum", "exclusiveMinimum").filter(|(v, _)| Dec::of(*v).is_some());
+                let hi = num_bound(obj, "maximum", "exclusiveMaximum").filter(|(v, _)| Dec::of(*v).is_some());
                 if lo.is_none() && hi.is_none() {
                     return Ok(self.prim("number"));
                 }
                 let zero = Dec { int: 0, frac: Vec::new() };
                 let mut alts = Vec::new();
-                if hi.is_none_or(|h| h >= 0.0) {
-                    let a = lo.filter(|l| *l > 0.0).and_then(Dec::of).unwrap_or_else(|| zero.clone());
-                    alts.extend(magnitude_range(&a, hi.and_then(Dec::of).as_ref()));
+                // Non-negative numbers, unless the upper bound excludes them all.
+                if hi.is_none_or(|(h, x)| h > 0.0 || (h == 0.0 && !x)) {
+                    let (a, ax) = match lo {
+                        Some((l, x)) if l >= 0.0 => (Dec::of(l).expect("filtered"), x),
+                        _ => (zero.clone(), false),
+                    };
+                    let b = hi.map(|(h, x)| (Dec::of(h).expect("filtered"), x));
+                    alts.extend(magnitude_range(&a, ax, b.as_ref().map(|(d, x)| (d, *x))));
                 }
-                if lo.is_none_or(|l| l < 0.0) {
-                    // Negative numbers: the magnitude lies between |hi| (or 0) and |lo|.
-                    let a = hi.filter(|h| *h < 0.0).and_then(Dec::of).unwrap_or_else(|| zero.clone());
-                    let neg = magnitude_range(&a, lo.and_then(Dec::of).as_ref());
+                // Negative numbers: the magnitude lies between |hi| (or 0) and |lo|.
+                if lo.is_none_or(|(l, _)| l < 0.0) {
+                    let (a, ax) = match hi {
+                        Some((h, x)) if h < 0.0 => (Dec::of(h).expect("filtered"), x),
+                        _ => (zero.clone(), false),
+                    };
+                    let b = lo.map(|(l, x)| (Dec::of(l).expect("filtered"), x));
+                    let neg = magnitude_range(&a, ax, b.as_ref().map(|(d, x)| (d, *x)));
                     if !neg.is_empty() {
                         alts.push(format!("\"-\" {}", group(neg)));
                     }
                 }
+                let (lo, hi) = (lo.map(|b| b.0), hi.map(|b| b.0));
                 if alts.is_empty() || lo.zip(hi).is_some_and(|(l, h)| l > h) {
                     return Err(schema_err(format!("the range of `{name}` is empty")));
                 }
@@ -938,8 +980,7 @@ impl Tails<'_> {
 }
 
 /// Reads a lower or upper bound, from draft-6 numbers or draft-4 boolean exclusivity.
-/// Exclusive integer bounds move by one; exclusive number bounds are treated as inclusive
-/// (the grammar admits the bound itself).
+/// Exclusive integer bounds move by one (numbers use [`num_bound`]).
 fn bound(obj: &Map<String, Value>, inclusive: &str, exclusive: &str, lower: bool) -> Option<f64> {
     let integer = obj.get("type").and_then(Value::as_str) == Some("integer");
     let step = if integer { 1.0 } else { 0.0 };
@@ -952,6 +993,15 @@ fn bound(obj: &Map<String, Value>, inclusive: &str, exclusive: &str, lower: bool
         _ => {}
     }
     obj.get(inclusive).and_then(Value::as_f64)
+}
+
+/// A number bound and whether it is exclusive (draft-6 numbers or draft-4 booleans).
+fn num_bound(obj: &Map<String, Value>, inclusive: &str, exclusive: &str) -> Option<(f64, bool)> {
+    match obj.get(exclusive) {
+        Some(Value::Number(n)) => n.as_f64().map(|v| (v, true)),
+        Some(Value::Bool(true)) => obj.get(inclusive).and_then(Value::as_f64).map(|v| (v, true)),
+        _ => obj.get(inclusive).and_then(Value::as_f64).map(|v| (v, false)),
+    }
 }
 
 /// Merges two schemas for `allOf`: properties and required lists are united, other keys of
