@@ -8,6 +8,15 @@
 //! arrays (`items`, `prefixItems`, `minItems`/`maxItems`), strings (`minLength`/`maxLength`,
 //! `pattern`, `format` date/time/date-time/uuid), integers and numbers with ranges.
 //!
+//! Conventions and limits:
+//! - A value's rule carries no trailing whitespace; containers add the `space` rule between
+//!   members, so a schema embedded in an arena ends exactly where the parser's JSON does.
+//! - Additional properties never reuse a declared key.
+//! - Ranged numbers are written without exponent; their bounds are exact, except that an
+//!   exclusive bound is treated as inclusive when both bounds share the integer part.
+//! - Large counts (`maxLength: 10000`) nest repetitions instead of unrolling them.
+//! - Unknown keywords (`not`, `minProperties`, unknown formats) are ignored, as in llama.cpp.
+//!
 //! ```
 //! use peg_runtime::{gbnf::Grammar, schema};
 //! let s = serde_json::json!({
