@@ -314,6 +314,7 @@ impl Gen<'_> {
                 }
             }
         }
+        let state_index: HashMap<Vec<char>, usize> = states.iter().cloned().enumerate().map(|(i, s)| (s, i)).collect();
         let mut alphabet: Vec<char> = delims.iter().flatten().copied().collect();
         alphabet.sort_unstable();
         alphabet.dedup();
@@ -324,7 +325,7 @@ impl Gen<'_> {
             if delims.iter().any(|d| t.ends_with(d)) {
                 return None;
             }
-            (0..=t.len()).find_map(|k| states.iter().position(|st| st.as_slice() == &t[k..]))
+            (0..=t.len()).find_map(|k| state_index.get(&t[k..]).copied())
         };
         let base = self.b.reserve("until");
         let names: Vec<String> =
@@ -484,6 +485,17 @@ mod tests {
                 assert_eq!(g.accepts(w), want, "{delims:?} {w:?}");
             }
         }
+    }
+
+    #[test]
+    fn many_delimiters_stay_fast() {
+        let delims: Vec<String> = (0..60).map(|i| format!("<|marker_{i}_end|>")).collect();
+        let arena = Arena::build(|p| p.until_one_of(&delims)).unwrap();
+        let t = std::time::Instant::now();
+        let g = full(&arena);
+        assert!(t.elapsed().as_secs() < 5);
+        assert!(g.accepts("text <|marker_7_end| <|marker_x"));
+        assert!(!g.accepts("text <|marker_59_end|>"));
     }
 
     #[test]
