@@ -33,7 +33,7 @@ use std::sync::OnceLock;
 
 pub use builder::{escape_class_char, escape_literal, format_class, repetition, sanitize_name, GrammarBuilder};
 pub use generate::{generate, GbnfOptions};
-pub use recognize::Recognizer;
+pub use recognize::{Matcher, Recognizer};
 
 use crate::chars::CharClass;
 use crate::error::Error;
