@@ -223,7 +223,7 @@ fn fractional_number_ranges_are_exact() {
     for i in 0..=12 {
         for f in fracs {
             values.push(format!("{i}{f}"));
-            if i != 0 || f.trim_matches(['.', '0']).len() > 0 {
+            if i != 0 || !f.trim_matches(['.', '0']).is_empty() {
                 values.push(format!("-{i}{f}"));
             }
         }
