@@ -1,0 +1,183 @@
+//! Unit tests of the template module (corpus tests live in the root `tests/`).
+
+use super::*;
+use serde_json::json;
+
+fn render(src: &str, ctx: serde_json::Value) -> Result<String, TemplateError> {
+    ChatTemplate::from_source(src, "<s>", "</s>")?.render(&ctx)
+}
+
+#[test]
+fn python_formatting_and_filters() {
+    let ctx = json!({"x": {"a": [1, 2.5, null, true]}, "f": 1e-5, "s": "it's"});
+    assert_eq!(render("{{ x }}", ctx.clone()).unwrap(), "{'a': [1, 2.5, None, True]}");
+    assert_eq!(render("{{ f }} {{ none }} {{ true }}", ctx.clone()).unwrap(), "1e-05 None True");
+    assert_eq!(render("{{ x | tojson }}", ctx.clone()).unwrap(), r#"{"a": [1, 2.5, null, true]}"#);
+    assert_eq!(render("{{ x | tojson(indent=2) }}", ctx.clone()).unwrap(), "{\n  \"a\": [\n    1,\n    2.5,\n    null,\n    true\n  ]\n}");
+    assert_eq!(render("{{ s | tojson }}", ctx.clone()).unwrap(), r#""it's""#);
+    assert_eq!(render("{{ '3.7' | int }} {{ 'x' | int }} {{ '12' | int }} {{ none | int }}", json!({})).unwrap(), "3 0 12 0");
+    assert_eq!(render("{{ '{\"k\": [1]}' | from_json }}", json!({})).unwrap(), "{'k': [1]}");
+    assert_eq!(render("{{ x | string }}", ctx).unwrap(), "{'a': [1, 2.5, None, True]}");
+}
+
+#[test]
+fn jinja2_tests() {
+    let src = "{{ none is iterable }}{{ 'a' is sequence }}{{ {} is sequence }}{{ [] is iterable }}";
+    assert_eq!(render(src, json!({})).unwrap(), "FalseTrueTrueTrue");
+}
+
+#[test]
+fn python_methods() {
+    let src = "{{ 'a-b-c'.rsplit('-', 1) }}{{ 'abc'.removeprefix('a') }}{{ 'k=v'.partition('=')[2] }}{{ ' x '.strip() }}{{ [1,2].index(2) }}";
+    assert_eq!(render(src, json!({})).unwrap(), "['a-b', 'c']bcvx1");
+    let err = render("{% set l = [] %}{{ l.append(1) }}", json!({})).unwrap_err();
+    assert!(err.to_string().contains("unsafe"), "{err}");
+}
+
+#[test]
+fn whitespace_and_loop_controls() {
+    let src = "{% for i in range(5) %}\n  {% if i == 3 %}{% break %}{% endif %}\n{{ i }}\n{% endfor %}";
+    assert_eq!(render(src, json!({})).unwrap(), "0\n1\n2\n");
+}
+
+#[test]
+fn generation_block_renders_its_body() {
+    let src = "{% for m in messages %}{% generation %}{{ m.content }}{% endgeneration %}{% endfor %}";
+    assert_eq!(render(src, json!({"messages": [{"content": "hi"}]})).unwrap(), "hi");
+}
+
+#[test]
+fn raise_exception_is_a_refusal_with_line() {
+    let err = render("line1\n{{ raise_exception('no system role') }}", json!({})).unwrap_err();
+    assert!(err.is_raised());
+    assert_eq!(err.line(), Some(2));
+    assert!(err.to_string().contains("no system role"));
+}
+
+#[test]
+fn strftime_now_reads_the_request_clock() {
+    let out = render("{{ strftime_now('%d %b %Y') }}", json!({"now": 1735732800})).unwrap();
+    assert_eq!(out, "01 Jan 2025");
+    assert_eq!(render("{{ strftime_now('%Y') }}", json!({})).unwrap(), "1970");
+}
+
+#[test]
+fn namespace_and_dict() {
+    let src = "{% set ns = namespace(n=0) %}{% for i in [1,2] %}{% set ns.n = ns.n + i %}{% endfor %}{{ ns.n }}{{ dict(a=1) }}";
+    assert_eq!(render(src, json!({})).unwrap(), "3{'a': 1}");
+}
+
+#[test]
+fn syntax_errors_carry_the_line() {
+    let err = ChatTemplate::from_source("ok\n{% if %}", "", "").unwrap_err();
+    assert!(matches!(err, TemplateError::Syntax { line: Some(2), .. }), "{err:?}");
+}
+
+fn quick_err(src: &str) -> TemplateError {
+    let start = std::time::Instant::now();
+    let err = render(src, json!({})).unwrap_err();
+    assert!(start.elapsed().as_secs() < 10, "took {:?}", start.elapsed());
+    err
+}
+
+#[test]
+fn hostile_infinite_loop() {
+    let err = quick_err("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}");
+    assert!(matches!(err, TemplateError::Limit { limit: Limit::Fuel, .. }), "{err:?}");
+}
+
+#[test]
+fn hostile_huge_range() {
+    let err = quick_err("{% for i in range(10**9) %}x{% endfor %}");
+    assert!(matches!(err, TemplateError::Limit { .. }), "{err:?}");
+}
+
+#[test]
+fn hostile_deep_recursion() {
+    let err = quick_err("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}");
+    assert!(matches!(err, TemplateError::Limit { limit: Limit::Recursion, .. }), "{err:?}");
+}
+
+#[test]
+fn hostile_huge_output() {
+    let err = quick_err("{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}");
+    assert!(matches!(err, TemplateError::Limit { limit: Limit::OutputSize, .. }), "{err:?}");
+}
+
+#[test]
+fn load_sources() {
+    let dir = std::env::temp_dir().join(format!("chatpeg-tmpl-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("tokenizer_config.json");
+    std::fs::write(
+        &cfg,
+        r#"{"bos_token": {"content": "<s>", "lstrip": false}, "eos_token": "</s>",
+            "chat_template": [{"name": "default", "template": "{{ bos_token }}D"},
+                              {"name": "tool_use", "template": "T{{ eos_token }}"}]}"#,
+    )
+    .unwrap();
+    let src = load(&cfg).unwrap();
+    assert_eq!(src.templates.len(), 2);
+    assert_eq!(ChatTemplate::load(&cfg).unwrap().render(&json!({})).unwrap(), "<s>D");
+    assert_eq!(load_named(&cfg, Some("tool_use")).unwrap().render(&json!({})).unwrap(), "T</s>");
+    assert!(matches!(load_named(&cfg, Some("rag")), Err(TemplateError::NotFound { .. })));
+
+    let gguf = dir.join("model.gguf");
+    std::fs::write(&gguf, gguf::tests::sample(300)).unwrap();
+    let t = ChatTemplate::load(&gguf).unwrap();
+    assert_eq!(t.render(&json!({"messages": [{"content": "hi"}]})).unwrap(), "<s>hi");
+    assert_eq!(load_named(&gguf, Some("tool_use")).unwrap().render(&json!({})).unwrap(), "TOOLS</s>");
+
+    let jinja = dir.join("t.jinja");
+    std::fs::write(&jinja, "J{{ bos_token }}").unwrap();
+    assert_eq!(ChatTemplate::load(&jinja).unwrap().render(&json!({})).unwrap(), "J");
+
+    for bad in [
+        r#"{"chat_template": 3}"#,
+        r#"{"chat_template": [{"name": "x"}]}"#,
+        r#"{"bos_token": "x"}"#,
+        r#"{"chat_template": "x", "bos_token": 5}"#,
+        "not json",
+    ] {
+        assert!(TemplateSource::from_tokenizer_config(bad).is_err(), "{bad}");
+    }
+    assert!(matches!(load(&dir.join("missing.jinja")), Err(TemplateError::Io { .. })));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn apply_request_and_generation_prompt() {
+    let t = ChatTemplate::from_source(
+        "{% for m in messages %}<{{ m.role }}>{{ m.content }}{% if m.tool_calls %}{{ m.tool_calls[0].function.arguments | tojson }}{% endif %}\n{% endfor %}{% if add_generation_prompt %}<assistant>{% endif %}",
+        "",
+        "",
+    )
+    .unwrap();
+    let req: ChatRequest = serde_json::from_value(json!({
+        "messages": [
+            {"role": "developer", "content": [{"type": "text", "text": "sys"}]},
+            {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": "{\"a\": 1}"}}]},
+            {"role": "assistant", "content": "Hel"}
+        ],
+        "continue_final_message": "content"
+    }))
+    .unwrap();
+    let out = t.apply(&req).unwrap();
+    assert_eq!(out.prompt, "<system>sys<assistant>{\"a\": 1}<assistant>Hel");
+    assert_eq!(out.generation_prompt, "<assistant>Hel");
+}
+
+#[test]
+fn capabilities_of_a_simple_template() {
+    let t = ChatTemplate::from_source(
+        "{% for m in messages %}{% if m.role != 'system' %}{{ m.content }}{% endif %}{% endfor %}",
+        "",
+        "",
+    )
+    .unwrap();
+    let c = t.capabilities();
+    assert!(c.supports_string_content);
+    assert!(!c.supports_system_role);
+    assert!(!c.supports_tools);
+    assert!(!c.supports_tool_calls);
+}
