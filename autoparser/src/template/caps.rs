@@ -108,7 +108,10 @@ pub(crate) fn detect(t: &ChatTemplate) -> Capabilities {
         json!([{"role": "user", "content": [{"type": "text", "text": "PROBE_TYPED_CONTENT"}]}]),
         None,
     );
-    c.supports_typed_content = has(&out, "PROBE_TYPED_CONTENT") && !has(&out, "'type'") && !has(&out, "\"type\"");
+    // Printed as text, not as the Python repr or JSON of the parts list.
+    c.supports_typed_content = has(&out, "PROBE_TYPED_CONTENT")
+        && !has(&out, "'text': 'PROBE_TYPED_CONTENT'")
+        && !has(&out, "\"text\": \"PROBE_TYPED_CONTENT\"");
 
     let out = probe(
         t,
@@ -142,7 +145,7 @@ pub(crate) fn detect(t: &ChatTemplate) -> Capabilities {
     );
     // A tool call counts when its arguments reach the output (the name alone is also in `tools`).
     c.supports_tool_calls = has(&out, "probe_value_one") || has(&str_out, "probe_value_one");
-    c.supports_object_arguments = has(&out, "probe_value_one") && !has(&out, "{'arg'");
+    c.supports_object_arguments = has(&out, "probe_value_one") && !has(&out, "'arg': 'probe_value_one'");
 
     if c.supports_tool_calls {
         let args = |v: &str| {

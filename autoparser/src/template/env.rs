@@ -69,6 +69,16 @@ pub(crate) fn build_env(limits: &Limits) -> Environment<'static> {
     env.add_filter("float", float_filter);
     env.add_filter("from_json", from_json);
     env.add_filter("trim", trim_filter);
+    // jinja2's Undefined has len() 0; None and numbers have no length.
+    env.add_filter("length", length);
+    env.add_filter("count", length);
+    env.add_filter("center", |s: String, width: Option<usize>| {
+        let width = width.unwrap_or(80).min(1 << 16);
+        call_center(&s, width)
+    });
+    env.add_filter("truncate", minijinja_contrib::filters::truncate);
+    env.add_filter("striptags", minijinja_contrib::filters::striptags);
+    env.add_filter("filesizeformat", minijinja_contrib::filters::filesizeformat);
 
     // jinja2's Undefined supports iter() and len(), so it is both iterable and a sequence;
     // None is neither.
@@ -217,6 +227,30 @@ fn from_json(value: &Value) -> Result<Value, Error> {
     }
 }
 
+fn length(value: &Value) -> Result<Value, Error> {
+    if value.is_undefined() {
+        return Ok(Value::from(0));
+    }
+    match value.len() {
+        Some(n) => Ok(Value::from(n)),
+        None => Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!("object of type '{}' has no len()", value.kind()),
+        )),
+    }
+}
+
+/// Python `str.center(width)`.
+fn call_center(s: &str, width: usize) -> String {
+    let n = s.chars().count();
+    if n >= width {
+        return s.to_string();
+    }
+    let pad = width - n;
+    let left = pad / 2 + (pad & width & 1);
+    format!("{}{s}{}", " ".repeat(left), " ".repeat(pad - left))
+}
+
 fn trim_filter(value: &Value, chars: Option<String>) -> Result<Value, Error> {
     let s = match value.kind() {
         ValueKind::String => value.as_str().unwrap_or_default().to_string(),
@@ -268,27 +302,41 @@ fn call_method(state: &mut State, value: &Value, method: &str, args: &[Value]) -
                     return Ok(Value::from(parts.iter().map(|p| Value::from(*p)).collect::<Vec<_>>()));
                 }
                 "rsplit" => {
-                    let sep = arg_str(args, 0);
+                    let sep = args.first().filter(|v| !v.is_none()).map(|v| v.as_str().unwrap_or_default());
                     let max = args.get(1).and_then(|v| i64::try_from(v.clone()).ok()).unwrap_or(-1);
-                    let mut parts: Vec<String> = match sep {
-                        Some(sep) if !sep.is_empty() => {
-                            if max < 0 {
-                                s.split(sep).map(String::from).collect()
-                            } else {
-                                s.rsplitn(max as usize + 1, sep).map(String::from).collect::<Vec<_>>().into_iter().rev().collect()
+                    let max = if max < 0 { usize::MAX } else { max as usize };
+                    let mut parts: Vec<&str> = Vec::new();
+                    match sep {
+                        Some("") => return Err(Error::new(ErrorKind::InvalidOperation, "empty separator")),
+                        Some(sep) => {
+                            let mut it = s.rsplitn(max.saturating_add(1), sep);
+                            parts.extend(&mut it);
+                        }
+                        None => {
+                            // Python: split on whitespace runs from the right; the head keeps its
+                            // leading whitespace once maxsplit is reached.
+                            let mut rest = s.trim_end();
+                            while !rest.is_empty() {
+                                if parts.len() == max {
+                                    parts.push(rest);
+                                    break;
+                                }
+                                match rest.rfind(char::is_whitespace) {
+                                    Some(i) => {
+                                        let w = rest[i..].chars().next().map_or(1, char::len_utf8);
+                                        parts.push(&rest[i + w..]);
+                                        rest = rest[..i].trim_end();
+                                    }
+                                    None => {
+                                        parts.push(rest);
+                                        break;
+                                    }
+                                }
                             }
                         }
-                        Some(_) => return Err(Error::new(ErrorKind::InvalidOperation, "empty separator")),
-                        None => s.split_whitespace().map(String::from).collect(),
-                    };
-                    if sep.is_none() && max >= 0 && parts.len() > max as usize + 1 {
-                        let keep = parts.split_off(parts.len() - max as usize);
-                        let head = s.trim_end();
-                        let tail_len: usize = keep.iter().map(|p| p.len()).sum::<usize>() + keep.len();
-                        let head = head[..head.len().saturating_sub(tail_len)].trim_end().to_string();
-                        parts = std::iter::once(head).chain(keep).collect();
                     }
-                    return Ok(Value::from(parts));
+                    parts.reverse();
+                    return Ok(Value::from(parts.into_iter().map(Value::from).collect::<Vec<_>>()));
                 }
                 "index" | "rindex" => {
                     let sub = arg_str(args, 0).unwrap_or_default();

@@ -28,6 +28,7 @@ fn jinja2_tests() {
 
 #[test]
 fn python_methods() {
+    assert_eq!(render("{{ 'a b  c '.rsplit(None, 1) }}{{ '  a b c'.rsplit(None, 1) }}{{ x | length }}{{ 'ab' | center(6) }}", json!({})).unwrap(), "['a b', 'c']['  a b', 'c']0  ab  ");
     let src = "{{ 'a-b-c'.rsplit('-', 1) }}{{ 'abc'.removeprefix('a') }}{{ 'k=v'.partition('=')[2] }}{{ ' x '.strip() }}{{ [1,2].index(2) }}";
     assert_eq!(render(src, json!({})).unwrap(), "['a-b', 'c']bcvx1");
     let err = render("{% set l = [] %}{{ l.append(1) }}", json!({})).unwrap_err();
@@ -96,6 +97,28 @@ fn hostile_huge_range() {
 fn hostile_deep_recursion() {
     let err = quick_err("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}");
     assert!(matches!(err, TemplateError::Limit { limit: Limit::Recursion, .. }), "{err:?}");
+}
+
+#[test]
+fn hostile_deep_syntax_nesting() {
+    let depth = 100_000;
+    let src = format!("{{{{ {}1{} }}}}", "(".repeat(depth), ")".repeat(depth));
+    let err = ChatTemplate::from_source(&src, "", "").unwrap_err();
+    assert!(matches!(err, TemplateError::Syntax { .. }), "{err:?}");
+    let src = format!("{}x{}", "{% if true %}".repeat(5000), "{% endif %}".repeat(5000));
+    assert!(ChatTemplate::from_source(&src, "", "").is_err());
+}
+
+#[test]
+fn hostile_deep_data() {
+    let mut v = json!("leaf");
+    for _ in 0..2000 {
+        v = json!([v]);
+    }
+    let t = ChatTemplate::from_source("{{ x }}{{ x | tojson }}", "", "").unwrap();
+    let start = std::time::Instant::now();
+    assert!(t.render(&json!({ "x": v })).is_err());
+    assert!(start.elapsed().as_secs() < 10);
 }
 
 #[test]
