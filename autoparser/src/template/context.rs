@@ -115,9 +115,19 @@ pub struct ChatRequest {
     /// The clock `strftime_now` reads (Unix seconds, UTC). Default: the Unix epoch.
     #[serde(default)]
     pub now: Option<i64>,
+    /// The tokenizer adds BOS itself: drop a BOS the template wrote at the start.
+    #[serde(default)]
+    pub add_bos: bool,
+    /// The tokenizer adds EOS itself: drop an EOS the template wrote at the end.
+    #[serde(default)]
+    pub add_eos: bool,
 }
 
 /// What [`ChatTemplate::apply`] renders.
+///
+/// Without `continue_final_message`, `generation_prompt` is what `add_generation_prompt`
+/// appends (computed even when the request did not ask for it); when continuing, it is the
+/// tail of the prompt from the start of the final assistant turn.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RenderedPrompt {
     /// The full prompt sent to the model.
@@ -234,12 +244,10 @@ fn normalize_content(content: &mut Json, caps: &Capabilities) {
 /// The context for one render: every variable but `messages` and `add_generation_prompt`.
 fn base_context(tmpl: &ChatTemplate, req: &ChatRequest) -> Result<Map<String, Json>, TemplateError> {
     let mut ctx = Map::new();
-    if !req.tools.is_empty() {
-        ctx.insert("tools".into(), Json::Array(req.tools.clone()));
-    }
-    if let Some(d) = req.documents.as_ref().filter(|d| !d.is_null()) {
-        ctx.insert("documents".into(), d.clone());
-    }
+    // As HF: `tools` and `documents` are always defined, `None` when absent.
+    let tools = if req.tools.is_empty() { Json::Null } else { Json::Array(req.tools.clone()) };
+    ctx.insert("tools".into(), tools);
+    ctx.insert("documents".into(), req.documents.clone().unwrap_or(Json::Null));
     ctx.insert("bos_token".into(), tmpl.bos_token().into());
     ctx.insert("eos_token".into(), tmpl.eos_token().into());
     ctx.insert("enable_thinking".into(), req.enable_thinking.unwrap_or(true).into());
@@ -287,7 +295,25 @@ pub(crate) fn common_prefix(a: &str, b: &str) -> usize {
     n
 }
 
-pub(crate) fn apply(tmpl: &ChatTemplate, req: &ChatRequest) -> Result<super::RenderedPrompt, TemplateError> {
+pub(crate) fn apply(tmpl: &ChatTemplate, req: &ChatRequest) -> Result<RenderedPrompt, TemplateError> {
+    let mut out = apply_inner(tmpl, req)?;
+    let (bos, eos) = (tmpl.bos_token(), tmpl.eos_token());
+    if req.add_bos && !bos.is_empty() && out.prompt.starts_with(bos) {
+        out.prompt.drain(..bos.len());
+        if out.generation_prompt.len() > out.prompt.len() {
+            out.generation_prompt = out.prompt.clone();
+        }
+    }
+    if req.add_eos && !eos.is_empty() && out.prompt.ends_with(eos) {
+        out.prompt.truncate(out.prompt.len() - eos.len());
+        if out.generation_prompt.ends_with(eos) {
+            out.generation_prompt.truncate(out.generation_prompt.len() - eos.len());
+        }
+    }
+    Ok(out)
+}
+
+fn apply_inner(tmpl: &ChatTemplate, req: &ChatRequest) -> Result<RenderedPrompt, TemplateError> {
     let caps = tmpl.capabilities();
     let messages = prepare_messages(&req.messages, &caps)?;
     let base = base_context(tmpl, req)?;

@@ -391,7 +391,7 @@ fn call_method(state: &mut State, value: &Value, method: &str, args: &[Value]) -
                     ))
                 }
                 "istitle" => {
-                    let t: String = pyfmt::py_str(&state.apply_filter("title", &[value.clone()])?)?;
+                    let t: String = pyfmt::py_str(&state.apply_filter("title", std::slice::from_ref(value))?)?;
                     return Ok(Value::from(t == s && s.chars().any(|c| c.is_alphabetic())));
                 }
                 "strip" | "lstrip" | "rstrip" if args.first().is_some_and(|a| a.is_none()) => {

@@ -204,3 +204,34 @@ fn capabilities_of_a_simple_template() {
     assert!(!c.supports_tools);
     assert!(!c.supports_tool_calls);
 }
+
+#[test]
+fn add_bos_strips_the_template_bos() {
+    let t = ChatTemplate::from_source("{{ bos_token }}{{ messages[0].content }}{{ eos_token }}", "<s>", "</s>").unwrap();
+    let req: ChatRequest = serde_json::from_value(json!({
+        "messages": [{"role": "user", "content": "x"}], "add_bos": true, "add_eos": true
+    }))
+    .unwrap();
+    assert_eq!(t.apply(&req).unwrap().prompt, "x");
+}
+
+#[test]
+fn templates_are_shareable() {
+    fn assert_send_sync<T: Send + Sync + Clone>() {}
+    assert_send_sync::<ChatTemplate>();
+}
+
+#[test]
+fn tool_results_follow_call_order() {
+    let t = ChatTemplate::from_source("{% for m in messages %}{% if m.role == 'tool' %}[{{ m.content }}]{% endif %}{% endfor %}", "", "").unwrap();
+    let req: ChatRequest = serde_json::from_value(json!({"messages": [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+            {"id": "b", "type": "function", "function": {"name": "g", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "b", "content": "B"},
+        {"role": "tool", "tool_call_id": "a", "content": "A"}
+    ]}))
+    .unwrap();
+    assert_eq!(t.apply(&req).unwrap().prompt, "[A][B]");
+}
