@@ -17,6 +17,14 @@ const SHARED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared");
 /// A `safe` string concatenated with text is HTML-escaped by jinja2 here.
 const JINJA2_QUIRK_TEMPLATES: &[&str] = &["meetkai-functionary-medium-v3.1"];
 
+/// jinja2 errors that are not goals (corpus README): iterating `None`, serializing a
+/// generator; and `from_json`, which HF lacks and the issue asks for.
+const JINJA2_ERROR_QUIRKS: &[&str] = &[
+    "'NoneType' object is not iterable",
+    "Object of type generator is not JSON serializable",
+    "No filter named 'from_json'",
+];
+
 fn templates_dir() -> PathBuf {
     Path::new(SHARED).join("templates")
 }
@@ -76,7 +84,11 @@ fn render_corpus() {
             let got = tmpl.render(ctx);
             if txt.exists() {
                 let expected = fs::read_to_string(&txt).unwrap();
-                if JINJA2_QUIRK_TEMPLATES.contains(&name.as_str()) && got.as_deref().ok() != Some(expected.as_str()) {
+                let html_escaped = ["&#34;", "&#39;", "&lt;", "&gt;", "&amp;", "&quot;"].iter().any(|e| expected.contains(e));
+                if JINJA2_QUIRK_TEMPLATES.contains(&name.as_str())
+                    && html_escaped
+                    && got.as_deref().ok() != Some(expected.as_str())
+                {
                     quirks += 1;
                     continue;
                 }
@@ -97,9 +109,13 @@ fn render_corpus() {
                         Ok(_) => failures.push(format!("{name}/{sc}: expected raise ({}), rendered", msg.trim())),
                     }
                 } else {
-                    // jinja2 failed on a Python type error (not a goal to reproduce).
+                    // jinja2 failed on a Python-level error. We fail too, except for the
+                    // quirks the corpus README names as non-goals, where we render.
                     let kind = if got.is_ok() { "rendered" } else { "errored" };
                     *other_errs.entry(kind).or_default() += 1;
+                    if got.is_ok() && !JINJA2_ERROR_QUIRKS.iter().any(|q| msg.contains(q)) {
+                        failures.push(format!("{name}/{sc}: rendered where jinja2 raised {}", msg.trim()));
+                    }
                 }
             }
         }
@@ -108,7 +124,10 @@ fn render_corpus() {
     println!(
         "  skipped {quirks} outputs of jinja2 quirk templates {JINJA2_QUIRK_TEMPLATES:?} (corpus README: not goals)"
     );
-    println!("  jinja2 Python-level errors (not goals): {other_errs:?}");
+    println!(
+        "  jinja2 Python-level errors (TypeError/UndefinedError/SecurityError, not goals): {other_errs:?}; \
+         rendered only for the README quirks {JINJA2_ERROR_QUIRKS:?}"
+    );
     for f in &failures {
         println!("FAIL {f}");
     }

@@ -35,19 +35,45 @@ impl fmt::Display for Limit {
 pub enum TemplateError {
     /// The template source does not compile.
     #[error("template syntax error{}: {message}", at_line(*line))]
-    Syntax { line: Option<usize>, message: String },
+    Syntax {
+        /// 1-based template line.
+        line: Option<usize>,
+        /// What is wrong.
+        message: String,
+    },
     /// The template called `raise_exception(message)`: it refuses this input.
     #[error("template raised an exception{}: {message}", at_line(*line))]
-    Raised { line: Option<usize>, message: String },
+    Raised {
+        /// 1-based template line of the call.
+        line: Option<usize>,
+        /// The template's message.
+        message: String,
+    },
     /// Rendering failed (type error, undefined value, bad filter argument...).
     #[error("template render error{}: {message}", at_line(*line))]
-    Render { line: Option<usize>, message: String },
+    Render {
+        /// 1-based template line.
+        line: Option<usize>,
+        /// What went wrong.
+        message: String,
+    },
     /// Rendering hit a resource bound (untrusted template protection).
     #[error("template aborted{}: {limit}", at_line(*line))]
-    Limit { line: Option<usize>, limit: Limit },
+    Limit {
+        /// 1-based template line where rendering stopped.
+        line: Option<usize>,
+        /// Which bound.
+        limit: Limit,
+    },
     /// A file could not be read.
     #[error("cannot read {}: {source}", path.display())]
-    Io { path: PathBuf, #[source] source: std::io::Error },
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
     /// A source (tokenizer_config.json, GGUF, request JSON) is malformed or holds no template.
     #[error("invalid template source: {0}")]
     InvalidSource(String),
@@ -56,7 +82,12 @@ pub enum TemplateError {
     Gguf(String),
     /// A named template variant does not exist.
     #[error("no chat template named {name:?} (available: {available:?})")]
-    NotFound { name: String, available: Vec<String> },
+    NotFound {
+        /// The requested name.
+        name: String,
+        /// The names the source has.
+        available: Vec<String>,
+    },
 }
 
 fn at_line(line: Option<usize>) -> String {

@@ -21,15 +21,27 @@ const MAX_ARRAY_DEPTH: usize = 4;
 /// A metadata value.
 #[derive(Debug, Clone, PartialEq)]
 pub enum GgufValue {
+    /// Any unsigned integer type.
     U64(u64),
+    /// Any signed integer type.
     I64(i64),
+    /// `f32` or `f64`.
     F64(f64),
+    /// A boolean.
     Bool(bool),
+    /// A UTF-8 string.
     String(String),
     /// A short array, materialized.
     Array(Vec<GgufValue>),
-    /// A long array, not materialized: element type, element count, file offset of element 0.
-    LargeArray { elem_type: u32, len: u64, offset: u64 },
+    /// A long array (e.g. the vocabulary), not materialized.
+    LargeArray {
+        /// GGUF type code of the elements.
+        elem_type: u32,
+        /// Element count.
+        len: u64,
+        /// File offset of the first element.
+        offset: u64,
+    },
 }
 
 impl GgufValue {

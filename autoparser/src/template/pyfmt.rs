@@ -166,11 +166,15 @@ fn str_repr(out: &mut String, s: &str) {
 /// Options of Python's `json.dumps` as HF's `tojson` filter exposes them.
 #[derive(Debug, Clone)]
 pub struct JsonOpts {
+    /// Escape non-ASCII as `\uXXXX` (HF's default: false).
     pub ensure_ascii: bool,
     /// Indent string per level; `None` = single line.
     pub indent: Option<String>,
+    /// Between items (`", "`, or `","` with an indent).
     pub item_sep: String,
+    /// Between a key and its value.
     pub key_sep: String,
+    /// Sort object keys.
     pub sort_keys: bool,
 }
 
