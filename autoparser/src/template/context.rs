@@ -100,7 +100,8 @@ pub struct ChatRequest {
     /// Continue the final assistant message instead of opening a new turn.
     #[serde(default)]
     pub continue_final_message: ContinueMode,
-    /// Passed as `enable_thinking` (default true); `chat_template_kwargs` may override it.
+    /// Passed as `enable_thinking` when set (left undefined otherwise, as HF does);
+    /// `chat_template_kwargs` may override it.
     #[serde(default)]
     pub enable_thinking: Option<bool>,
     /// Passed as `reasoning_effort` when set.
@@ -250,7 +251,9 @@ fn base_context(tmpl: &ChatTemplate, req: &ChatRequest) -> Result<Map<String, Js
     ctx.insert("documents".into(), req.documents.clone().unwrap_or(Json::Null));
     ctx.insert("bos_token".into(), tmpl.bos_token().into());
     ctx.insert("eos_token".into(), tmpl.eos_token().into());
-    ctx.insert("enable_thinking".into(), req.enable_thinking.unwrap_or(true).into());
+    if let Some(on) = req.enable_thinking {
+        ctx.insert("enable_thinking".into(), on.into());
+    }
     if let Some(e) = &req.reasoning_effort {
         ctx.insert("reasoning_effort".into(), e.clone().into());
     }

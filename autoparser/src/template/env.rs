@@ -77,6 +77,10 @@ pub(crate) fn build_env(limits: &Limits) -> Environment<'static> {
         call_center(&s, width)
     });
     env.add_filter("truncate", minijinja_contrib::filters::truncate);
+    env.add_filter("wordcount", |s: String| {
+        // jinja2: number of `\w+` runs.
+        s.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty()).count()
+    });
     env.add_filter("striptags", minijinja_contrib::filters::striptags);
     env.add_filter("filesizeformat", minijinja_contrib::filters::filesizeformat);
 

@@ -141,7 +141,8 @@ fn special_token(v: Option<&Json>, field: &str) -> Result<String, TemplateError>
     }
 }
 
-/// Load every template of a file: `.gguf` (or GGUF magic), `.json` (tokenizer_config), else Jinja.
+/// Load every template of a file: `.gguf` (or GGUF magic), `.json` (a `tokenizer_config.json`;
+/// when it has no `chat_template`, a sibling `chat_template.jinja` is used), else Jinja.
 pub fn load(path: &Path) -> Result<TemplateSource, TemplateError> {
     let io_err = |e| TemplateError::Io { path: path.to_path_buf(), source: e };
     let mut f = File::open(path).map_err(io_err)?;
@@ -159,6 +160,19 @@ pub fn load(path: &Path) -> Result<TemplateSource, TemplateError> {
     drop(f);
     let text = std::fs::read_to_string(path).map_err(io_err)?;
     if path.extension().is_some_and(|e| e == "json") {
+        // Newer HF repos keep the template beside the config, in `chat_template.jinja`.
+        let sibling = path.with_file_name("chat_template.jinja");
+        let cfg: Option<Json> = serde_json::from_str(&text).ok();
+        let has_template = cfg.as_ref().and_then(|c| c.get("chat_template")).is_some_and(|t| !t.is_null());
+        if !has_template && sibling.is_file() {
+            let jinja = std::fs::read_to_string(&sibling)
+                .map_err(|e| TemplateError::Io { path: sibling.clone(), source: e })?;
+            let mut cfg = cfg.unwrap_or_default();
+            if let Json::Object(m) = &mut cfg {
+                m.insert("chat_template".into(), Json::String(jinja));
+            }
+            return TemplateSource::from_tokenizer_config(&cfg.to_string());
+        }
         TemplateSource::from_tokenizer_config(&text)
     } else {
         Ok(TemplateSource::from_jinja(&text))

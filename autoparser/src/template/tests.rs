@@ -151,6 +151,12 @@ fn load_sources() {
     assert_eq!(t.render(&json!({"messages": [{"content": "hi"}]})).unwrap(), "<s>hi");
     assert_eq!(load_named(&gguf, Some("tool_use")).unwrap().render(&json!({})).unwrap(), "TOOLS</s>");
 
+    let sub = dir.join("split");
+    std::fs::create_dir_all(&sub).unwrap();
+    std::fs::write(sub.join("tokenizer_config.json"), r#"{"bos_token": "<B>", "eos_token": null}"#).unwrap();
+    std::fs::write(sub.join("chat_template.jinja"), "S{{ bos_token }}").unwrap();
+    assert_eq!(ChatTemplate::load(&sub.join("tokenizer_config.json")).unwrap().render(&json!({})).unwrap(), "S<B>");
+
     let jinja = dir.join("t.jinja");
     std::fs::write(&jinja, "J{{ bos_token }}").unwrap();
     assert_eq!(ChatTemplate::load(&jinja).unwrap().render(&json!({})).unwrap(), "J");
