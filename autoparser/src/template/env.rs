@@ -126,19 +126,24 @@ pub(crate) fn build_env(limits: &Limits) -> Environment<'static> {
     env
 }
 
+/// HF's `tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False)`:
+/// `json.dumps` with those arguments (positional in that order, or by keyword).
 fn tojson(value: &Value, args: Rest<Value>, kwargs: Kwargs) -> Result<Value, Error> {
+    if args.len() > 4 {
+        return Err(Error::new(ErrorKind::TooManyArguments, "tojson takes at most 4 arguments"));
+    }
+    let arg = |i: usize, name: &str| -> Result<Option<Value>, Error> {
+        Ok(kwargs.get::<Option<Value>>(name)?.or_else(|| args.get(i).cloned()))
+    };
     let mut opts = JsonOpts::default();
-    let mut indent: Option<Value> = args.first().cloned();
-    if let Some(v) = kwargs.get::<Option<Value>>("indent")? {
-        indent = Some(v);
+    if let Some(v) = arg(0, "ensure_ascii")? {
+        opts.ensure_ascii = v.is_true();
     }
-    if let Some(v) = kwargs.get::<Option<bool>>("ensure_ascii")? {
-        opts.ensure_ascii = v;
+    let indent = arg(1, "indent")?;
+    let separators = arg(2, "separators")?;
+    if let Some(v) = arg(3, "sort_keys")? {
+        opts.sort_keys = v.is_true();
     }
-    if let Some(v) = kwargs.get::<Option<bool>>("sort_keys")? {
-        opts.sort_keys = v;
-    }
-    let separators = kwargs.get::<Option<Value>>("separators")?;
     kwargs.assert_all_used()?;
     if let Some(ind) = indent.filter(|v| !v.is_none() && !v.is_undefined()) {
         opts.indent = Some(match ind.kind() {

@@ -15,6 +15,8 @@ fn python_formatting_and_filters() {
     assert_eq!(render("{{ x | tojson }}", ctx.clone()).unwrap(), r#"{"a": [1, 2.5, null, true]}"#);
     assert_eq!(render("{{ x | tojson(indent=2) }}", ctx.clone()).unwrap(), "{\n  \"a\": [\n    1,\n    2.5,\n    null,\n    true\n  ]\n}");
     assert_eq!(render("{{ s | tojson }}", ctx.clone()).unwrap(), r#""it's""#);
+    // HF's signature: ensure_ascii, indent, separators, sort_keys.
+    assert_eq!(render("{{ {'b': 'é', 'a': 1} | tojson(true, none, (',', ':'), true) }}", json!({})).unwrap(), r#"{"a":1,"b":"\u00e9"}"#);
     assert_eq!(render("{{ '3.7' | int }} {{ 'x' | int }} {{ '12' | int }} {{ none | int }}", json!({})).unwrap(), "3 0 12 0");
     assert_eq!(render("{{ '{\"k\": [1]}' | from_json }}", json!({})).unwrap(), "{'k': [1]}");
     assert_eq!(render("{{ x | string }}", ctx).unwrap(), "{'a': [1, 2.5, None, True]}");
