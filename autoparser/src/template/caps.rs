@@ -30,11 +30,14 @@ pub struct Capabilities {
     pub supports_preserve_reasoning: bool,
     /// The template reads `reasoning_effort`.
     pub supports_reasoning_effort: bool,
+    /// An assistant tool-call message with `content: null` fails to render but renders with
+    /// `""` ([`ChatTemplate::apply`](super::ChatTemplate::apply) then sends `""`).
+    pub requires_non_null_content: bool,
 }
 
 impl Capabilities {
     /// The capabilities as `(name, value)` pairs, names as in the corpus.
-    pub fn to_pairs(&self) -> [(&'static str, bool); 9] {
+    pub fn to_pairs(&self) -> [(&'static str, bool); 10] {
         [
             ("supports_system_role", self.supports_system_role),
             ("supports_tools", self.supports_tools),
@@ -45,6 +48,7 @@ impl Capabilities {
             ("supports_typed_content", self.supports_typed_content),
             ("supports_preserve_reasoning", self.supports_preserve_reasoning),
             ("supports_reasoning_effort", self.supports_reasoning_effort),
+            ("requires_non_null_content", self.requires_non_null_content),
         ]
     }
 
@@ -148,6 +152,13 @@ pub(crate) fn detect(t: &ChatTemplate) -> Capabilities {
     c.supports_object_arguments = has(&out, "probe_value_one") && !has(&out, "'arg': 'probe_value_one'");
 
     if c.supports_tool_calls {
+        let with_content = |content: Json| {
+            let mut conv = tool_conversation(vec![tool_call("call00001", "probe_call_one", obj_args("probe_value_one"))]);
+            conv[1]["content"] = content;
+            probe(t, conv, tools.clone())
+        };
+        c.requires_non_null_content = with_content(Json::Null).is_none() && with_content(json!("")).is_some();
+
         let args = |v: &str| {
             if c.supports_object_arguments {
                 obj_args(v)

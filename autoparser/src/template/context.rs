@@ -171,6 +171,9 @@ pub(crate) fn prepare_messages(messages: &[Json], caps: &Capabilities) -> Result
             }
             if let Some(content) = m.get_mut("content") {
                 normalize_content(content, caps);
+                if content.is_null() && caps.requires_non_null_content {
+                    *content = Json::String(String::new());
+                }
             }
             if let Some(Json::Array(calls)) = m.get_mut("tool_calls") {
                 for call in calls.iter_mut() {

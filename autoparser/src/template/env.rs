@@ -242,6 +242,8 @@ fn length(value: &Value) -> Result<Value, Error> {
     }
     match value.len() {
         Some(n) => Ok(Value::from(n)),
+        // Lazy sequences (range, filter results) are bounded: count them.
+        None if value.kind() == ValueKind::Iterable => Ok(Value::from(value.try_iter()?.count())),
         None => Err(Error::new(
             ErrorKind::InvalidOperation,
             format!("object of type '{}' has no len()", value.kind()),

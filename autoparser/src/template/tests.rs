@@ -243,3 +243,50 @@ fn tool_results_follow_call_order() {
     .unwrap();
     assert_eq!(t.apply(&req).unwrap().prompt, "[A][B]");
 }
+
+#[test]
+fn methods_and_filters_never_panic_on_odd_arguments() {
+    let receivers = ["'abc'", "''", "'  a b  '", "[1, 2]", "{'a': 1}", "none", "1", "1.5", "true", "undefined_var"];
+    let args = ["", "none", "1", "-1", "0", "'a'", "''", "[1]", "'a', 1", "'', -5", "1, 2, 3", "'-', 1"];
+    let methods = [
+        "strip", "lstrip", "rstrip", "split", "rsplit", "splitlines", "partition", "rpartition", "replace",
+        "removeprefix", "removesuffix", "startswith", "endswith", "find", "rfind", "index", "rindex", "count",
+        "zfill", "ljust", "rjust", "center", "upper", "lower", "title", "capitalize", "swapcase", "istitle",
+        "format", "join", "get", "items", "keys", "values", "copy", "append", "pop", "update",
+    ];
+    let filters = ["tojson", "string", "int", "float", "trim", "length", "count", "center", "from_json", "wordcount"];
+    let mut n = 0;
+    for r in receivers {
+        for a in args {
+            for m in methods {
+                let _ = render(&format!("{{{{ ({r}).{m}({a}) }}}}"), json!({}));
+                n += 1;
+            }
+            for f in filters {
+                let sep = if a.is_empty() { "" } else { "(" };
+                let end = if a.is_empty() { "" } else { ")" };
+                let _ = render(&format!("{{{{ ({r}) | {f}{sep}{a}{end} }}}}"), json!({}));
+                n += 1;
+            }
+        }
+    }
+    assert!(n > 1000);
+    assert_eq!(render("{{ range(3) | length }}", json!({})).unwrap(), "3");
+}
+
+#[test]
+fn null_content_becomes_empty_for_templates_that_need_it() {
+    let t = ChatTemplate::from_source(
+        "{% for m in messages %}{{ m.role + ':' + m.content }}{% if m.tool_calls %}{{ m.tool_calls[0].function.arguments | tojson }}{% endif %}\n{% endfor %}",
+        "",
+        "",
+    )
+    .unwrap();
+    assert!(t.capabilities().requires_non_null_content);
+    let req: ChatRequest = serde_json::from_value(json!({"messages": [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": null, "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": "{\"a\": 1}"}}]}
+    ]}))
+    .unwrap();
+    assert_eq!(t.apply(&req).unwrap().prompt, "user:qassistant:{\"a\": 1}");
+}
