@@ -27,7 +27,7 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { fuel: 20_000_000, recursion: 200, output_bytes: 16 << 20 }
+        Limits { fuel: 20_000_000, recursion: 500, output_bytes: 16 << 20 }
     }
 }
 
