@@ -200,6 +200,13 @@ impl ChatTemplate {
     }
 }
 
+/// Template analysis renders through this trait; errors become their message.
+impl crate::analysis::Render for ChatTemplate {
+    fn render(&self, ctx: &serde_json::Value) -> Result<String, String> {
+        ChatTemplate::render(self, ctx).map_err(|e| e.to_string())
+    }
+}
+
 struct LimitedWriter {
     buf: Vec<u8>,
     limit: usize,
