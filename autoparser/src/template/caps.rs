@@ -28,7 +28,7 @@ pub struct Capabilities {
     pub supports_typed_content: bool,
     /// `reasoning_content` of an earlier assistant turn (before the last user message) is kept.
     pub supports_preserve_reasoning: bool,
-    /// The template reads `reasoning_effort`.
+    /// The template reads `reasoning_effort` (statically, or its output changes with it).
     pub supports_reasoning_effort: bool,
     /// An assistant tool-call message with `content: null` fails to render but renders with
     /// `""` ([`ChatTemplate::apply`](super::ChatTemplate::apply) then sends `""`).
