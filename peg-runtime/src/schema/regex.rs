@@ -195,6 +195,7 @@ impl P<'_> {
     }
 
     fn quantifiers(&mut self, mut atom: Regex) -> Result<Regex, Error> {
+        let mut quantified = false;
         loop {
             let (min, max) = match self.peek() {
                 Some('*') => {
@@ -235,6 +236,11 @@ impl P<'_> {
             if matches!(self.peek(), Some('?' | '+')) {
                 self.i += 1;
             }
+            if quantified {
+                // As in ECMAScript: `a**` and `a{2}{3}` have nothing to repeat.
+                return Err(err(self.src, "a quantifier needs something to repeat"));
+            }
+            quantified = true;
             atom = Regex::Repeat(Box::new(atom), min, max);
         }
     }
@@ -533,7 +539,7 @@ mod tests {
 
     #[test]
     fn unsupported_features_are_errors() {
-        for p in [r"(a)\1", r"(?=a)", r"\bword", r"a^b", r"(ab", r"ab)", r"[abc", r"a{3,2}", r"*a"] {
+        for p in [r"(a)\1", r"(?=a)", r"\bword", r"a^b", r"(ab", r"ab)", r"[abc", r"a{3,2}", r"*a", r"a**", r"a{2}{3}"] {
             let e = parse(p).unwrap_err();
             assert_eq!(e.kind(), ErrorKind::Schema, "{p}");
         }
