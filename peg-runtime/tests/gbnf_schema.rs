@@ -152,6 +152,7 @@ fn arrays() {
     check(json!({"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 3}), &["[1]", "[1, 2, 3]"], &["[]", "[1, 2, 3, 4]", "[1 2]"]);
     check(json!({"type": "array", "items": {"type": "integer"}, "minItems": 2}), &["[1, 2]", "[1, 2, 3, 4, 5]"], &["[1]"]);
     check(json!({"type": "array", "maxItems": 0}), &["[]"], &["[1]"]);
+    check(json!({"type": "array", "items": false}), &["[]", "[ ]"], &["[1]"]);
     check(json!({"type": "array"}), &["[]", r#"[1, "a", null]"#], &["[,]"]);
     check(
         json!({"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}]}),

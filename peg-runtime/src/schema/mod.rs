@@ -845,6 +845,7 @@ impl<'b> SchemaConverter<'b> {
             return Ok(format!("\"[\" {sp} {inner} {sp} \"]\""));
         }
         let item = match obj.get("items") {
+            Some(Value::Bool(false)) => return Ok(format!("\"[\" {sp} \"]\"")),
             Some(s) => {
                 let body = self.visit(s, &format!("{name}-item"))?;
                 self.rule(&format!("{name}-item"), &body)
