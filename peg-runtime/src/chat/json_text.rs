@@ -185,6 +185,15 @@ impl PyToJson {
         }
     }
 
+    /// The quote of the string the text is inside (not mid-escape), if any.
+    pub(crate) fn open_quote(&self) -> Option<char> {
+        match self.state {
+            PyState::Dq => Some('"'),
+            PyState::Sq => Some('\''),
+            _ => None,
+        }
+    }
+
     /// Ends the text: a held identifier or dangling escape is written out.
     pub(crate) fn finish(&mut self, out: &mut String) {
         self.flush_ident(out);

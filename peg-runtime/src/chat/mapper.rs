@@ -35,6 +35,18 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
+    /// The tag of a text kind.
+    pub(crate) fn text_tag(self) -> Option<&'static str> {
+        Some(match self {
+            Kind::Content => tags::CONTENT,
+            Kind::Reasoning => tags::REASONING,
+            Kind::ToolArgs => tags::TOOL_ARGS,
+            Kind::ArgString => tags::TOOL_ARG_STRING_VALUE,
+            Kind::ArgJson => tags::TOOL_ARG_JSON_VALUE,
+            _ => return None,
+        })
+    }
+
     fn is_text(self) -> bool {
         matches!(self, Kind::Content | Kind::Reasoning | Kind::ToolArgs | Kind::ArgString | Kind::ArgJson)
     }
@@ -515,6 +527,19 @@ impl Fold {
         }
     }
 
+    /// For a growing JSON-ish text of `kind`: the quote of the string it is inside, if any.
+    pub(crate) fn open_quote(&self, kind: Kind) -> Option<char> {
+        let call = self.call.as_ref()?;
+        match kind {
+            Kind::ToolArgs => call.py.open_quote(),
+            Kind::ArgJson => match &call.value {
+                Some(Value::Json(py, _)) => py.open_quote(),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     /// Content that did not come from a tagged node (the unparsed remainder in lenient mode).
     pub(crate) fn extra_content(&mut self, text: &str, sink: &mut dyn Sink) {
         self.content.push(text, |s| sink.content(s));
@@ -548,6 +573,9 @@ fn utf8_safe_end(input: &[u8], from: usize, end: usize) -> usize {
 }
 
 /// Drives a [`Fold`] over successive ASTs of one growing input.
+///
+/// Between parses, a growing node whose growth is predictable may be extended directly with
+/// [`Driver::grow`] (see `stream.rs`): it is folded exactly as the next parse would fold it.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Driver {
     pub fold: Fold,
@@ -560,6 +588,23 @@ pub(crate) struct Driver {
 }
 
 impl Driver {
+    /// The growing text node's kind, if it was read up to `input_len` (the end of input).
+    pub(crate) fn growing_at(&self, input_len: usize) -> Option<Kind> {
+        match self.growing {
+            Some((k, _, read)) if read == input_len => Some(k),
+            _ => None,
+        }
+    }
+
+    /// Extends the growing node by `text`, which the next parse is known to add to it.
+    pub(crate) fn grow(&mut self, text: &str, cx: &Context, sink: &mut dyn Sink) {
+        if let Some((kind, _, read)) = &mut self.growing {
+            *read += text.len();
+            self.fold.text(*kind, text, false, false, cx, sink);
+            self.fold.pos = self.fold.pos.max(*read);
+        }
+    }
+
     /// Folds what is new in `ast`, a parse of `input`. Returns `false`, folding nothing, when
     /// the parse no longer agrees with what was folded (an earlier node vanished or changed
     /// kind): emitted text cannot be retracted, so the caller must give up following it.

@@ -10,6 +10,7 @@ mod json_text;
 mod mapper;
 mod message;
 mod parser;
+mod predict;
 mod stream;
 
 pub use builder::{tags, ConstructedBuilder, NativeBuilder, SimpleBuilder};

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use crate::chat::mapper::{DeltaSink, Driver};
 use crate::chat::message::{ChatDelta, ChatMessage};
 use crate::chat::parser::{fold_parse, Diagnostic, Inner, ParsedMessage};
+use crate::chat::predict::{string_extends, until_extends, Growth};
 use crate::error::{Error, ErrorKind};
 use crate::session::Session;
 
@@ -64,9 +65,18 @@ impl ChatStream {
     pub fn push(&mut self, chunk: &str) -> Result<Vec<ChatDelta>, Error> {
         self.check_open()?;
         let mut sink = DeltaSink::default();
+        if chunk.is_empty() {
+            return Ok(Vec::new());
+        }
+        let predictable = matches!(self.state, State::Parsing) && self.extends_growing(chunk);
         self.session.push(chunk.as_bytes());
         match self.state {
             State::Fallback => self.driver.fold.extra_content(chunk, &mut sink),
+            _ if predictable => {
+                // The next parse would only extend the growing node: fold that without it.
+                self.driver.grow(chunk, &self.inner.cx, &mut sink);
+                self.viable = self.session.input().len();
+            }
             _ => {
                 let out = self.session.parse();
                 self.step(out, true, &mut sink)?;
@@ -87,6 +97,16 @@ impl ChatStream {
         self.state = State::Finished;
         let deltas = self.record(sink);
         Ok((deltas, ParsedMessage { message: self.message.clone(), diagnostic: self.diagnostic.clone() }))
+    }
+
+    /// Whether `chunk` is known to only extend the text node the input ends in.
+    fn extends_growing(&self, chunk: &str) -> bool {
+        let Some(kind) = self.driver.growing_at(self.session.input().len()) else { return false };
+        match kind.text_tag().and_then(|t| self.inner.predict.growth(t)) {
+            Some(Growth::Until(delimiters)) => until_extends(delimiters, chunk.as_bytes()),
+            Some(Growth::JsonString) => self.driver.fold.open_quote(kind).is_some_and(|q| string_extends(q, chunk)),
+            None => false,
+        }
     }
 
     fn check_open(&self) -> Result<(), Error> {
