@@ -26,7 +26,8 @@ pub(crate) enum Growth {
 /// Growth per text tag, for tags whose every parser agrees on it.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Predictor {
-    by_tag: HashMap<&'static str, Growth>,
+    /// Indexed like `TEXT_TAGS`.
+    by_tag: [Option<Growth>; 5],
 }
 
 const TEXT_TAGS: [&str; 5] =
@@ -69,11 +70,12 @@ impl Predictor {
             };
             by_tag.insert(name, merged);
         }
-        Predictor { by_tag: by_tag.into_iter().filter_map(|(k, v)| Some((k, v?))).collect() }
+        let mut by_tag = by_tag;
+        Predictor { by_tag: TEXT_TAGS.map(|t| by_tag.remove(t).flatten()) }
     }
 
     pub(crate) fn growth(&self, tag: &str) -> Option<&Growth> {
-        self.by_tag.get(tag)
+        TEXT_TAGS.iter().position(|t| *t == tag).and_then(|i| self.by_tag[i].as_ref())
     }
 }
 
