@@ -70,7 +70,6 @@ impl Predictor {
             };
             by_tag.insert(name, merged);
         }
-        let mut by_tag = by_tag;
         Predictor { by_tag: TEXT_TAGS.map(|t| by_tag.remove(t).flatten()) }
     }
 
