@@ -299,6 +299,8 @@ pub(crate) struct Fold {
     headers: usize,
     /// Input offset folded so far (text of a growing node counts up to where it was read).
     pub pos: usize,
+    /// Reused for escaped and normalized text, to spare an allocation per chunk.
+    scratch: String,
 }
 
 fn put_args(call: &mut Call, s: &str, sink: &mut dyn Sink) {
@@ -319,8 +321,9 @@ impl Fold {
             Kind::Content => self.content.push(text, |s| sink.content(s)),
             Kind::Reasoning => self.reasoning.push(text, |s| sink.reasoning(s)),
             Kind::ToolArgs => {
+                let mut norm = std::mem::take(&mut self.scratch);
+                norm.clear();
                 let (headers, call) = self.ensure_call(cx, sink);
-                let mut norm = String::with_capacity(text.len());
                 call.py.push(text, &mut norm);
                 if sealed {
                     call.py.finish(&mut norm);
@@ -332,8 +335,10 @@ impl Fold {
                 }
                 call.trim = pieces;
                 Self::maybe_header(headers, call, cx, false, sink);
+                self.scratch = norm;
             }
             Kind::ArgString | Kind::ArgJson => {
+                let mut scratch = std::mem::take(&mut self.scratch);
                 let (headers, call) = self.ensure_call(cx, sink);
                 if first {
                     Self::close_value(call, sink);
@@ -349,17 +354,19 @@ impl Fold {
                         },
                     });
                 }
-                Self::value_text(call, text, sink);
+                Self::value_text(call, text, &mut scratch, sink);
                 if sealed {
                     Self::close_value(call, sink);
                 }
                 Self::maybe_header(headers, call, cx, false, sink);
+                self.scratch = scratch;
             }
             _ => {}
         }
     }
 
-    fn value_text(call: &mut Call, text: &str, sink: &mut dyn Sink) {
+    fn value_text(call: &mut Call, text: &str, scratch: &mut String, sink: &mut dyn Sink) {
+        scratch.clear();
         let mut text = text;
         let mut value = call.value.take();
         if let Some(Value::Pending) = value {
@@ -379,9 +386,8 @@ impl Fold {
         }
         match &mut value {
             Some(Value::Str) => {
-                let mut esc = String::with_capacity(text.len() + 8);
-                escape_into(&mut esc, text);
-                put_args(call, &esc, sink);
+                escape_into(scratch, text);
+                put_args(call, scratch, sink);
             }
             Some(Value::Held(buf)) => buf.push_str(text),
             Some(Value::MaybeNull(buf)) => {
@@ -395,9 +401,8 @@ impl Fold {
                 }
             }
             Some(Value::Json(py, trim)) => {
-                let mut norm = String::with_capacity(text.len());
-                py.push(text, &mut norm);
-                trim.push(&norm, |s| put_args(call, s, sink));
+                py.push(text, scratch);
+                trim.push(scratch, |s| put_args(call, s, sink));
             }
             _ => {}
         }

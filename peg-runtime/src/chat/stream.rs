@@ -38,6 +38,7 @@ pub struct ChatStream {
     /// Input length of the last parse that fit the grammar.
     viable: usize,
     diagnostic: Option<Diagnostic>,
+    parses: usize,
 }
 
 impl ChatStream {
@@ -52,7 +53,14 @@ impl ChatStream {
             state: State::Parsing,
             viable: 0,
             diagnostic: None,
+            parses: 0,
         }
+    }
+
+    /// How many parses the stream has run. Chunks known to only extend the text the input
+    /// ends in (no delimiter, quote or escape in them) are folded without one.
+    pub fn parse_count(&self) -> usize {
+        self.parses
     }
 
     /// The message the deltas so far add up to.
@@ -78,6 +86,7 @@ impl ChatStream {
                 self.viable = self.session.input().len();
             }
             _ => {
+                self.parses += 1;
                 let out = self.session.parse();
                 self.step(out, true, &mut sink)?;
             }
@@ -90,6 +99,7 @@ impl ChatStream {
         self.check_open()?;
         let mut sink = DeltaSink::default();
         if let State::Parsing = self.state {
+            self.parses += 1;
             let out = self.session.finish();
             self.step(out, false, &mut sink)?;
         }
