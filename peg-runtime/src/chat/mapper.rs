@@ -593,12 +593,9 @@ pub(crate) struct Driver {
 }
 
 impl Driver {
-    /// The growing text node's kind, if it was read up to `input_len` (the end of input).
-    pub(crate) fn growing_at(&self, input_len: usize) -> Option<Kind> {
-        match self.growing {
-            Some((k, _, read)) if read == input_len => Some(k),
-            _ => None,
-        }
+    /// The growing text node's kind and how far it was read.
+    pub(crate) fn growing(&self) -> Option<(Kind, usize)> {
+        self.growing.map(|(k, _, read)| (k, read))
     }
 
     /// Extends the growing node by `text`, which the next parse is known to add to it.

@@ -118,27 +118,30 @@ pub(crate) fn until_extends(delimiters: &[Vec<u8>], chunk: &[u8]) -> bool {
     true
 }
 
-/// Whether `chunk`, appended inside a string opened by `quote`, stays inside it with every
-/// escape complete.
-pub(crate) fn string_extends(quote: char, chunk: &str) -> bool {
-    let b = chunk.as_bytes();
+/// How much of `text`, appended inside a string opened by `quote`, a parse would add to the
+/// string: all of it, or all but a final backslash whose escape is still to come (a parse
+/// leaves that out too). `None` if the text may leave the string or holds an escape that
+/// takes a parse (`\u`, Python escapes).
+pub(crate) fn string_growth(quote: char, text: &str) -> Option<usize> {
+    let b = text.as_bytes();
     let mut i = 0;
     while i < b.len() {
         match b[i] {
-            c if c < 0x20 || c as char == quote => return false,
-            b'\\' => {
-                // Only short escapes inside the chunk; `\u` and Python escapes take a parse.
-                if quote != '"' || !matches!(b.get(i + 1), Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't')) {
-                    return false;
+            c if c < 0x20 || c as char == quote => return None,
+            b'\\' if quote == '"' => match b.get(i + 1) {
+                None => return Some(i),
+                Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => {
+                    i += 2;
+                    continue;
                 }
-                i += 2;
-                continue;
-            }
+                Some(_) => return None,
+            },
+            b'\\' => return None,
             _ => {}
         }
         i += 1;
     }
-    true
+    Some(b.len())
 }
 
 #[cfg(test)]
@@ -170,12 +173,13 @@ mod tests {
         assert!(!until_extends(&d, b"ab\n</"));
         assert!(!until_extends(&d, b"a\n</parameter>b"));
         assert!(until_extends(&[], b"anything"));
-        assert!(string_extends('"', "ab\\n\\\"c'"));
-        assert!(!string_extends('"', "ab\\"));
-        assert!(!string_extends('"', "a\"b"));
-        assert!(!string_extends('"', "a\\u0041"));
-        assert!(!string_extends('"', "a\nb"));
-        assert!(string_extends('\'', "a\"b"));
-        assert!(!string_extends('\'', "a'b"));
+        assert_eq!(string_growth('"', "ab\\n\\\"c'"), Some(8));
+        assert_eq!(string_growth('"', "ab\\"), Some(2));
+        assert_eq!(string_growth('"', "a\"b"), None);
+        assert_eq!(string_growth('"', "a\\u0041"), None);
+        assert_eq!(string_growth('"', "a\nb"), None);
+        assert_eq!(string_growth('\'', "a\"b"), Some(3));
+        assert_eq!(string_growth('\'', "a'b"), None);
+        assert_eq!(string_growth('\'', "a\\'b"), None);
     }
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use crate::chat::mapper::{DeltaSink, Driver};
 use crate::chat::message::{ChatDelta, ChatMessage};
 use crate::chat::parser::{fold_parse, Diagnostic, Inner, ParsedMessage};
-use crate::chat::predict::{string_extends, until_extends, Growth};
+use crate::chat::predict::{string_growth, until_extends, Growth};
 use crate::error::{Error, ErrorKind};
 use crate::session::Session;
 
@@ -76,13 +76,16 @@ impl ChatStream {
         if chunk.is_empty() {
             return Ok(Vec::new());
         }
-        let predictable = matches!(self.state, State::Parsing) && self.extends_growing(chunk);
+        let growth = match self.state {
+            State::Parsing => self.predicted_growth(chunk),
+            _ => None,
+        };
         self.session.push(chunk.as_bytes());
-        match self.state {
-            State::Fallback => self.driver.fold.extra_content(chunk, &mut sink),
-            _ if predictable => {
+        match (&self.state, growth) {
+            (State::Fallback, _) => self.driver.fold.extra_content(chunk, &mut sink),
+            (_, Some(text)) => {
                 // The next parse would only extend the growing node: fold that without it.
-                self.driver.grow(chunk, &self.inner.cx, &mut sink);
+                self.driver.grow(&text, &self.inner.cx, &mut sink);
                 self.viable = self.session.input().len();
             }
             _ => {
@@ -109,14 +112,20 @@ impl ChatStream {
         Ok((deltas, ParsedMessage { message: self.message.clone(), diagnostic: self.diagnostic.clone() }))
     }
 
-    /// Whether `chunk` is known to only extend the text node the input ends in.
-    fn extends_growing(&self, chunk: &str) -> bool {
-        let Some(kind) = self.driver.growing_at(self.session.input().len()) else { return false };
-        match kind.text_tag().and_then(|t| self.inner.predict.growth(t)) {
-            Some(Growth::Until(delimiters)) => until_extends(delimiters, chunk.as_bytes()),
-            Some(Growth::JsonString) => self.driver.fold.open_quote(kind).is_some_and(|q| string_extends(q, chunk)),
-            None => false,
-        }
+    /// If the text node the input ends in is known to take `chunk` (after the unread tail a
+    /// parse left out, such as a possible delimiter start): the text to fold.
+    fn predicted_growth(&self, chunk: &str) -> Option<String> {
+        let (kind, read) = self.driver.growing()?;
+        let input = self.session.input();
+        let tail = std::str::from_utf8(input.get(read..)?).ok()?;
+        let text = if tail.is_empty() { chunk.to_owned() } else { format!("{tail}{chunk}") };
+        let n = match kind.text_tag().and_then(|t| self.inner.predict.growth(t))? {
+            Growth::Until(delimiters) => until_extends(delimiters, text.as_bytes()).then_some(text.len())?,
+            Growth::JsonString => string_growth(self.driver.fold.open_quote(kind)?, &text)?,
+        };
+        let mut text = text;
+        text.truncate(n);
+        Some(text)
     }
 
     fn check_open(&self) -> Result<(), Error> {
