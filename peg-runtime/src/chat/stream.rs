@@ -1,5 +1,6 @@
 //! Streaming: feed output chunk by chunk, get deltas as soon as text is certain.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use crate::chat::mapper::{DeltaSink, Driver};
@@ -114,18 +115,22 @@ impl ChatStream {
 
     /// If the text node the input ends in is known to take `chunk` (after the unread tail a
     /// parse left out, such as a possible delimiter start): the text to fold.
-    fn predicted_growth(&self, chunk: &str) -> Option<String> {
+    fn predicted_growth<'c>(&self, chunk: &'c str) -> Option<Cow<'c, str>> {
         let (kind, read) = self.driver.growing()?;
         let input = self.session.input();
         let tail = std::str::from_utf8(input.get(read..)?).ok()?;
-        let text = if tail.is_empty() { chunk.to_owned() } else { format!("{tail}{chunk}") };
+        let text = if tail.is_empty() { Cow::Borrowed(chunk) } else { Cow::Owned(format!("{tail}{chunk}")) };
         let n = match kind.text_tag().and_then(|t| self.inner.predict.growth(t))? {
             Growth::Until(delimiters) => until_extends(delimiters, text.as_bytes()).then_some(text.len())?,
             Growth::JsonString => string_growth(self.driver.fold.open_quote(kind)?, &text)?,
         };
-        let mut text = text;
-        text.truncate(n);
-        Some(text)
+        Some(match text {
+            Cow::Borrowed(t) => Cow::Borrowed(&t[..n]),
+            Cow::Owned(mut t) => {
+                t.truncate(n);
+                Cow::Owned(t)
+            }
+        })
     }
 
     fn check_open(&self) -> Result<(), Error> {
