@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::analysis::{diff::calculate_diff_split, Render, TemplateAnalysis, ToolFormat};
 pub use arena::{build_arena, tags};
-pub use request::{ReasoningFormat, Request, ToolChoice};
+pub use request::{ContinueFinal, ReasoningFormat, Request, ToolChoice};
 
 /// What starts the constrained part of a lazy grammar.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -80,18 +80,68 @@ pub fn extract_prefill(a: &TemplateAnalysis, prompt: &str) -> String {
     String::new()
 }
 
+/// Prompt, generation prompt and prefill when the model continues the last message: the
+/// prompt is cut right after the message's text, and everything of the assistant turn so far
+/// is prefill (so the parse sees the whole message).
+fn continue_final(
+    r: &dyn Render,
+    a: &TemplateAnalysis,
+    req: &Request,
+    mode: ContinueFinal,
+    last: &serde_json::Value,
+    earlier: &[serde_json::Value],
+) -> Result<(String, String, String), GenerateError> {
+    let p0 = r.render(&req.context_with(earlier, true)).map_err(GenerateError::Render)?;
+    let full = r.render(&req.context(false)).map_err(GenerateError::Render)?;
+    let field = if mode == ContinueFinal::Reasoning { "reasoning_content" } else { "content" };
+    let text = last.get(field).and_then(serde_json::Value::as_str).unwrap_or("");
+    // The template rendered the text after the new turn's start: cut there.
+    if !text.is_empty() {
+        if let Some(pos) = full.rfind(text) {
+            let prompt = full[..pos + text.len()].to_owned();
+            if pos >= p0.len() && prompt.starts_with(&p0) {
+                let turn = prompt[p0.len()..].to_owned();
+                let mut prefill = extract_prefill(a, &p0);
+                prefill.push_str(&turn);
+                let gp = calculate_diff_split(&r.render(&req.context_with(earlier, false)).unwrap_or_default(), &prompt).right;
+                return Ok((prompt, gp, prefill));
+            }
+        }
+    }
+    // Not rendered (templates drop reasoning from history): build the turn ourselves.
+    let mut prefill = extract_prefill(a, &p0);
+    let mut prompt = p0.clone();
+    if mode == ContinueFinal::Reasoning {
+        let start = a.reasoning.start.as_str();
+        if !prefill.trim_end().ends_with(start.trim()) || prefill.is_empty() {
+            prefill.push_str(start);
+            prompt.push_str(start);
+        }
+    }
+    prefill.push_str(text);
+    prompt.push_str(text);
+    let gp = calculate_diff_split(&r.render(&req.context_with(earlier, false)).unwrap_or_default(), &prompt).right;
+    Ok((prompt, gp, prefill))
+}
+
 /// Builds the parser, prompt and triggers for `req`.
 pub fn generate(r: &dyn Render, a: &TemplateAnalysis, req: &Request) -> Result<GeneratedParser, GenerateError> {
-    let prompt = r.render(&req.context(req.add_generation_prompt)).map_err(GenerateError::Render)?;
-    let generation_prompt = if req.add_generation_prompt {
-        match r.render(&req.context(false)) {
-            Ok(without) => calculate_diff_split(&without, &prompt).right,
-            Err(_) => String::new(),
+    let (prompt, generation_prompt, prefill) = match (req.continue_final, req.messages.split_last()) {
+        (ContinueFinal::None, _) | (_, None) => {
+            let prompt = r.render(&req.context(req.add_generation_prompt)).map_err(GenerateError::Render)?;
+            let generation_prompt = if req.add_generation_prompt {
+                match r.render(&req.context(false)) {
+                    Ok(without) => calculate_diff_split(&without, &prompt).right,
+                    Err(_) => String::new(),
+                }
+            } else {
+                String::new()
+            };
+            let prefill = extract_prefill(a, &prompt);
+            (prompt, generation_prompt, prefill)
         }
-    } else {
-        String::new()
+        (mode, Some((last, earlier))) => continue_final(r, a, req, mode, last, earlier)?,
     };
-    let prefill = extract_prefill(a, &prompt);
     let arena = build_arena(a, req, &prefill).map_err(|e| GenerateError::Arena(e.to_string()))?;
     let tools_on = !req.tools.is_empty() && req.tool_choice != ToolChoice::None && a.tools.format.mode != ToolFormat::None;
     let mut grammar_triggers = Vec::new();
