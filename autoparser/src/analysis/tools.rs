@@ -188,10 +188,16 @@ fn analyze_json(t: &mut ToolAnalysis, tp: &ToolProbe) -> Result<(), String> {
             f.args_as_string = cur.is_string();
         }
         path.clear();
-        if tp.has_ids {
-            if let Value::Object(m) = &v {
+        if let Value::Object(m) = &v {
+            if tp.has_ids {
                 f.id_field = m.iter().find(|(_, x)| x.as_str() == Some(ID_MARK)).map(|(k, _)| k.clone()).unwrap_or_default();
             }
+            // A field holding the call's index (`"0"` or `0`) is an id the template made up.
+            f.gen_id_field = m
+                .iter()
+                .find(|(k, x)| **k != f.id_field && (x.as_str() == Some("0") || x.as_u64() == Some(0)))
+                .map(|(k, _)| k.clone())
+                .unwrap_or_default();
         }
     }
     // Array wrapping: `[` right before the first call, parsing as an array past it.
@@ -304,17 +310,15 @@ fn analyze_tagged(t: &mut ToolAnalysis, tp: &ToolProbe) -> Result<(), String> {
         // Arg name prefix: shared text before each argument name within call two.
         let prefix = match tp.two.as_deref() {
             Some(_) => {
-                let ib = body_b.find(ARG_B).ok_or("second argument missing")?;
-                let vb = body_b[ib..].find(VAL_B).map(|k| ib + k).ok_or("second value missing")?;
-                let ia2 = body_b[vb..].find(ARG_A).map(|k| vb + k).ok_or("argument missing in call two")?;
-                let cs = common_suffix(&body_b[..ib], &body_b[vb + VAL_B.len()..ia2]);
+                let (ib, vb, ia2) = arg_order(&body_b)?;
+                let cs = common_suffix(&body_b[..ib], &body_b[vb..ia2]);
                 let (_, np) = split_name_prefix(cs);
                 if np.is_empty() { from_first_marker(cs).to_owned() } else { np.to_owned() }
             }
             None => split_name_prefix(&body_a[..ia]).1.to_owned(),
         };
         args1_start = ia - prefix.len().min(ia);
-        args2_start = body_b.find(ARG_B).map(|ib| ib - prefix.len().min(ib));
+        args2_start = arg_order(&body_b).ok().map(|(ib, _, _)| ib - prefix.len().min(ib));
         arg_name_prefix = prefix;
     }
     let x = &body_a[..args1_start];
@@ -359,12 +363,11 @@ fn analyze_tagged(t: &mut ToolAnalysis, tp: &ToolProbe) -> Result<(), String> {
         let z_a = &body_a[va + VAL_A.len()..];
         match tp.two.as_deref() {
             Some(_) => {
-                let ib = body_b.find(ARG_B).ok_or("second argument missing")?;
-                let vb = body_b[ib..].find(VAL_B).map(|k| ib + k).ok_or("second value missing")?;
-                let ia2 = body_b[vb..].find(ARG_A).map(|k| vb + k).ok_or("argument missing")?;
-                let z1 = &body_b[vb + VAL_B.len()..ia2 - arg_name_prefix.len().min(ia2 - vb - VAL_B.len())];
-                let va2 = body_b[ia2..].find(VAL_A).map(|k| ia2 + k).ok_or("value missing")?;
-                let z2 = &body_b[va2 + VAL_A.len()..];
+                let (_, vb, ia2) = arg_order(&body_b)?;
+                let z1 = &body_b[vb..ia2 - arg_name_prefix.len().min(ia2 - vb)];
+                let second_val = if body_b[ia2..].starts_with(ARG_A) { VAL_A } else { VAL_B };
+                let va2 = body_b[ia2..].find(second_val).map(|k| ia2 + k).ok_or("value missing")?;
+                let z2 = &body_b[va2 + second_val.len()..];
                 let n = value_suffix_len(z1, z2);
                 t.arguments.value_suffix = z1[..n].to_owned();
                 t.arguments.separator = z1[n..].trim().to_owned();
@@ -414,6 +417,16 @@ fn analyze_tagged(t: &mut ToolAnalysis, tp: &ToolProbe) -> Result<(), String> {
         t.function.close = markers.concat();
     }
     Ok(())
+}
+
+/// In the two-argument call: (start of the first argument name, end of its value, start of the
+/// second argument name), whichever order the template wrote them in.
+fn arg_order(body: &str) -> Result<(usize, usize, usize), String> {
+    let ia = body.find(ARG_A).ok_or("argument missing in call two")?;
+    let ib = body.find(ARG_B).ok_or("second argument missing in call two")?;
+    let (i1, v1, i2) = if ib < ia { (ib, VAL_B, ia) } else { (ia, VAL_A, ib) };
+    let v = body[i1..i2].find(v1).map(|k| i1 + k + v1.len()).ok_or("first value missing in call two")?;
+    Ok((i1, v, i2))
 }
 
 fn first_marker_end(s: &str) -> usize {

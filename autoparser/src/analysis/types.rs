@@ -128,6 +128,8 @@ pub struct ToolFormatAnalysis {
     pub args_field: String,
     /// JSON: the call id key (string ids).
     pub id_field: String,
+    /// JSON: a field the template fills with the call index (`"tool_call_id": "0"`).
+    pub gen_id_field: String,
     /// JSON: order of the fields as rendered.
     pub parameter_order: Vec<String>,
     /// JSON: arguments are stringified JSON (`"arguments": "{...}"`).
@@ -151,6 +153,7 @@ impl Default for ToolFormatAnalysis {
             name_field: "name".into(),
             args_field: "arguments".into(),
             id_field: String::new(),
+            gen_id_field: String::new(),
             parameter_order: Vec::new(),
             args_as_string: false,
             uses_python_dicts: false,

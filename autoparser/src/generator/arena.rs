@@ -76,17 +76,15 @@ pub fn trigger_words(a: &TemplateAnalysis) -> Vec<String> {
         .map(|s| s.trim())
         .find(|s| !s.is_empty())
         .map(str::to_owned);
-    match first {
-        Some(w) => vec![w],
-        None => {
-            let np = a.tools.function.name_prefix.trim();
-            if a.tools.format.mode != ToolFormat::JsonNative && !np.is_empty() {
-                vec![np.to_owned()]
-            } else {
-                Vec::new()
-            }
+    let mut out: Vec<String> = first.into_iter().collect();
+    let np = a.tools.function.name_prefix.trim();
+    let np_is_marker = crate::analysis::segment::first_marker(np).is_some() || crate::analysis::text::open_tail(np).is_some();
+    if a.tools.format.mode != ToolFormat::JsonNative && np_is_marker {
+        if f.section_start.trim().is_empty() {
+            out.push(np.to_owned());
         }
     }
+    out
 }
 
 fn tool_name_and_schema(t: &Value) -> Option<(String, Value)> {
@@ -133,8 +131,9 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 b.space() + s + inner + e
             }
         } else {
+            // Reasoning stays in the content, with the whitespace after it.
             let whole = if s.is_empty() { body + e } else { b.space() + s + body + e };
-            b.tag(super::tags::CONTENT, whole)
+            return b.optional(b.tag(super::tags::CONTENT, whole + b.space()));
         };
         b.optional(block) + b.space()
     }
@@ -190,6 +189,9 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 (b.json_member(key, quoted_name()), true)
             } else if key == f.args_field {
                 (b.json_member(key, args), true)
+            } else if key == f.gen_id_field {
+                let v = b.choice(["\"" + b.tag(super::tags::TOOL_ID, b.json_string_content()) + "\"", b.tag(super::tags::TOOL_ID, b.json_number())]);
+                (b.json_member(key, v), false)
             } else if key == f.id_field {
                 (b.json_member(key, "\"" + b.tag(super::tags::TOOL_ID, b.json_string_content()) + "\""), false)
             } else {
@@ -302,9 +304,13 @@ impl<'a, 'b> Ctx<'a, 'b> {
             .map(|(n, s)| if f.mode == ToolFormat::JsonNative { self.json_call(n, s) } else { self.tag_call(n, s) })
             .collect();
         let one = b.choice(calls);
-        let mut p = lit(b, &f.per_call_start) + b.space() + one;
+        // Models drop per-call wrappers when the function has its own marker (`<function=`).
+        let own_marker = f.mode != ToolFormat::JsonNative && !self.a.tools.function.name_prefix.trim().is_empty();
+        let pcs = lit(b, &f.per_call_start);
+        let mut p = if own_marker { b.optional(pcs) } else { pcs } + b.space() + one;
         if !f.per_call_end.trim().is_empty() {
-            p = p + lit(b, &f.per_call_end);
+            let pce = lit(b, &f.per_call_end);
+            p = p + if own_marker { b.optional(pce) } else { pce };
         }
         p
     }
