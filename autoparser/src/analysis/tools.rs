@@ -433,6 +433,29 @@ fn first_marker_end(s: &str) -> usize {
     super::segment::first_marker(s).map_or(0, |(i, m)| i + m.len())
 }
 
+/// A3: markers around a non-string value, where they differ from the string case.
+fn analyze_typed_values(p: &Probe, t: &mut ToolAnalysis, r: &ReasoningAnalysis) {
+    let Ok(h) = tool_region(p, vec![Call::typed()]) else { return };
+    let h = strip_reasoning(&h, r);
+    let num = NUM.to_string();
+    let Some(ia) = h.find(ARG_A) else { return };
+    let Some(iv) = h[ia..].find(&num).map(|k| ia + k) else { return };
+    let open = &h[ia + ARG_A.len()..iv];
+    let after = &h[iv + num.len()..];
+    let ar = &mut t.arguments;
+    let string_open = format!("{}{}", ar.name_suffix, ar.value_prefix);
+    if open == string_open {
+        return;
+    }
+    // What follows the value: the string case's suffix is replaced by this one.
+    let close = match after.find(ar.value_suffix.trim()) {
+        Some(k) if !ar.value_suffix.trim().is_empty() && after[..k].trim().is_empty() => after[..k + ar.value_suffix.trim().len()].to_owned(),
+        _ => String::new(),
+    };
+    ar.json_value_open = Some(open.to_owned());
+    ar.json_value_close = Some(close);
+}
+
 /// Runs the tool phases.
 pub fn analyze_tools(p: &mut Probe, r: &ReasoningAnalysis, caps: &mut Capabilities) -> Result<ToolAnalysis, String> {
     let mut t = ToolAnalysis::default();
@@ -446,6 +469,9 @@ pub fn analyze_tools(p: &mut Probe, r: &ReasoningAnalysis, caps: &mut Capabiliti
     match t.format.mode {
         ToolFormat::JsonNative => analyze_json(&mut t, &tp)?,
         _ => analyze_tagged(&mut t, &tp)?,
+    }
+    if t.format.mode == ToolFormat::TagWithTagged {
+        analyze_typed_values(p, &mut t, r);
     }
     Ok(t)
 }

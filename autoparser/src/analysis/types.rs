@@ -189,6 +189,11 @@ pub struct ToolArgumentsAnalysis {
     pub value_suffix: String,
     /// Between two arguments.
     pub separator: String,
+    /// Between a name and a non-string (JSON) value, when it differs from the string case
+    /// (e.g. `" string="false">`, `:` without a quote marker).
+    pub json_value_open: Option<String>,
+    /// After a non-string value, when it differs from `value_suffix`.
+    pub json_value_close: Option<String>,
 }
 
 /// Call id markers.

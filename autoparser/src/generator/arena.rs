@@ -124,11 +124,19 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let (s, e) = (r.start.trim(), r.end.trim());
         let body = b.until(e);
         let block = if self.extract_reasoning() {
-            let inner = b.tag(super::tags::REASONING, body);
-            if s.is_empty() {
-                inner + e
+            // Models may go from reasoning straight to a tool call: it ends reasoning too.
+            let triggers = if self.tools_on() { trigger_words(self.a) } else { Vec::new() };
+            let (inner, close) = if triggers.is_empty() || s.is_empty() {
+                (b.tag(super::tags::REASONING, body), b.literal(e))
             } else {
-                b.space() + s + inner + e
+                let mut d = vec![e.to_owned()];
+                d.extend(triggers);
+                (b.tag(super::tags::REASONING, b.until_one_of(d)), b.optional(b.literal(e)))
+            };
+            if s.is_empty() {
+                inner + close
+            } else {
+                b.space() + s + inner + close
             }
         } else {
             // Reasoning stays in the content, with the whitespace after it.
@@ -275,11 +283,20 @@ impl<'a, 'b> Ctx<'a, 'b> {
             } else {
                 b.space() + b.literal(vp.trim()) + b.optional(b.literal(&vp[vp.trim_end().len()..]))
             };
+            let json_value = || b.tag(super::tags::TOOL_ARG_JSON_VALUE, b.schema(b.json(), &format!("{name}-{arg}"), s.clone(), false));
+            if !is_string_schema(s) {
+                // Non-string values may have their own markers (`string="false">`, no quotes).
+                if let (Some(jo), Some(jc)) = (&ar.json_value_open, &ar.json_value_close) {
+                    let open = lit(b, &ar.name_prefix) + b.tag(super::tags::TOOL_ARG_NAME, b.literal(arg)) + b.literal(jo.trim_end());
+                    let close = if jc.trim().is_empty() { b.eps() } else { b.space() + jc.trim() };
+                    return b.tag(super::tags::TOOL_ARG, b.tag(super::tags::TOOL_ARG_OPEN, open) + b.space() + json_value() + b.tag(super::tags::TOOL_ARG_CLOSE, close));
+                }
+            }
             let value = if is_string_schema(s) && !vs.is_empty() {
                 let delims: Vec<String> = if vs_full != vs { vec![vs_full.to_owned(), vs.to_owned()] } else { vec![vs.to_owned()] };
                 b.tag(super::tags::TOOL_ARG_STRING_VALUE, b.schema(b.until_one_of(delims), &format!("{name}-{arg}"), s.clone(), true))
             } else {
-                b.space() + b.tag(super::tags::TOOL_ARG_JSON_VALUE, b.schema(b.json(), &format!("{name}-{arg}"), s.clone(), false))
+                b.space() + json_value()
             };
             let close = if vs.is_empty() { b.eps() } else { b.space() + vs };
             b.tag(super::tags::TOOL_ARG, b.tag(super::tags::TOOL_ARG_OPEN, open) + vp + value + b.tag(super::tags::TOOL_ARG_CLOSE, close))
@@ -331,6 +348,13 @@ impl<'a, 'b> Ctx<'a, 'b> {
         b.trigger_rule("tool-calls", sec)
     }
 
+    fn tools_on(&self) -> bool {
+        !self.req.tools.is_empty()
+            && self.req.tool_choice != ToolChoice::None
+            && self.a.tools.format.mode != ToolFormat::None
+            && !self.tools().is_empty()
+    }
+
     fn root(&self) -> Parser<'b> {
         let b = self.b;
         let reasoning = self.reasoning();
@@ -338,11 +362,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
             let content = b.tag(super::tags::CONTENT, b.schema(b.json(), "response-format", schema.clone(), false));
             return reasoning + b.space() + content + b.space() + b.end();
         }
-        let tools_on = !self.req.tools.is_empty()
-            && self.req.tool_choice != ToolChoice::None
-            && self.a.tools.format.mode != ToolFormat::None
-            && !self.tools().is_empty();
-        if !tools_on {
+        if !self.tools_on() {
             return reasoning + self.content(&[]) + b.end();
         }
         let section = self.tool_section();

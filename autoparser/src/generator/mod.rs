@@ -111,12 +111,17 @@ fn continue_final(
     // Not rendered (templates drop reasoning from history): build the turn ourselves.
     let mut prefill = extract_prefill(a, &p0);
     let mut prompt = p0.clone();
+    let (start, end) = (a.reasoning.start.as_str(), a.reasoning.end.as_str());
+    let open = !start.trim().is_empty() && prefill.trim_end().ends_with(start.trim());
     if mode == ContinueFinal::Reasoning {
-        let start = a.reasoning.start.as_str();
-        if !prefill.trim_end().ends_with(start.trim()) || prefill.is_empty() {
+        if !open && !end.is_empty() {
             prefill.push_str(start);
             prompt.push_str(start);
         }
+    } else if open {
+        // Continuing content: the reasoning the prompt opened is over.
+        prefill.push_str(end);
+        prompt.push_str(end);
     }
     prefill.push_str(text);
     prompt.push_str(text);
@@ -137,7 +142,11 @@ pub fn generate(r: &dyn Render, a: &TemplateAnalysis, req: &Request) -> Result<G
             } else {
                 String::new()
             };
-            let prefill = extract_prefill(a, &prompt);
+            let mut prefill = extract_prefill(a, &prompt);
+            // Reasoning kept in the content: an empty closed block is template boilerplate.
+            if req.reasoning_format == ReasoningFormat::None && prefill.trim() == format!("{}{}", a.reasoning.start, a.reasoning.end).trim() {
+                prefill.clear();
+            }
             (prompt, generation_prompt, prefill)
         }
         (mode, Some((last, earlier))) => continue_final(r, a, req, mode, last, earlier)?,
