@@ -5,6 +5,7 @@
 //! deserialization, so the serialized form holds only the grammar itself.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -199,6 +200,8 @@ pub struct Arena {
     resolved: Vec<NodeId>,
     /// For each node: its delimiter searcher (`until` nodes only).
     searchers: Vec<Option<DelimiterSearch>>,
+    /// For each node: the tag or rule name its AST nodes carry, shared by every AST node.
+    labels: Vec<Option<Arc<str>>>,
 }
 
 impl PartialEq for Arena {
@@ -256,7 +259,16 @@ impl Arena {
             resolved.push(target);
             searchers.push(searcher);
         }
-        Ok(Arena { data, rule_index, resolved, searchers })
+        let labels = data
+            .nodes
+            .iter()
+            .map(|node| match node {
+                Node::Tag { tag, .. } => Some(Arc::from(tag.as_str())),
+                Node::Rule { name, .. } => Some(Arc::from(name.as_str())),
+                _ => None,
+            })
+            .collect();
+        Ok(Arena { data, rule_index, resolved, searchers, labels })
     }
 
     /// Builds an arena with the [`Builder`](crate::Builder) DSL; the closure returns the root.
@@ -310,6 +322,12 @@ impl Arena {
     #[inline]
     pub fn searcher(&self, id: NodeId) -> Option<&DelimiterSearch> {
         self.searchers[id.index()].as_ref()
+    }
+
+    /// The tag (of a `Tag` node) or name (of a `Rule` node) its AST nodes carry.
+    #[inline]
+    pub fn label(&self, id: NodeId) -> Option<&Arc<str>> {
+        self.labels[id.index()].as_ref()
     }
 
     /// Serializes to JSON (stable: node order and field order are fixed).

@@ -1,0 +1,639 @@
+//! A dedicated, iterative, resumable JSON scanner (RFC 8259), shared with the Python-literal
+//! dialect of [`crate::python`].
+//!
+//! The scanner validates; it does not build values. It is a byte-exact state machine: it can stop
+//! at the end of any input and continue later from exactly where it stopped (a [`Scanner`] is the
+//! snapshot), which is how a streaming [`Session`](crate::Session) avoids rescanning a growing
+//! tool argument. Nesting is tracked on an explicit stack, so `[[[[...` a hundred thousand deep is
+//! an ordinary need-more-input, never a stack overflow.
+//!
+//! ```
+//! use peg_runtime::json::{scan, ScanResult};
+//! use peg_runtime::{JsonKind, Outcome};
+//! let r = scan(br#"{"a": [1, 2.5e3, "x\n"]} tail"#, JsonKind::Object, false);
+//! assert_eq!((r.outcome, r.end), (Outcome::Success, 24));
+//! let r = scan(br#"{"a": [1, 2"#, JsonKind::Value, true);
+//! assert_eq!(r.outcome, Outcome::NeedMoreInput);
+//! assert_eq!(scan(b"[1,]", JsonKind::Array, false).outcome, Outcome::Fail);
+//! ```
+
+use crate::arena::{JsonKind, PythonKind};
+use crate::parse::Outcome;
+
+/// Which literal syntax the scanner accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Dialect {
+    /// RFC 8259 JSON.
+    Json,
+    /// Python literals: either quote, `True`/`False`/`None`, trailing commas, scalar dict keys.
+    Python,
+}
+
+/// What to scan at the start position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Target {
+    /// Any value.
+    Value,
+    /// An object / dict.
+    Object,
+    /// An array / list.
+    Array,
+    /// A string with its quotes.
+    String,
+    /// A number.
+    Number,
+    /// A boolean.
+    Bool,
+    /// `null` / `None`.
+    Null,
+    /// The body of a `"`-quoted string, stopping before the closing quote (not consumed).
+    StringContent,
+}
+
+impl From<JsonKind> for Target {
+    fn from(k: JsonKind) -> Target {
+        match k {
+            JsonKind::Value => Target::Value,
+            JsonKind::Object => Target::Object,
+            JsonKind::Array => Target::Array,
+            JsonKind::String => Target::String,
+            JsonKind::Number => Target::Number,
+            JsonKind::Bool => Target::Bool,
+            JsonKind::Null => Target::Null,
+        }
+    }
+}
+
+impl From<PythonKind> for Target {
+    fn from(k: PythonKind) -> Target {
+        match k {
+            PythonKind::Value => Target::Value,
+            PythonKind::Dict => Target::Object,
+            PythonKind::List => Target::Array,
+            PythonKind::Str => Target::String,
+            PythonKind::Number => Target::Number,
+            PythonKind::Bool => Target::Bool,
+            PythonKind::None => Target::Null,
+        }
+    }
+}
+
+/// The result of a scan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScanResult {
+    /// Success (a complete value), NeedMoreInput (cut by the end of partial input) or Fail.
+    pub outcome: Outcome,
+    /// Success: end of the value. NeedMoreInput: how far the text is safe to show (an incomplete
+    /// escape or UTF-8 sequence at the end is held back). Fail: where scanning stopped.
+    pub end: usize,
+    /// The outcome depended on where the input ends (more input could change it).
+    pub touched_end: bool,
+    /// A string contained invalid UTF-8 (kept as is).
+    pub invalid_utf8: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Frame {
+    Array,
+    /// Inside an object, scanning a key.
+    Key,
+    /// Inside an object, scanning a member value.
+    Member,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Num {
+    Sign,
+    Zero,
+    Int,
+    /// `.` after integer digits.
+    Dot,
+    /// `.` with no integer digits (Python `.5`).
+    LeadDot,
+    Frac,
+    E,
+    ESign,
+    Exp,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum St {
+    Start,
+    Value,
+    ArrFirst,
+    ArrNext,
+    ObjFirst,
+    Key,
+    Colon,
+    After,
+    Str { quote: u8 },
+    Esc { quote: u8 },
+    Hex { quote: u8, left: u8 },
+    Utf8 { quote: u8, left: u8, lo: u8, hi: u8 },
+    Num(Num),
+    Word { word: u8, i: u8 },
+    Done,
+}
+
+const WORDS: [&[u8]; 6] = [b"true", b"false", b"null", b"True", b"False", b"None"];
+
+/// A resumable scanner: create it at a position, [`run`](Scanner::run) it on the input, and if the
+/// result touched the end, keep it and run it again once the input has grown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scanner {
+    dialect: Dialect,
+    target: Target,
+    stack: Vec<Frame>,
+    st: St,
+    pos: usize,
+    /// Start of the pending escape / multi-byte character (the partial-mode safe end).
+    pending: usize,
+    invalid: bool,
+}
+
+#[inline]
+fn is_ws(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+impl Scanner {
+    /// A scanner for one `target` value starting at byte `start`.
+    pub fn new(dialect: Dialect, target: Target, start: usize) -> Scanner {
+        let st = if target == Target::StringContent { St::Str { quote: b'"' } } else { St::Start };
+        Scanner { dialect, target, stack: Vec::new(), st, pos: start, pending: start, invalid: false }
+    }
+
+    /// Continues scanning over `input` (the whole input, positions are absolute). `partial`: the
+    /// input may continue. A result with `touched_end == false` is final; otherwise the scanner
+    /// may be run again on a longer input and continues where it stopped.
+    pub fn run(&mut self, input: &[u8], partial: bool) -> ScanResult {
+        let py = self.dialect == Dialect::Python;
+        let n = input.len();
+        macro_rules! fail {
+            () => {
+                return ScanResult { outcome: Outcome::Fail, end: self.pos, touched_end: false, invalid_utf8: self.invalid }
+            };
+        }
+        loop {
+            if self.st == St::Done {
+                return ScanResult { outcome: Outcome::Success, end: self.pos, touched_end: false, invalid_utf8: self.invalid };
+            }
+            if self.pos >= n {
+                return self.at_eof(n, partial);
+            }
+            let b = input[self.pos];
+            match self.st {
+                St::Start => {
+                    let ok = match self.target {
+                        Target::Value => true,
+                        Target::Object => b == b'{',
+                        Target::Array => b == b'[',
+                        Target::String => b == b'"' || (py && b == b'\''),
+                        Target::Number => b == b'-' || b.is_ascii_digit() || (py && (b == b'+' || b == b'.')),
+                        Target::Bool => if py { b == b'T' || b == b'F' } else { b == b't' || b == b'f' },
+                        Target::Null => b == if py { b'N' } else { b'n' },
+                        Target::StringContent => true,
+                    };
+                    if !ok {
+                        fail!();
+                    }
+                    if !self.value_start(b, py) {
+                        fail!();
+                    }
+                }
+                St::Value | St::ArrFirst | St::ArrNext | St::ObjFirst | St::Key | St::Colon | St::After => {
+                    if is_ws(b) {
+                        self.pos += 1;
+                        while self.pos < n && is_ws(input[self.pos]) {
+                            self.pos += 1;
+                        }
+                        continue;
+                    }
+                    match self.st {
+                        St::Value => {
+                            if !self.value_start(b, py) {
+                                fail!();
+                            }
+                        }
+                        St::ArrFirst | St::ArrNext => {
+                            if b == b']' && (self.st == St::ArrFirst || py) {
+                                self.pos += 1;
+                                self.stack.pop();
+                                self.complete();
+                            } else if !self.value_start(b, py) {
+                                fail!();
+                            }
+                        }
+                        St::ObjFirst | St::Key => {
+                            if b == b'}' && (self.st == St::ObjFirst || py) {
+                                self.pos += 1;
+                                self.stack.pop();
+                                self.complete();
+                            } else if py {
+                                // Dict keys: any scalar literal.
+                                if b == b'{' || b == b'[' || !self.value_start(b, py) {
+                                    fail!();
+                                }
+                            } else if b == b'"' {
+                                self.pos += 1;
+                                self.st = St::Str { quote: b'"' };
+                            } else {
+                                fail!();
+                            }
+                        }
+                        St::Colon => {
+                            if b != b':' {
+                                fail!();
+                            }
+                            self.pos += 1;
+                            if let Some(top) = self.stack.last_mut() {
+                                *top = Frame::Member;
+                            }
+                            self.st = St::Value;
+                        }
+                        St::After => match (b, self.stack.last()) {
+                            (b',', Some(Frame::Array)) => {
+                                self.pos += 1;
+                                self.st = St::ArrNext;
+                            }
+                            (b',', Some(Frame::Member)) => {
+                                self.pos += 1;
+                                if let Some(top) = self.stack.last_mut() {
+                                    *top = Frame::Key;
+                                }
+                                self.st = St::Key;
+                            }
+                            (b']', Some(Frame::Array)) | (b'}', Some(Frame::Member)) => {
+                                self.pos += 1;
+                                self.stack.pop();
+                                self.complete();
+                            }
+                            _ => fail!(),
+                        },
+                        _ => unreachable!(),
+                    }
+                }
+                St::Str { quote } => {
+                    // Fast path: skip a run of plain ASCII up to the next quote or backslash.
+                    let rest = &input[self.pos..];
+                    let stop = memchr::memchr2(quote, b'\\', rest).unwrap_or(rest.len());
+                    let run = &rest[..stop];
+                    if run.is_ascii() && !run.iter().any(|&c| c < 0x20) {
+                        self.pos += stop;
+                        if self.pos >= n {
+                            continue;
+                        }
+                    } else if !self.str_slow(input, quote, py, self.pos + stop) {
+                        fail!();
+                    } else {
+                        continue;
+                    }
+                    let b = input[self.pos];
+                    if b == quote {
+                        if self.target == Target::StringContent && self.stack.is_empty() {
+                            self.st = St::Done;
+                            continue;
+                        }
+                        self.pos += 1;
+                        self.complete();
+                    } else {
+                        self.pending = self.pos;
+                        self.pos += 1;
+                        self.st = St::Esc { quote };
+                    }
+                }
+                St::Esc { quote } => {
+                    if py {
+                        match b {
+                            b'x' => self.st = St::Hex { quote, left: 2 },
+                            b'u' => self.st = St::Hex { quote, left: 4 },
+                            b'U' => self.st = St::Hex { quote, left: 8 },
+                            // A backslash before a non-ASCII char stays literal; rescan the char.
+                            0x80.. => {
+                                self.st = St::Str { quote };
+                                continue;
+                            }
+                            _ => self.st = St::Str { quote },
+                        }
+                    } else {
+                        match b {
+                            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => self.st = St::Str { quote },
+                            b'u' => self.st = St::Hex { quote, left: 4 },
+                            _ => fail!(),
+                        }
+                    }
+                    self.pos += 1;
+                }
+                St::Hex { quote, left } => {
+                    if !b.is_ascii_hexdigit() {
+                        fail!();
+                    }
+                    self.pos += 1;
+                    self.st = if left == 1 { St::Str { quote } } else { St::Hex { quote, left: left - 1 } };
+                }
+                St::Utf8 { quote, left, lo, hi } => {
+                    if b < lo || b > hi {
+                        // Invalid sequence: the bytes so far are one invalid unit; rescan `b`.
+                        self.invalid = true;
+                        self.st = St::Str { quote };
+                        continue;
+                    }
+                    self.pos += 1;
+                    self.st = if left == 1 { St::Str { quote } } else { St::Utf8 { quote, left: left - 1, lo: 0x80, hi: 0xBF } };
+                }
+                St::Num(s) => {
+                    let next = match (s, b) {
+                        (Num::Sign, b'0') if !py => Some(Num::Zero),
+                        (Num::Sign, b'0'..=b'9') => Some(Num::Int),
+                        (Num::Sign, b'.') if py => Some(Num::LeadDot),
+                        (Num::Zero, b'0'..=b'9') if py => Some(Num::Int),
+                        (Num::Int, b'0'..=b'9') => Some(Num::Int),
+                        (Num::Int, b'_') if py => Some(Num::Int),
+                        (Num::Zero | Num::Int, b'.') => Some(Num::Dot),
+                        (Num::Zero | Num::Int | Num::Frac, b'e' | b'E') => Some(Num::E),
+                        (Num::Dot, b'e' | b'E') if py => Some(Num::E),
+                        (Num::Dot | Num::LeadDot | Num::Frac, b'0'..=b'9') => Some(Num::Frac),
+                        (Num::Frac, b'_') if py => Some(Num::Frac),
+                        (Num::E, b'+' | b'-') => Some(Num::ESign),
+                        (Num::E | Num::ESign | Num::Exp, b'0'..=b'9') => Some(Num::Exp),
+                        _ => None,
+                    };
+                    match next {
+                        Some(ns) => {
+                            self.pos += 1;
+                            self.st = St::Num(ns);
+                            // Digit runs are the common case.
+                            if matches!(ns, Num::Int | Num::Frac | Num::Exp) {
+                                while self.pos < n && input[self.pos].is_ascii_digit() {
+                                    self.pos += 1;
+                                }
+                            }
+                        }
+                        None => {
+                            let r = self.num_end(s, py);
+                            if r.outcome == Outcome::Fail {
+                                return r;
+                            }
+                        }
+                    }
+                }
+                St::Word { word, i } => {
+                    let w = WORDS[word as usize];
+                    if b != w[i as usize] {
+                        fail!();
+                    }
+                    self.pos += 1;
+                    if i as usize + 1 == w.len() {
+                        self.complete();
+                    } else {
+                        self.st = St::Word { word, i: i + 1 };
+                    }
+                }
+                St::Done => unreachable!(),
+            }
+        }
+    }
+
+    /// A number ended before byte `self.pos` (not consumed). Fail result if it is incomplete.
+    fn num_end(&mut self, s: Num, py: bool) -> ScanResult {
+        if Self::num_final(s, py) {
+            self.complete();
+            ScanResult { outcome: Outcome::Success, end: self.pos, touched_end: false, invalid_utf8: self.invalid }
+        } else {
+            ScanResult { outcome: Outcome::Fail, end: self.pos, touched_end: false, invalid_utf8: self.invalid }
+        }
+    }
+
+    fn num_final(s: Num, py: bool) -> bool {
+        matches!(s, Num::Zero | Num::Int | Num::Frac | Num::Exp) || (py && s == Num::Dot)
+    }
+
+    /// Dispatches the first byte of a value (not yet consumed). False if no value starts with it.
+    fn value_start(&mut self, b: u8, py: bool) -> bool {
+        let st = match b {
+            b'{' => {
+                self.stack.push(Frame::Key);
+                St::ObjFirst
+            }
+            b'[' => {
+                self.stack.push(Frame::Array);
+                St::ArrFirst
+            }
+            b'"' => St::Str { quote: b'"' },
+            b'\'' if py => St::Str { quote: b'\'' },
+            b'-' => St::Num(Num::Sign),
+            b'+' if py => St::Num(Num::Sign),
+            b'.' if py => St::Num(Num::LeadDot),
+            b'0' => St::Num(Num::Zero),
+            b'1'..=b'9' => St::Num(Num::Int),
+            b't' if !py => St::Word { word: 0, i: 1 },
+            b'f' if !py => St::Word { word: 1, i: 1 },
+            b'n' if !py => St::Word { word: 2, i: 1 },
+            b'T' if py => St::Word { word: 3, i: 1 },
+            b'F' if py => St::Word { word: 4, i: 1 },
+            b'N' if py => St::Word { word: 5, i: 1 },
+            _ => return false,
+        };
+        self.pos += 1;
+        self.st = st;
+        true
+    }
+
+    /// A value ended at `self.pos`: continue according to the enclosing container.
+    fn complete(&mut self) {
+        self.st = match self.stack.last() {
+            None => St::Done,
+            Some(Frame::Array) | Some(Frame::Member) => St::After,
+            Some(Frame::Key) => St::Colon,
+        };
+    }
+
+    /// Byte-wise string scanning up to `limit` (the next quote/backslash or the end): control
+    /// characters and UTF-8. Leaves `self.st` consistent. False on a hard error.
+    fn str_slow(&mut self, input: &[u8], quote: u8, py: bool, limit: usize) -> bool {
+        while self.pos < limit {
+            let b = input[self.pos];
+            if b < 0x20 {
+                if !py || b == b'\n' || b == b'\r' {
+                    return false;
+                }
+                self.pos += 1;
+            } else if b < 0x80 {
+                self.pos += 1;
+            } else {
+                let (left, lo, hi) = match b {
+                    0xC2..=0xDF => (1, 0x80, 0xBF),
+                    0xE0 => (2, 0xA0, 0xBF),
+                    0xE1..=0xEC | 0xEE..=0xEF => (2, 0x80, 0xBF),
+                    0xED => (2, 0x80, 0x9F),
+                    0xF0 => (3, 0x90, 0xBF),
+                    0xF1..=0xF3 => (3, 0x80, 0xBF),
+                    0xF4 => (3, 0x80, 0x8F),
+                    _ => {
+                        self.invalid = true;
+                        self.pos += 1;
+                        continue;
+                    }
+                };
+                self.pending = self.pos;
+                self.pos += 1;
+                // Finish the sequence inline when it is complete in the input.
+                let mut left = left;
+                let (mut lo, mut hi) = (lo, hi);
+                loop {
+                    if self.pos >= input.len() {
+                        self.st = St::Utf8 { quote, left, lo, hi };
+                        return true;
+                    }
+                    let c = input[self.pos];
+                    if c < lo || c > hi {
+                        self.invalid = true;
+                        break;
+                    }
+                    self.pos += 1;
+                    left -= 1;
+                    if left == 0 {
+                        break;
+                    }
+                    lo = 0x80;
+                    hi = 0xBF;
+                }
+            }
+        }
+        self.st = St::Str { quote };
+        true
+    }
+
+    fn at_eof(&self, n: usize, partial: bool) -> ScanResult {
+        let top_number = matches!(self.st, St::Num(s) if Scanner::num_final(s, self.dialect == Dialect::Python)) && self.stack.is_empty();
+        let outcome = if partial {
+            Outcome::NeedMoreInput
+        } else if top_number {
+            Outcome::Success
+        } else {
+            Outcome::Fail
+        };
+        let end = match self.st {
+            St::Esc { .. } | St::Hex { .. } | St::Utf8 { .. } if partial => self.pending,
+            _ => n,
+        };
+        ScanResult { outcome, end, touched_end: true, invalid_utf8: self.invalid }
+    }
+}
+
+/// Scans one JSON value of `kind` at the start of `input`. `partial`: the input may continue.
+pub fn scan(input: &[u8], kind: JsonKind, partial: bool) -> ScanResult {
+    Scanner::new(Dialect::Json, kind.into(), 0).run(input, partial)
+}
+
+/// Whether `input` is exactly one JSON value (surrounding whitespace allowed).
+pub fn is_valid(input: &[u8]) -> bool {
+    let start = input.iter().position(|&b| !is_ws(b)).unwrap_or(input.len());
+    let r = Scanner::new(Dialect::Json, Target::Value, start).run(input, false);
+    r.outcome == Outcome::Success && input[r.end..].iter().all(|&b| is_ws(b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn full(s: &str) -> (Outcome, usize) {
+        let r = scan(s.as_bytes(), JsonKind::Value, false);
+        (r.outcome, r.end)
+    }
+
+    #[test]
+    fn accepts_rfc8259_values() {
+        for s in [
+            "0", "-0", "12", "-1.5e+10", "1E3", "0.25", "\"\"", "\"a\\u00e9\\n\\\"\"", "true", "false", "null", "[]", "{}",
+            "[1, [2, {\"a\": null}], \"x\"]", "{\"k\" : {\"n\": [true , false]}}", "\"héllo ✓ 😀\"",
+        ] {
+            assert_eq!(full(s), (Outcome::Success, s.len()), "{s}");
+            assert!(is_valid(s.as_bytes()), "{s}");
+        }
+    }
+
+    #[test]
+    fn rejects_invalid_json() {
+        for s in ["[1,]", "{\"a\":1,}", "{a:1}", "'x'", "01x", "-", "1.", "1e", "\"\\x\"", "\"a\nb\"", "tru", "[1 2]", "{\"a\" 1}", "True", "+1"] {
+            assert!(!is_valid(s.as_bytes()), "{s}");
+        }
+        assert_eq!(full("tru"), (Outcome::Fail, 3));
+        assert_eq!(full("[1 2]").0, Outcome::Fail);
+        // A value followed by other text ends where the value ends.
+        assert_eq!(full("01"), (Outcome::Success, 1));
+        assert_eq!(full("{} x"), (Outcome::Success, 2));
+    }
+
+    #[test]
+    fn kinds_check_the_first_byte() {
+        assert_eq!(scan(b"[1]", JsonKind::Object, false).outcome, Outcome::Fail);
+        assert_eq!(scan(b"{}", JsonKind::Object, false).outcome, Outcome::Success);
+        assert_eq!(scan(b"\"s\"", JsonKind::String, false).end, 3);
+        assert_eq!(scan(b"-3.5,", JsonKind::Number, false).end, 4);
+        assert_eq!(scan(b"null", JsonKind::Bool, false).outcome, Outcome::Fail);
+        assert_eq!(scan(b"false", JsonKind::Bool, false).end, 5);
+        assert_eq!(scan(b"null", JsonKind::Null, false).end, 4);
+    }
+
+    #[test]
+    fn partial_input_needs_more() {
+        for s in ["", "{", "{\"a", "{\"a\":", "[1, 2", "\"abc\\", "\"abc\\u00", "tr", "12", "-", "{\"a\": 1.5e"] {
+            let r = scan(s.as_bytes(), JsonKind::Value, true);
+            assert_eq!(r.outcome, Outcome::NeedMoreInput, "{s}");
+            assert!(r.touched_end);
+        }
+        // Held back: an incomplete escape and an incomplete UTF-8 sequence.
+        assert_eq!(scan(b"\"ab\\u00", JsonKind::Value, true).end, 3);
+        assert_eq!(scan(b"\"ab\xC3", JsonKind::Value, true).end, 3);
+        // A complete container does not depend on what follows.
+        let r = scan(b"{\"a\":1}", JsonKind::Value, true);
+        assert_eq!((r.outcome, r.touched_end), (Outcome::Success, false));
+        // A top-level number at the end of complete input is complete.
+        let r = scan(b"12", JsonKind::Value, false);
+        assert_eq!((r.outcome, r.end, r.touched_end), (Outcome::Success, 2, true));
+    }
+
+    #[test]
+    fn deep_nesting_is_iterative() {
+        let deep = vec![b'['; 100_000];
+        assert_eq!(scan(&deep, JsonKind::Value, true).outcome, Outcome::NeedMoreInput);
+        assert_eq!(scan(&deep, JsonKind::Value, false).outcome, Outcome::Fail);
+        let mut ok = vec![b'['; 50_000];
+        ok.extend(vec![b']'; 50_000]);
+        assert_eq!(scan(&ok, JsonKind::Value, false).end, 100_000);
+    }
+
+    #[test]
+    fn invalid_utf8_is_kept_and_flagged() {
+        let r = scan(b"\"a\xFFb\"", JsonKind::Value, false);
+        assert_eq!((r.outcome, r.end, r.invalid_utf8), (Outcome::Success, 5, true));
+        let r = scan(b"\"a\xE2\x82b\"", JsonKind::Value, false);
+        assert_eq!((r.outcome, r.end, r.invalid_utf8), (Outcome::Success, 6, true));
+        let r = scan("\"é\"".as_bytes(), JsonKind::Value, false);
+        assert!(!r.invalid_utf8);
+    }
+
+    #[test]
+    fn resumes_byte_by_byte() {
+        let text = r#"{"name": "f\u00e9", "args": [1, -2.5e3, true, null, {"x": "café ✓ \\"}]}"#.as_bytes();
+        let mut sc = Scanner::new(Dialect::Json, Target::Value, 0);
+        for i in 0..text.len() {
+            let r = sc.run(&text[..i], true);
+            assert_eq!(r.outcome, Outcome::NeedMoreInput, "prefix {i}");
+        }
+        let r = sc.run(text, true);
+        assert_eq!((r.outcome, r.end), (Outcome::Success, text.len()));
+        assert_eq!(scan(text, JsonKind::Value, false).end, text.len());
+    }
+
+    #[test]
+    fn string_content_stops_before_the_quote() {
+        let mut sc = Scanner::new(Dialect::Json, Target::StringContent, 0);
+        let r = sc.run(br#"ab\"c" rest"#, false);
+        assert_eq!((r.outcome, r.end), (Outcome::Success, 5));
+        let mut sc = Scanner::new(Dialect::Json, Target::StringContent, 0);
+        assert_eq!(sc.run(b"abc", true).outcome, Outcome::NeedMoreInput);
+        assert_eq!(sc.run(b"abc", false).outcome, Outcome::Fail);
+    }
+}

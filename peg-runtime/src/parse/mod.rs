@@ -1,0 +1,748 @@
+//! The parse engine: a recursive-descent interpreter over the arena, one-shot or incremental.
+//!
+//! Every node call returns an [`Outcome`] with the end position it reached, and two facts the
+//! streaming [`Session`](crate::Session) relies on: whether the result *touched the end of input*
+//! (looked at the end, so a longer input could change it), and whether the matched bytes hold
+//! invalid UTF-8. See `DESIGN.md` for the rules.
+
+pub(crate) mod utf8;
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::arena::{Arena, Node, NodeId};
+use crate::ast::{Ast, AstId, AstNode};
+use crate::error::{Error, ErrorKind};
+use crate::json::{Dialect, Scanner, Target};
+use utf8::Dec;
+
+/// How a parse ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The input does not match.
+    Fail,
+    /// The input matches (the span says how much of it).
+    Success,
+    /// The input matches so far but was cut by the end of partial input.
+    NeedMoreInput,
+}
+
+/// An outcome with the span it covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ParseResult {
+    /// Fail, success or need-more-input.
+    pub outcome: Outcome,
+    /// Where the match starts (0 for a whole parse).
+    pub start: usize,
+    /// Where the match ends; for a failure, how far the failing path got.
+    pub end: usize,
+}
+
+/// The result of a parse and the AST it built.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParseOutput {
+    /// Outcome and span of the root parser.
+    pub result: ParseResult,
+    /// The tagged AST (empty on failure). Node ids are in pre-order.
+    pub ast: Ast,
+}
+
+/// Limits of a parse. Past either limit the parse returns [`ErrorKind::TooDeep`]; JSON and
+/// Python values nest on a heap stack and count against neither.
+///
+/// ```
+/// use peg_runtime::ParseOptions;
+/// let o = ParseOptions::default().max_depth(100).max_stack_bytes(256 << 10);
+/// assert_eq!(o.max_depth, 100);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ParseOptions {
+    /// Maximum nesting of parser calls (grammar recursion through rules).
+    pub max_depth: usize,
+    /// Maximum bytes of native stack the recursive descent may use (measured, so the limit holds
+    /// whatever the optimization level and frame sizes).
+    pub max_stack_bytes: usize,
+}
+
+/// Default [`ParseOptions::max_depth`].
+pub const DEFAULT_MAX_DEPTH: usize = 1000;
+/// Default [`ParseOptions::max_stack_bytes`]: fits a 2 MB test thread with room for the caller.
+pub const DEFAULT_MAX_STACK_BYTES: usize = 1 << 20;
+
+impl Default for ParseOptions {
+    fn default() -> ParseOptions {
+        ParseOptions { max_depth: DEFAULT_MAX_DEPTH, max_stack_bytes: DEFAULT_MAX_STACK_BYTES }
+    }
+}
+
+impl ParseOptions {
+    /// Sets [`ParseOptions::max_depth`].
+    pub fn max_depth(mut self, depth: usize) -> ParseOptions {
+        self.max_depth = depth;
+        self
+    }
+
+    /// Sets [`ParseOptions::max_stack_bytes`].
+    pub fn max_stack_bytes(mut self, bytes: usize) -> ParseOptions {
+        self.max_stack_bytes = bytes;
+        self
+    }
+}
+
+/// An address on the current stack frame.
+#[inline(always)]
+fn stack_address() -> usize {
+    let marker = 0u8;
+    std::hint::black_box(&marker) as *const u8 as usize
+}
+
+impl Arena {
+    /// Parses `input` from its start with the root parser. `partial`: the input may continue
+    /// (streaming); whatever is cut by its end gives [`Outcome::NeedMoreInput`].
+    ///
+    /// `Err` only for resource limits (nesting too deep); a non-match is `Ok` with
+    /// [`Outcome::Fail`].
+    ///
+    /// ```
+    /// use peg_runtime::{Arena, Outcome};
+    /// let arena = Arena::build(|p| {
+    ///     p.optional("<think>" + p.tag("reasoning", p.until("</think>")) + "</think>")
+    ///         + p.tag("content", p.rest())
+    /// })
+    /// .unwrap();
+    /// let out = arena.parse(b"<think>hm</think>Hi", false).unwrap();
+    /// assert_eq!(out.result.outcome, Outcome::Success);
+    /// let input = b"<think>hm</think>Hi";
+    /// let r = out.ast.find_by_tag("reasoning")[0];
+    /// assert_eq!(out.ast.text(r, input), "hm");
+    ///
+    /// let out = arena.parse(b"<think>still thinking</th", true).unwrap();
+    /// assert_eq!(out.result.outcome, Outcome::NeedMoreInput);
+    /// let r = out.ast.find_by_tag("reasoning")[0];
+    /// assert!(out.ast.node(r).partial);
+    /// ```
+    pub fn parse(&self, input: &[u8], partial: bool) -> Result<ParseOutput, Error> {
+        self.parse_with(input, partial, ParseOptions::default())
+    }
+
+    /// [`Arena::parse`] with explicit limits.
+    pub fn parse_with(&self, input: &[u8], partial: bool, options: ParseOptions) -> Result<ParseOutput, Error> {
+        let mut nodes = Vec::new();
+        let mut engine = Engine::new(self, input, partial, options, &mut nodes, None);
+        let r = engine.parse_node(self.root(), 0)?;
+        let roots = std::mem::take(&mut engine.out);
+        Ok(finish_output(&nodes, &roots, r))
+    }
+}
+
+pub(crate) fn finish_output(nodes: &[AstNode], roots: &[AstId], r: Res) -> ParseOutput {
+    let ast = if r.outcome == Outcome::Fail { Ast::default() } else { canonical(nodes, roots) };
+    ParseOutput { result: ParseResult { outcome: r.outcome, start: 0, end: r.end }, ast }
+}
+
+/// Copies the nodes reachable from `roots` into a fresh AST numbered in pre-order, so that
+/// equal parses give equal ASTs however they were computed.
+fn canonical(nodes: &[AstNode], roots: &[AstId]) -> Ast {
+    let mut ast = Ast::default();
+    let mut stack: Vec<(AstId, Option<usize>)> = roots.iter().rev().map(|&r| (r, None)).collect();
+    while let Some((old, parent)) = stack.pop() {
+        let n = &nodes[old.0 as usize];
+        let new = ast.nodes.len();
+        ast.nodes.push(AstNode { children: Vec::with_capacity(n.children.len()), ..n.clone_shallow() });
+        match parent {
+            Some(p) => ast.nodes[p].children.push(AstId(new as u32)),
+            None => ast.roots.push(AstId(new as u32)),
+        }
+        stack.extend(n.children.iter().rev().map(|&c| (c, Some(new))));
+    }
+    ast
+}
+
+impl AstNode {
+    fn clone_shallow(&self) -> AstNode {
+        AstNode {
+            tag: self.tag.clone(),
+            rule: self.rule.clone(),
+            start: self.start,
+            end: self.end,
+            children: Vec::new(),
+            partial: self.partial,
+            invalid_utf8: self.invalid_utf8,
+        }
+    }
+}
+
+/// The result of one node call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Res {
+    pub outcome: Outcome,
+    pub end: usize,
+    /// The result depends on where the input ends.
+    pub touched: bool,
+    /// The matched bytes contain invalid UTF-8.
+    pub invalid: bool,
+}
+
+impl Res {
+    #[inline]
+    fn new(outcome: Outcome, end: usize, touched: bool, invalid: bool) -> Res {
+        Res { outcome, end, touched, invalid }
+    }
+    #[inline]
+    fn ok(end: usize) -> Res {
+        Res::new(Outcome::Success, end, false, false)
+    }
+    #[inline]
+    fn fail(end: usize) -> Res {
+        Res::new(Outcome::Fail, end, false, false)
+    }
+}
+
+/// Where an end-touching computation stopped, so the next parse over a longer input resumes
+/// instead of starting over.
+#[derive(Debug, Clone)]
+pub(crate) enum Resume {
+    /// `until`, `rest`, `marker`: search again from `next`; UTF-8 is checked up to `checked`.
+    Scan { next: usize, checked: usize, invalid: bool },
+    /// `chars`, `space`: `count` characters matched up to `pos`.
+    Chars { count: u32, pos: usize, invalid: bool },
+    /// JSON / Python scanner snapshot.
+    Json(Box<Scanner>),
+    /// `repeat`: `count` iterations that did not touch the end, ending at `pos`, with their AST.
+    Repeat { count: u32, pos: usize, ast: Vec<AstId>, invalid: bool },
+}
+
+/// A memo entry: the result of a node at a position, the AST nodes it produced, and for
+/// end-touching results the resume state.
+#[derive(Debug)]
+pub(crate) struct Entry {
+    res: Res,
+    generation: u64,
+    ast: Box<[AstId]>,
+    resume: Option<Resume>,
+}
+
+#[derive(Default, Clone, Copy)]
+pub(crate) struct FxHasher(u64);
+
+impl Hasher for FxHasher {
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    #[inline]
+    fn write_u32(&mut self, i: u32) {
+        self.write_u64(i as u64);
+    }
+    #[inline]
+    fn write_usize(&mut self, i: usize) {
+        self.write_u64(i as u64);
+    }
+    #[inline]
+    fn write_u64(&mut self, i: u64) {
+        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+/// The memo table of a [`Session`](crate::Session), keyed by (node, position).
+#[derive(Debug, Default)]
+pub(crate) struct Memo {
+    pub(crate) map: HashMap<(u32, usize), Entry, BuildHasherDefault<FxHasher>>,
+    /// Incremented per parse; entries of the current generation are valid even if they touched
+    /// the end (the input has not changed since).
+    pub(crate) generation: u64,
+}
+
+pub(crate) struct Engine<'e> {
+    arena: &'e Arena,
+    input: &'e [u8],
+    partial: bool,
+    max_depth: usize,
+    max_stack: usize,
+    stack_base: usize,
+    depth: usize,
+    nodes: &'e mut Vec<AstNode>,
+    /// The top-level AST ids produced by the calls in progress (a stack shared by all frames).
+    pub(crate) out: Vec<AstId>,
+    memo: Option<&'e mut Memo>,
+}
+
+impl<'e> Engine<'e> {
+    pub(crate) fn new(
+        arena: &'e Arena,
+        input: &'e [u8],
+        partial: bool,
+        options: ParseOptions,
+        nodes: &'e mut Vec<AstNode>,
+        memo: Option<&'e mut Memo>,
+    ) -> Engine<'e> {
+        Engine {
+            arena,
+            input,
+            partial,
+            max_depth: options.max_depth,
+            max_stack: options.max_stack_bytes,
+            stack_base: stack_address(),
+            depth: 0,
+            nodes,
+            out: Vec::new(),
+            memo,
+        }
+    }
+
+    /// Parses node `id` at `pos`, appending the AST nodes it creates to `self.out`.
+    pub(crate) fn parse_node(&mut self, id: NodeId, pos: usize) -> Result<Res, Error> {
+        let id = self.arena.resolve(id);
+        if self.depth >= self.max_depth || stack_address().abs_diff(self.stack_base) > self.max_stack {
+            return Err(Error::new(ErrorKind::TooDeep, format!("parser nesting exceeds {}", self.max_depth)).with_offset(pos));
+        }
+        let memoize = self.memo.is_some() && memoizable(self.arena.node(id));
+        let mut resume = None;
+        if memoize {
+            let memo = self.memo.as_deref_mut().expect("checked");
+            let generation = memo.generation;
+            if let Some(e) = memo.map.get_mut(&(id.0, pos)) {
+                if !e.res.touched || e.generation == generation {
+                    self.out.extend_from_slice(&e.ast);
+                    return Ok(e.res);
+                }
+                resume = e.resume.take();
+            }
+        }
+        let mark = self.out.len();
+        let node_mark = self.nodes.len();
+        self.depth += 1;
+        let r = self.eval(id, pos, resume);
+        self.depth -= 1;
+        let (res, resume) = r?;
+        if res.outcome == Outcome::Fail {
+            self.out.truncate(mark);
+            if self.memo.is_none() {
+                // One-shot: nodes of a failed call are unreachable; recycle them.
+                self.nodes.truncate(node_mark);
+            }
+        }
+        if memoize {
+            let memo = self.memo.as_deref_mut().expect("checked");
+            let entry = Entry {
+                res,
+                generation: memo.generation,
+                ast: self.out[mark..].into(),
+                resume: if res.touched { resume } else { None },
+            };
+            memo.map.insert((id.0, pos), entry);
+        }
+        Ok(res)
+    }
+
+    fn eval(&mut self, id: NodeId, pos: usize, resume: Option<Resume>) -> Result<(Res, Option<Resume>), Error> {
+        let arena = self.arena;
+        let n = self.input.len();
+        let r = match arena.node(id) {
+            Node::Eps => Res::ok(pos),
+            Node::Start => {
+                if pos == 0 {
+                    Res::ok(pos)
+                } else {
+                    Res::fail(pos)
+                }
+            }
+            Node::End => {
+                if pos >= n {
+                    Res::new(Outcome::Success, pos, true, false)
+                } else {
+                    Res::fail(pos)
+                }
+            }
+            Node::Literal { text } => self.literal(text.as_bytes(), pos),
+            Node::Any => self.any(pos),
+            Node::Sequence { children } => self.sequence(children, pos)?,
+            Node::Choice { children } => self.choice(children, pos)?,
+            Node::Repeat { child, min, max } => return self.repeat(*child, *min, *max, pos, resume),
+            Node::Peek { child } => self.lookahead(*child, pos, false)?,
+            Node::Negate { child } => self.lookahead(*child, pos, true)?,
+            Node::Chars { class, min, max } => {
+                let (class, min, max) = (class, *min, *max);
+                return Ok(self.chars(pos, resume, min, max, |c| class.matches(c)));
+            }
+            Node::Space => return Ok(self.space(pos, resume)),
+            Node::Until { delimiters } => return Ok(self.until(id, delimiters, pos, resume)),
+            Node::Rest => return Ok(self.rest(pos, resume)),
+            Node::Marker => return Ok(self.marker(pos, resume)),
+            Node::Json { kind } => return Ok(self.scan(Dialect::Json, (*kind).into(), pos, resume)),
+            Node::JsonStringContent => return Ok(self.scan(Dialect::Json, Target::StringContent, pos, resume)),
+            Node::Python { kind } => return Ok(self.scan(Dialect::Python, (*kind).into(), pos, resume)),
+            Node::Ref { .. } => {
+                // `resolve` maps every ref to its rule; a ref left here means a broken arena.
+                return Err(Error::new(ErrorKind::UndefinedRule, "unresolved reference"));
+            }
+            Node::Rule { child, .. } => self.labeled(id, *child, pos, true)?,
+            Node::Tag { child, .. } => self.labeled(id, *child, pos, false)?,
+            Node::Schema { child, .. } | Node::Gbnf { child, .. } => self.parse_node(*child, pos)?,
+            Node::Atomic { child } => self.atomic(*child, pos)?,
+        };
+        Ok((r, None))
+    }
+
+    #[inline(never)]
+    fn sequence(&mut self, children: &[NodeId], pos: usize) -> Result<Res, Error> {
+        let mut p = pos;
+        let mut touched = false;
+        let mut invalid = false;
+        for &c in children {
+            let r = self.parse_node(c, p)?;
+            touched |= r.touched;
+            invalid |= r.invalid;
+            match r.outcome {
+                Outcome::Success => p = r.end,
+                o => return Ok(Res::new(o, r.end, touched, invalid)),
+            }
+        }
+        Ok(Res::new(Outcome::Success, p, touched, invalid))
+    }
+
+    #[inline(never)]
+    fn choice(&mut self, children: &[NodeId], pos: usize) -> Result<Res, Error> {
+        let mut touched = false;
+        for &c in children {
+            let r = self.parse_node(c, pos)?;
+            touched |= r.touched;
+            if r.outcome != Outcome::Fail {
+                return Ok(Res { touched, ..r });
+            }
+        }
+        Ok(Res::new(Outcome::Fail, pos, touched, false))
+    }
+
+    #[inline(never)]
+    fn lookahead(&mut self, child: NodeId, pos: usize, negate: bool) -> Result<Res, Error> {
+        let mark = self.out.len();
+        let node_mark = self.nodes.len();
+        let r = self.parse_node(child, pos)?;
+        // Lookahead builds no AST.
+        self.out.truncate(mark);
+        if self.memo.is_none() {
+            self.nodes.truncate(node_mark);
+        }
+        let outcome = match (r.outcome, negate) {
+            (Outcome::NeedMoreInput, _) => Outcome::NeedMoreInput,
+            (Outcome::Success, false) | (Outcome::Fail, true) => Outcome::Success,
+            _ => Outcome::Fail,
+        };
+        Ok(Res::new(outcome, pos, r.touched, false))
+    }
+
+    /// `rule` and `tag`: an AST node around what the child matched.
+    #[inline(never)]
+    fn labeled(&mut self, id: NodeId, child: NodeId, pos: usize, is_rule: bool) -> Result<Res, Error> {
+        let mark = self.out.len();
+        let r = self.parse_node(child, pos)?;
+        if r.outcome != Outcome::Fail {
+            let children: Vec<AstId> = self.out.drain(mark..).collect();
+            let label = self.arena.label(id).cloned();
+            let (tag, rule) = if is_rule { (None, label) } else { (label, None) };
+            let ast_id = AstId(self.nodes.len() as u32);
+            self.nodes.push(AstNode {
+                tag,
+                rule,
+                start: pos,
+                end: r.end,
+                children,
+                partial: r.outcome == Outcome::NeedMoreInput,
+                invalid_utf8: r.invalid,
+            });
+            self.out.push(ast_id);
+        }
+        Ok(r)
+    }
+
+    #[inline(never)]
+    fn atomic(&mut self, child: NodeId, pos: usize) -> Result<Res, Error> {
+        let mark = self.out.len();
+        let r = self.parse_node(child, pos)?;
+        if r.outcome == Outcome::NeedMoreInput {
+            self.out.truncate(mark);
+        }
+        Ok(r)
+    }
+
+    #[inline]
+    fn literal(&self, text: &[u8], pos: usize) -> Res {
+        let avail = &self.input[pos.min(self.input.len())..];
+        if avail.len() >= text.len() {
+            if avail.starts_with(text) {
+                Res::ok(pos + text.len())
+            } else {
+                Res::fail(pos)
+            }
+        } else if text.starts_with(avail) {
+            if self.partial {
+                Res::new(Outcome::NeedMoreInput, self.input.len(), true, false)
+            } else {
+                Res::new(Outcome::Fail, pos, true, false)
+            }
+        } else {
+            Res::fail(pos)
+        }
+    }
+
+    #[inline]
+    fn any(&self, pos: usize) -> Res {
+        match utf8::decode(self.input, pos) {
+            Dec::Char(_, l) => Res::ok(pos + l),
+            Dec::Invalid => Res::new(Outcome::Success, pos + 1, false, true),
+            Dec::Truncated if self.partial => Res::new(Outcome::NeedMoreInput, pos, true, false),
+            Dec::Truncated => Res::new(Outcome::Success, pos + 1, true, true),
+            Dec::Eof if self.partial => Res::new(Outcome::NeedMoreInput, pos, true, false),
+            Dec::Eof => Res::new(Outcome::Fail, pos, true, false),
+        }
+    }
+
+    fn repeat(&mut self, child: NodeId, min: u32, max: Option<u32>, pos: usize, resume: Option<Resume>) -> Result<(Res, Option<Resume>), Error> {
+        let mark = self.out.len();
+        let (mut count, mut p, mut invalid) = (0u32, pos, false);
+        if let Some(Resume::Repeat { count: c, pos: rp, ast, invalid: inv }) = resume {
+            self.out.extend_from_slice(&ast);
+            (count, p, invalid) = (c, rp, inv);
+        }
+        let mut touched = false;
+        // State before the first end-touching iteration: where the next parse resumes.
+        let mut snapshot: Option<(u32, usize, usize, bool)> = None;
+        let outcome = loop {
+            if max.is_some_and(|m| count >= m) {
+                break Outcome::Success;
+            }
+            let before = (count, p, self.out.len() - mark, invalid);
+            let r = self.parse_node(child, p)?;
+            if r.touched && !touched {
+                touched = true;
+                snapshot = Some(before);
+            }
+            match r.outcome {
+                Outcome::Success => {
+                    count += 1;
+                    invalid |= r.invalid;
+                    if r.end == p {
+                        // No progress: every further iteration would match the same empty span,
+                        // so the minimum is met.
+                        break Outcome::Success;
+                    }
+                    p = r.end;
+                }
+                Outcome::NeedMoreInput => {
+                    invalid |= r.invalid;
+                    p = r.end;
+                    break Outcome::NeedMoreInput;
+                }
+                Outcome::Fail => break if count >= min { Outcome::Success } else { Outcome::Fail },
+            }
+        };
+        let resume = snapshot.map(|(c, rp, ast_len, inv)| Resume::Repeat {
+            count: c,
+            pos: rp,
+            ast: self.out[mark..mark + ast_len].to_vec(),
+            invalid: inv,
+        });
+        Ok((Res::new(outcome, p, touched, invalid), resume))
+    }
+
+    #[inline(never)]
+    fn chars(&self, pos: usize, resume: Option<Resume>, min: u32, max: Option<u32>, matches: impl Fn(char) -> bool) -> (Res, Option<Resume>) {
+        let (mut count, mut p, mut invalid) = match resume {
+            Some(Resume::Chars { count, pos, invalid }) => (count, pos, invalid),
+            _ => (0, pos, false),
+        };
+        let mut touched: Option<Resume> = None;
+        let done = |count: u32, p: usize, invalid: bool, touched: Option<Resume>| {
+            let outcome = if count >= min { Outcome::Success } else { Outcome::Fail };
+            let t = touched.is_some();
+            (Res::new(outcome, p, t, invalid), touched)
+        };
+        loop {
+            if max.is_some_and(|m| count >= m) {
+                return done(count, p, invalid, touched);
+            }
+            match utf8::decode(self.input, p) {
+                Dec::Char(c, l) => {
+                    if !matches(c) {
+                        return done(count, p, invalid, touched);
+                    }
+                    p += l;
+                    count += 1;
+                }
+                d @ (Dec::Invalid | Dec::Truncated) => {
+                    if d == Dec::Truncated {
+                        let snap = Resume::Chars { count, pos: p, invalid };
+                        if self.partial {
+                            return (Res::new(Outcome::NeedMoreInput, p, true, invalid), Some(snap));
+                        }
+                        touched = Some(snap);
+                    }
+                    if !matches(char::REPLACEMENT_CHARACTER) {
+                        return done(count, p, invalid, touched);
+                    }
+                    p += 1;
+                    count += 1;
+                    invalid = true;
+                }
+                Dec::Eof => {
+                    let snap = touched.unwrap_or(Resume::Chars { count, pos: p, invalid });
+                    if self.partial {
+                        return (Res::new(Outcome::NeedMoreInput, p, true, invalid), Some(snap));
+                    }
+                    return done(count, p, invalid, Some(snap));
+                }
+            }
+        }
+    }
+
+    #[inline(never)]
+    fn space(&self, pos: usize, resume: Option<Resume>) -> (Res, Option<Resume>) {
+        let mut p = match resume {
+            Some(Resume::Chars { pos, .. }) => pos,
+            _ => pos,
+        };
+        let input = self.input;
+        while p < input.len() && matches!(input[p], b' ' | b'\t' | b'\n' | b'\r') {
+            p += 1;
+        }
+        if p < input.len() {
+            return (Res::ok(p), None);
+        }
+        let outcome = if self.partial { Outcome::NeedMoreInput } else { Outcome::Success };
+        (Res::new(outcome, p, true, false), Some(Resume::Chars { count: 0, pos: p, invalid: false }))
+    }
+
+    #[inline(never)]
+    fn until(&self, id: NodeId, delimiters: &[String], pos: usize, resume: Option<Resume>) -> (Res, Option<Resume>) {
+        let input = self.input;
+        let n = input.len();
+        let (from, checked, invalid) = match resume {
+            Some(Resume::Scan { next, checked, invalid }) => (next, checked, invalid),
+            _ => (pos, pos, false),
+        };
+        let searcher = self.arena.searcher(id).expect("until nodes have a searcher");
+        let found = searcher.find(&input[from.min(n)..]).map(|k| k + from);
+        let maxlen = delimiters.iter().map(String::len).max().unwrap_or(1);
+        let tail = pos.max(n.saturating_sub(maxlen - 1));
+        // The first position where a delimiter may start but is cut by the end of input.
+        let limit = found.unwrap_or(n).min(n);
+        let cut = (tail..limit).find(|&j| {
+            let t = &input[j..];
+            delimiters.iter().any(|d| d.len() > t.len() && d.as_bytes().starts_with(t))
+        });
+        let (outcome, end, touched) = match (found, cut) {
+            (Some(k), None) => (Outcome::Success, k, false),
+            (found, cut) => {
+                if self.partial {
+                    (Outcome::NeedMoreInput, cut.unwrap_or(n), true)
+                } else {
+                    (Outcome::Success, found.unwrap_or(n), true)
+                }
+            }
+        };
+        let (inv, valid_end) = utf8::check(input, checked.min(end), end);
+        let mut invalid = invalid || inv;
+        let end = if outcome == Outcome::NeedMoreInput { valid_end } else { end };
+        let resume = Resume::Scan { next: tail, checked: valid_end, invalid };
+        if outcome != Outcome::NeedMoreInput && valid_end < end {
+            // A truncated sequence at the end of complete input is invalid.
+            invalid = true;
+        }
+        (Res::new(outcome, end, touched, invalid), touched.then_some(resume))
+    }
+
+    #[inline(never)]
+    fn rest(&self, pos: usize, resume: Option<Resume>) -> (Res, Option<Resume>) {
+        let n = self.input.len();
+        let (checked, invalid) = match resume {
+            Some(Resume::Scan { checked, invalid, .. }) => (checked, invalid),
+            _ => (pos, false),
+        };
+        let (inv, valid_end) = utf8::check(self.input, checked.min(n), n.max(pos));
+        let invalid = invalid || inv;
+        let resume = Resume::Scan { next: valid_end, checked: valid_end, invalid };
+        let res = if self.partial {
+            Res::new(Outcome::NeedMoreInput, valid_end, true, invalid)
+        } else {
+            Res::new(Outcome::Success, n.max(pos), true, invalid || valid_end < n)
+        };
+        (res, Some(resume))
+    }
+
+    #[inline(never)]
+    fn marker(&self, pos: usize, resume: Option<Resume>) -> (Res, Option<Resume>) {
+        let input = self.input;
+        let n = input.len();
+        let Some(&open) = input.get(pos) else {
+            let o = if self.partial { Outcome::NeedMoreInput } else { Outcome::Fail };
+            return (Res::new(o, pos, true, false), Some(Resume::Scan { next: pos + 1, checked: pos + 1, invalid: false }));
+        };
+        let close = match open {
+            b'<' => b'>',
+            b'[' => b']',
+            _ => return (Res::fail(pos), None),
+        };
+        let (from, checked, invalid) = match resume {
+            Some(Resume::Scan { next, checked, invalid }) => (next.max(pos + 1), checked.max(pos + 1), invalid),
+            _ => (pos + 1, pos + 1, false),
+        };
+        match memchr::memchr2(close, b'\n', &input[from.min(n)..]).map(|k| k + from) {
+            Some(k) if input[k] == close && k > pos + 1 => {
+                let (inv, _) = utf8::check(input, checked, k);
+                (Res::new(Outcome::Success, k + 1, false, invalid || inv), None)
+            }
+            Some(k) => (Res::fail(k), None),
+            None => {
+                let (inv, valid_end) = utf8::check(input, checked, n);
+                let invalid = invalid || inv;
+                let resume = Resume::Scan { next: n, checked: valid_end, invalid };
+                if self.partial {
+                    (Res::new(Outcome::NeedMoreInput, valid_end, true, invalid), Some(resume))
+                } else {
+                    (Res::new(Outcome::Fail, n, true, invalid), Some(resume))
+                }
+            }
+        }
+    }
+
+    #[inline(never)]
+    fn scan(&self, dialect: Dialect, target: Target, pos: usize, resume: Option<Resume>) -> (Res, Option<Resume>) {
+        let mut sc = match resume {
+            Some(Resume::Json(sc)) => sc,
+            _ => Box::new(Scanner::new(dialect, target, pos)),
+        };
+        let r = sc.run(self.input, self.partial);
+        let res = Res::new(r.outcome, r.end, r.touched_end, r.invalid_utf8);
+        (res, r.touched_end.then_some(Resume::Json(sc)))
+    }
+}
+
+/// Whether a node's results are worth a memo entry: cheap leaves are recomputed instead.
+fn memoizable(node: &Node) -> bool {
+    !matches!(
+        node,
+        Node::Eps | Node::Start | Node::End | Node::Literal { .. } | Node::Any | Node::Schema { .. } | Node::Gbnf { .. } | Node::Atomic { .. }
+    )
+}
+
+#[allow(dead_code)]
+fn _assert_send_sync() {
+    fn f<T: Send + Sync>() {}
+    f::<ParseOutput>();
+    f::<Arc<Arena>>();
+}
+
+#[cfg(test)]
+mod tests;

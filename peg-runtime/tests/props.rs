@@ -1,0 +1,183 @@
+//! Property tests: the prefix property of partial parsing, and streaming sessions agreeing with
+//! one-shot parses whatever the chunking.
+
+use std::sync::Arc;
+
+use peg_runtime::{Arena, Builder, Outcome, Parser, Session};
+use proptest::prelude::*;
+
+fn native<'a>(p: &'a Builder) -> Parser<'a> {
+    let name = "\"" + p.tag("tool_name", p.chars("[a-z_]", 1, None)) + "\"";
+    let call = p.tag(
+        "tool",
+        "<tool_call>" << p.literal("{") << p.json_member("name", name) << "," << p.json_member("arguments", p.tag("args", p.json())) << "}"
+            << "</tool_call>",
+    );
+    p.optional("<think>" + p.tag("reasoning", p.until("</think>")) + "</think>" + p.space())
+        + p.tag("content", p.until("<tool_call>"))
+        + p.zero_or_more(call + p.space())
+        + p.end()
+}
+
+fn constructed<'a>(p: &'a Builder) -> Parser<'a> {
+    let arg = p.tag(
+        "arg",
+        "<parameter=" + p.tag("arg_name", p.chars("[a-z]", 1, None)) + ">" + p.tag("value", p.until("</parameter>")) + "</parameter>",
+    );
+    let func = p.tag("tool", "<function=" + p.tag("name", p.chars("[a-z]", 1, None)) + ">" + p.zero_or_more(arg) + "</function>");
+    p.tag("content", p.until_one_of(["<function=", "<|end|>"])) + p.zero_or_more(func) + p.optional("<|end|>") + p.end()
+}
+
+fn mixed<'a>(p: &'a Builder) -> Parser<'a> {
+    let item = p.choice([
+        p.tag("marker", p.marker()),
+        p.tag("py", p.python()),
+        p.tag("text", p.chars("[^<\\['\"{]", 1, Some(7))),
+        p.atomic(p.tag("quoted", "\"" + p.json_string_content() + "\"")),
+        p.tag("other", p.any()),
+    ]);
+    p.zero_or_more(item) + p.end()
+}
+
+fn recursive<'a>(p: &'a Builder) -> Parser<'a> {
+    let item = p.rule("item", p.chars("[0-9]", 1, None) | p.rule_ref("list") | p.tag("s", p.json_string()));
+    let list = p.rule("list", "[" << p.optional(item << p.zero_or_more("," << p.rule_ref("item"))) << "]");
+    p.zero_or_more(p.negate("[") + p.tag("pre", p.any())) + list + p.rest()
+}
+
+fn grammars() -> Vec<Arc<Arena>> {
+    vec![
+        Arc::new(Arena::build(native).unwrap()),
+        Arc::new(Arena::build(constructed).unwrap()),
+        Arc::new(Arena::build(mixed).unwrap()),
+        Arc::new(Arena::build(recursive).unwrap()),
+    ]
+}
+
+const PIECES: &[&[u8]] = &[
+    b"<think>", b"</think>", b"<tool_call>", b"</tool_call>", b"<function=", b"</function>", b"<parameter=", b"</parameter>",
+    b"<|end|>", b"{", b"}", b"[", b"]", b"\"", b"'", b":", b",", b" ", b"\n", b"a", b"name", b"arguments", b"1", b"-2.5", b"true",
+    b"None", b"null", b"\\", b"\\n", "é".as_bytes(), "✓".as_bytes(), b"\xFF", b"\xE2", b"<", b">", b"\"name\": \"f\"",
+];
+
+fn token_input() -> impl Strategy<Value = Vec<u8>> {
+    prop::collection::vec(prop::sample::select(PIECES), 0..40).prop_map(|v| v.concat())
+}
+
+fn json_value() -> impl Strategy<Value = serde_json::Value> {
+    use serde_json::Value;
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i32>().prop_map(|i| Value::from(i)),
+        (-1e6f64..1e6).prop_map(|f| Value::from(f)),
+        "[a-z \"\\\\é✓\n]{0,12}".prop_map(Value::String),
+    ];
+    leaf.prop_recursive(4, 24, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            prop::collection::vec(("[a-z]{1,5}", inner), 0..4).prop_map(|kv| Value::Object(kv.into_iter().collect())),
+        ]
+    })
+}
+
+/// Inputs the `native` grammar accepts.
+fn native_input() -> impl Strategy<Value = Vec<u8>> {
+    (
+        prop::option::of("[a-z <>/\n]{0,20}"),
+        "[a-zé <>\n]{0,30}",
+        prop::collection::vec(("[a-z_]{1,8}", json_value(), any::<bool>()), 0..3),
+    )
+        .prop_map(|(reasoning, content, calls)| {
+            let mut s = String::new();
+            if let Some(r) = reasoning {
+                s.push_str(&format!("<think>{}</think>\n", r.replace("</think>", "")));
+            }
+            s.push_str(&content.replace("<tool_call>", ""));
+            for (name, args, pretty) in calls {
+                let args = if pretty { serde_json::to_string_pretty(&args) } else { serde_json::to_string(&args) }.unwrap();
+                s.push_str(&format!("<tool_call>\n{{\"name\": \"{name}\", \"arguments\": {args}}}\n</tool_call>\n"));
+            }
+            s.into_bytes()
+        })
+}
+
+/// Inputs the `constructed` grammar accepts.
+fn constructed_input() -> impl Strategy<Value = Vec<u8>> {
+    ("[a-z <>\n]{0,20}", prop::collection::vec(("[a-z]{1,6}", prop::collection::vec(("[a-z]{1,6}", "[a-z <>/\n{}\"]{0,16}"), 0..3)), 0..3))
+        .prop_map(|(content, funcs)| {
+            let mut s = content.replace('<', " ");
+            for (name, args) in funcs {
+                s.push_str(&format!("<function={name}>"));
+                for (k, v) in args {
+                    s.push_str(&format!("<parameter={k}>{}</parameter>", v.replace('<', "(")));
+                }
+                s.push_str("</function>");
+            }
+            s.push_str("<|end|>");
+            s.into_bytes()
+        })
+}
+
+fn check_prefixes(arena: &Arena, input: &[u8]) -> Result<(), TestCaseError> {
+    for i in 0..=input.len() {
+        let out = arena.parse(&input[..i], true).unwrap();
+        prop_assert_ne!(out.result.outcome, Outcome::Fail, "prefix {} of {:?}", i, String::from_utf8_lossy(input));
+    }
+    Ok(())
+}
+
+fn check_session(arena: &Arc<Arena>, input: &[u8], chunks: &[usize]) -> Result<(), TestCaseError> {
+    let mut s = Session::new(arena.clone());
+    let mut at = 0;
+    let mut sizes = chunks.iter().cycle();
+    while at < input.len() {
+        let k = (*sizes.next().unwrap()).min(input.len() - at);
+        s.push(&input[at..at + k]);
+        at += k;
+        let got = s.parse().unwrap();
+        let want = arena.parse(&input[..at], true).unwrap();
+        prop_assert_eq!(got, want, "after {} bytes of {:?}", at, String::from_utf8_lossy(input));
+    }
+    prop_assert_eq!(s.finish().unwrap(), arena.parse(input, false).unwrap());
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    #[test]
+    fn accepted_native_inputs_have_no_failing_prefix(input in native_input()) {
+        let arena = Arena::build(native).unwrap();
+        prop_assert_eq!(arena.parse(&input, false).unwrap().result.outcome, Outcome::Success);
+        check_prefixes(&arena, &input)?;
+    }
+
+    #[test]
+    fn accepted_constructed_inputs_have_no_failing_prefix(input in constructed_input()) {
+        let arena = Arena::build(constructed).unwrap();
+        prop_assert_eq!(arena.parse(&input, false).unwrap().result.outcome, Outcome::Success);
+        check_prefixes(&arena, &input)?;
+    }
+
+    #[test]
+    fn any_accepted_input_has_no_failing_prefix(input in token_input(), g in 0usize..4) {
+        let arena = &grammars()[g];
+        if arena.parse(&input, false).unwrap().result.outcome == Outcome::Success {
+            check_prefixes(arena, &input)?;
+        }
+    }
+
+    #[test]
+    fn session_equals_one_shot(input in token_input(), g in 0usize..4, chunks in prop::collection::vec(1usize..9, 1..6)) {
+        check_session(&grammars()[g], &input, &chunks)?;
+    }
+
+    #[test]
+    fn session_equals_one_shot_on_accepted_input(input in native_input(), c in prop::collection::vec(1usize..9, 1..6),
+                                                 input2 in constructed_input()) {
+        let arenas = grammars();
+        check_session(&arenas[0], &input, &c)?;
+        check_session(&arenas[1], &input2, &c)?;
+    }
+}
