@@ -388,7 +388,8 @@ pub fn build_arena(a: &TemplateAnalysis, req: &Request, _prefill: &str) -> Resul
     b.finish(root.id())
 }
 
-/// The GBNF grammar of `arena`, once the GBNF generator is available.
-pub fn grammar(_arena: &Arena, _lazy: bool) -> Option<String> {
-    None
+/// The GBNF grammar of `arena` (lazy: only the trigger rules). `Err` carries the generator's
+/// message.
+pub fn grammar(arena: &Arena, lazy: bool) -> Result<String, Error> {
+    peg_runtime::gbnf::generate(arena, &peg_runtime::gbnf::GbnfOptions { lazy, ..Default::default() })
 }

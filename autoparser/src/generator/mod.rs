@@ -56,6 +56,9 @@ pub enum GenerateError {
     /// The arena did not build.
     #[error("parser construction failed: {0}")]
     Arena(String),
+    /// The grammar did not generate.
+    #[error("grammar generation failed: {0}")]
+    Grammar(String),
 }
 
 /// The prefill (seed 002): what the prompt's end already wrote of the model's turn.
@@ -164,7 +167,11 @@ pub fn generate(r: &dyn Render, a: &TemplateAnalysis, req: &Request) -> Result<G
     }
     let grammar_lazy = tools_on && req.tool_choice == ToolChoice::Auto;
     let constrained = tools_on || req.json_schema.is_some();
-    let grammar = if constrained { arena::grammar(&arena, grammar_lazy) } else { None };
+    let grammar = if constrained {
+        Some(arena::grammar(&arena, grammar_lazy).map_err(|e| GenerateError::Grammar(e.to_string()))?)
+    } else {
+        None
+    };
     Ok(GeneratedParser {
         arena: Arc::new(arena),
         prefill,
