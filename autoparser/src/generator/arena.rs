@@ -107,6 +107,9 @@ struct Ctx<'a, 'b> {
     b: &'b Builder,
     a: &'a TemplateAnalysis,
     req: &'a Request,
+    /// Build for the grammar: it constrains only the model output, so what the prefill
+    /// already wrote (an opened or closed reasoning block) is left out.
+    prefill_for_grammar: Option<&'a str>,
 }
 
 impl<'a, 'b> Ctx<'a, 'b> {
@@ -122,11 +125,21 @@ impl<'a, 'b> Ctx<'a, 'b> {
             return b.eps();
         }
         let (s, e) = (r.start.trim(), r.end.trim());
+        let mut s = s;
+        if let Some(prefill) = self.prefill_for_grammar {
+            let p = prefill.trim();
+            if !p.is_empty() && p.ends_with(e) {
+                return b.space(); // closed by the prompt
+            }
+            if !s.is_empty() && p.ends_with(s) {
+                s = ""; // opened by the prompt: the output starts inside reasoning
+            }
+        }
         let body = b.until(e);
         let block = if self.extract_reasoning() {
             // Models may go from reasoning straight to a tool call: it ends reasoning too.
             let triggers = if self.tools_on() { trigger_words(self.a) } else { Vec::new() };
-            let (inner, close) = if triggers.is_empty() || s.is_empty() {
+            let (inner, close) = if triggers.is_empty() || r.start.trim().is_empty() {
                 (b.tag(super::tags::REASONING, body), b.literal(e))
             } else {
                 let mut d = vec![e.to_owned()];
@@ -141,6 +154,9 @@ impl<'a, 'b> Ctx<'a, 'b> {
         } else {
             // Reasoning stays in the content, with the whitespace after it.
             let whole = if s.is_empty() { body + e } else { b.space() + s + body + e };
+            if self.prefill_for_grammar.is_some() && s.is_empty() && !r.start.trim().is_empty() {
+                return b.optional(whole + b.space());
+            }
             return b.optional(b.tag(super::tags::CONTENT, whole + b.space()));
         };
         b.optional(block) + b.space()
@@ -345,7 +361,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
         if !f.section_end.trim().is_empty() {
             sec = sec + b.optional(lit(b, &f.section_end));
         }
-        b.trigger_rule("tool-calls", sec)
+        b.trigger_rule("tool-calls", sec + b.space())
     }
 
     fn tools_on(&self) -> bool {
@@ -378,13 +394,24 @@ impl<'a, 'b> Ctx<'a, 'b> {
     }
 }
 
-/// Builds the arena for `req` (the prefill is part of the parsed input).
-pub fn build_arena(a: &TemplateAnalysis, req: &Request, _prefill: &str) -> Result<Arena, Error> {
+/// Builds the arena for `req`: it parses the prefill followed by the model output.
+pub fn build_arena(a: &TemplateAnalysis, req: &Request) -> Result<Arena, Error> {
     if let Some(builder) = crate::registry::find(a) {
         return builder.build_arena(a, req);
     }
     let b = Builder::new();
-    let root = Ctx { b: &b, a, req }.root();
+    let root = Ctx { b: &b, a, req, prefill_for_grammar: None }.root();
+    b.finish(root.id())
+}
+
+/// Builds the arena a grammar is generated from: it matches the model output alone, after
+/// `prefill`.
+pub fn build_grammar_arena(a: &TemplateAnalysis, req: &Request, prefill: &str) -> Result<Arena, Error> {
+    if let Some(builder) = crate::registry::find(a) {
+        return builder.build_arena(a, req);
+    }
+    let b = Builder::new();
+    let root = Ctx { b: &b, a, req, prefill_for_grammar: Some(prefill) }.root();
     b.finish(root.id())
 }
 

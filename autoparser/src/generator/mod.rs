@@ -10,7 +10,7 @@ use peg_runtime::Arena;
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::{diff::calculate_diff_split, Render, TemplateAnalysis, ToolFormat};
-pub use arena::{build_arena, tags};
+pub use arena::{build_arena, build_grammar_arena, tags};
 pub use request::{ContinueFinal, ReasoningFormat, Request, ToolChoice};
 
 /// What starts the constrained part of a lazy grammar.
@@ -154,7 +154,7 @@ pub fn generate(r: &dyn Render, a: &TemplateAnalysis, req: &Request) -> Result<G
         }
         (mode, Some((last, earlier))) => continue_final(r, a, req, mode, last, earlier)?,
     };
-    let arena = build_arena(a, req, &prefill).map_err(|e| GenerateError::Arena(e.to_string()))?;
+    let arena = build_arena(a, req).map_err(|e| GenerateError::Arena(e.to_string()))?;
     let tools_on = !req.tools.is_empty() && req.tool_choice != ToolChoice::None && a.tools.format.mode != ToolFormat::None;
     let mut grammar_triggers = Vec::new();
     if tools_on && req.tool_choice == ToolChoice::Auto {
@@ -165,10 +165,14 @@ pub fn generate(r: &dyn Render, a: &TemplateAnalysis, req: &Request) -> Result<G
             grammar_triggers.push(GrammarTrigger::Pattern(r#"\s*[\[{]"#.into()));
         }
     }
-    let grammar_lazy = tools_on && req.tool_choice == ToolChoice::Auto;
+    let grammar_lazy = tools_on && req.tool_choice == ToolChoice::Auto && req.json_schema.is_none();
+    if !grammar_lazy {
+        grammar_triggers.clear();
+    }
     let constrained = tools_on || req.json_schema.is_some();
     let grammar = if constrained {
-        Some(arena::grammar(&arena, grammar_lazy).map_err(|e| GenerateError::Grammar(e.to_string()))?)
+        let ga = build_grammar_arena(a, req, &prefill).map_err(|e| GenerateError::Arena(e.to_string()))?;
+        Some(arena::grammar(&ga, grammar_lazy).map_err(|e| GenerateError::Grammar(e.to_string()))?)
     } else {
         None
     };
