@@ -331,8 +331,10 @@ impl<'a, 'b> Ctx<'a, 'b> {
     fn any_call(&self) -> Parser<'b> {
         let b = self.b;
         let f = &self.a.tools.format;
-        let calls: Vec<Parser<'b>> = self
-            .tools()
+        let mut tools = self.tools();
+        // Ordered choice: a name that prefixes another (`f` vs `f_with_opt`) must come last.
+        tools.sort_by(|x, y| y.0.len().cmp(&x.0.len()));
+        let calls: Vec<Parser<'b>> = tools
             .iter()
             .map(|(n, s)| if f.mode == ToolFormat::JsonNative { self.json_call(n, s) } else { self.tag_call(n, s) })
             .collect();
@@ -384,7 +386,11 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let section = self.tool_section();
         let triggers = trigger_words(self.a);
         if self.req.tool_choice == ToolChoice::Required {
-            return reasoning + b.space() + section + b.space() + b.end();
+            // Calls are required; a short preamble before a marked call is still content.
+            if triggers.is_empty() {
+                return reasoning + b.space() + section + b.space() + b.end();
+            }
+            return reasoning + self.content(&triggers) + section + b.space() + b.end();
         }
         if triggers.is_empty() {
             // No marker announces calls: either the output is calls, or it is content.
