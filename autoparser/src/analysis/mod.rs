@@ -102,7 +102,7 @@ pub fn analyze(r: &dyn Render) -> Result<TemplateAnalysis, AnalysisError> {
             renders.push_str(&s);
         }
     }
-    if let Some(b) = crate::registry::detect(&renders) {
+    if let Some(b) = crate::registry::detect(&renders, &a) {
         a.builder = Some(b.name().to_owned());
         b.adjust(&mut a);
     }

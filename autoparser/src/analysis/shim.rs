@@ -61,7 +61,14 @@ impl ShimTemplate {
             Err(Error::new(ErrorKind::InvalidOperation, msg))
         });
         env.add_function("strftime_now", |_f: String| -> Value { Value::from("01 Jan 2025") });
-        env.add_template_owned("t", source.to_owned()).map_err(|e| e.to_string())?;
+        // `{% generation %}` marks trainable spans for HF; it renders its body unchanged.
+        let mut src = source.to_owned();
+        for tag in ["generation", "endgeneration"] {
+            for (open, close) in [("{%-", "-%}"), ("{%-", "%}"), ("{%", "-%}"), ("{%", "%}")] {
+                src = src.replace(&format!("{open} {tag} {close}"), "");
+            }
+        }
+        env.add_template_owned("t", src).map_err(|e| e.to_string())?;
         Ok(ShimTemplate { env })
     }
 }

@@ -386,13 +386,18 @@ fn analyze_tagged(t: &mut ToolAnalysis, tp: &ToolProbe) -> Result<(), String> {
     let tail = match &rest2 {
         Some(r2) => {
             let cp = common_prefix(&rest1, r2);
-            let n = if has_marker(cp) { to_last_marker(cp).len() } else { 0 };
+            // Up to the last marker; without markers, the shared punctuation (`)`).
+            let n = if has_marker(cp) { to_last_marker(cp).len() } else { cp.trim_end().len() };
             t.format.call_separator = rest1[n..].trim().to_owned();
             t.format.section_end = r2[n..].trim().to_owned();
             rest1[..n].to_owned()
         }
         None => rest1.clone(),
     };
+    if !has_marker(&tail) && !tail.trim().is_empty() {
+        t.function.close = tail.trim().to_owned();
+        return Ok(());
+    }
     let mut markers: Vec<String> = super::segment::segmentize_markers(&tail)
         .into_iter()
         .filter(|s| !s.value.trim().is_empty())
@@ -433,6 +438,24 @@ fn first_marker_end(s: &str) -> usize {
     super::segment::first_marker(s).map_or(0, |(i, m)| i + m.len())
 }
 
+/// Values written as quoted literals (`name='value'`): the quotes belong to the value.
+fn detect_literal_values(t: &mut ToolAnalysis) {
+    let ar = &mut t.arguments;
+    let open = format!("{}{}", ar.name_suffix, ar.value_prefix);
+    for q in ['\'', '"'] {
+        if open.ends_with(q) && ar.value_suffix.starts_with(q) {
+            ar.value_is_literal = true;
+            if ar.value_prefix.ends_with(q) {
+                ar.value_prefix.pop();
+            } else {
+                ar.name_suffix.pop();
+            }
+            ar.value_suffix.remove(0);
+            return;
+        }
+    }
+}
+
 /// A3: markers around a non-string value, where they differ from the string case.
 fn analyze_typed_values(p: &Probe, t: &mut ToolAnalysis, r: &ReasoningAnalysis) {
     let Ok(h) = tool_region(p, vec![Call::typed()]) else { return };
@@ -471,7 +494,10 @@ pub fn analyze_tools(p: &mut Probe, r: &ReasoningAnalysis, caps: &mut Capabiliti
         _ => analyze_tagged(&mut t, &tp)?,
     }
     if t.format.mode == ToolFormat::TagWithTagged {
-        analyze_typed_values(p, &mut t, r);
+        detect_literal_values(&mut t);
+        if !t.arguments.value_is_literal {
+            analyze_typed_values(p, &mut t, r);
+        }
     }
     Ok(t)
 }

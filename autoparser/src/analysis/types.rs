@@ -189,6 +189,9 @@ pub struct ToolArgumentsAnalysis {
     pub value_suffix: String,
     /// Between two arguments.
     pub separator: String,
+    /// Values are literals of the call syntax (`f(a='x', b=1)`): strings quoted, parsed as JSON
+    /// or Python literals.
+    pub value_is_literal: bool,
     /// Between a name and a non-string (JSON) value, when it differs from the string case
     /// (e.g. `" string="false">`, `:` without a quote marker).
     pub json_value_open: Option<String>,

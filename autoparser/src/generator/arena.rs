@@ -299,7 +299,14 @@ impl<'a, 'b> Ctx<'a, 'b> {
             } else {
                 b.space() + b.literal(vp.trim()) + b.optional(b.literal(&vp[vp.trim_end().len()..]))
             };
-            let json_value = || b.tag(super::tags::TOOL_ARG_JSON_VALUE, b.schema(b.json(), &format!("{name}-{arg}"), s.clone(), false));
+            // Templates print dict/list arguments as JSON or as Python reprs.
+            let json_value = || b.tag(super::tags::TOOL_ARG_JSON_VALUE, b.schema(b.choice([b.json(), b.python()]), &format!("{name}-{arg}"), s.clone(), false));
+            if ar.value_is_literal {
+                // Literal syntax: JSON or Python (`'x'`, `True`, `None`).
+                let lit_value = b.tag(super::tags::TOOL_ARG_JSON_VALUE, b.schema(b.choice([b.json(), b.python()]), &format!("{name}-{arg}"), s.clone(), false));
+                let open = lit(b, &ar.name_prefix) + b.tag(super::tags::TOOL_ARG_NAME, b.literal(arg)) + lit(b, &ar.name_suffix);
+                return b.tag(super::tags::TOOL_ARG, b.tag(super::tags::TOOL_ARG_OPEN, open) + b.space() + lit_value + b.tag(super::tags::TOOL_ARG_CLOSE, b.eps()));
+            }
             if !is_string_schema(s) {
                 // Non-string values may have their own markers (`string="false">`, no quotes).
                 if let (Some(jo), Some(jc)) = (&ar.json_value_open, &ar.json_value_close) {
@@ -402,8 +409,8 @@ impl<'a, 'b> Ctx<'a, 'b> {
 
 /// Builds the arena for `req`: it parses the prefill followed by the model output.
 pub fn build_arena(a: &TemplateAnalysis, req: &Request) -> Result<Arena, Error> {
-    if let Some(builder) = crate::registry::find(a) {
-        return builder.build_arena(a, req);
+    if let Some(arena) = crate::registry::find(a).and_then(|builder| builder.build_arena(a, req)) {
+        return arena;
     }
     let b = Builder::new();
     let root = Ctx { b: &b, a, req, prefill_for_grammar: None }.root();
@@ -413,8 +420,8 @@ pub fn build_arena(a: &TemplateAnalysis, req: &Request) -> Result<Arena, Error> 
 /// Builds the arena a grammar is generated from: it matches the model output alone, after
 /// `prefill`.
 pub fn build_grammar_arena(a: &TemplateAnalysis, req: &Request, prefill: &str) -> Result<Arena, Error> {
-    if let Some(builder) = crate::registry::find(a) {
-        return builder.build_arena(a, req);
+    if let Some(arena) = crate::registry::find(a).and_then(|builder| builder.build_arena(a, req)) {
+        return arena;
     }
     let b = Builder::new();
     let root = Ctx { b: &b, a, req, prefill_for_grammar: Some(prefill) }.root();
