@@ -34,7 +34,7 @@ pub trait ModelBuilder: Send + Sync {
     }
 }
 
-/// LFM2: the template lists tools (`<|tool_list_start|>`) but never renders calls; the model
+/// LFM2: the template lists tools (`List of tools: `) but never renders calls; the model
 /// writes Python-style calls, `<|tool_call_start|>[f(a="x", b=1)]<|tool_call_end|>`.
 struct Lfm2Pythonic;
 
@@ -43,7 +43,7 @@ impl ModelBuilder for Lfm2Pythonic {
         "lfm2_pythonic"
     }
     fn fingerprint(&self) -> &'static [&'static str] {
-        &["<|tool_list_start|>"]
+        &["List of tools: "]
     }
     fn applies(&self, a: &TemplateAnalysis) -> bool {
         a.tools.format.mode == crate::analysis::ToolFormat::None

@@ -126,7 +126,10 @@ impl<'r> Probe<'r> {
     pub fn asst_json(&self, a: &Asst) -> Value {
         let mut m = json!({"role": "assistant", "content": a.content});
         if let Some(r) = a.reasoning {
+            // Templates read reasoning under different names.
             m["reasoning_content"] = json!(r);
+            m["thinking"] = json!(r);
+            m["reasoning"] = json!(r);
         }
         if !a.calls.is_empty() {
             m["tool_calls"] = Value::Array(a.calls.iter().map(|c| self.call_json(c)).collect());

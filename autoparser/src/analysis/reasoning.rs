@@ -115,6 +115,21 @@ pub fn analyze_reasoning(p: &Probe, caps: &mut Capabilities, notes: &mut Vec<Str
             }
         }
     }
+    // R4: templates that only strip reasoning from history (`content.split('</think>')`):
+    // probe conventional end markers; the one whose preceding text vanishes is the end.
+    if r.mode == ReasoningMode::None {
+        for (start, end) in [("<think>", "</think>"), ("[THINK]", "[/THINK]"), ("<thinking>", "</thinking>")] {
+            let mut msgs = p.base();
+            msgs.push(p.asst_json(&Asst::content(&format!("{start}{REASONING}{end}{CONTENT}"))));
+            msgs.push(serde_json::json!({"role": "user", "content": "Next question"}));
+            let stripped = p.render(&p.ctx(msgs, false, Some(true))).is_ok_and(|s| s.contains(CONTENT) && !s.contains(REASONING));
+            if stripped {
+                notes.push(format!("reasoning `{start}`..`{end}` found by history stripping"));
+                r = ReasoningAnalysis { mode: ReasoningMode::TagBased, start: start.into(), end: end.into() };
+                break;
+            }
+        }
+    }
     r
 }
 

@@ -300,10 +300,14 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 b.space() + b.literal(vp.trim()) + b.optional(b.literal(&vp[vp.trim_end().len()..]))
             };
             // Templates print dict/list arguments as JSON or as Python reprs.
-            let json_value = || b.tag(super::tags::TOOL_ARG_JSON_VALUE, b.schema(b.choice([b.json(), b.python()]), &format!("{name}-{arg}"), s.clone(), false));
+            let json_value = || {
+                let schema_json = b.schema(b.json(), &format!("{name}-{arg}"), s.clone(), false);
+                b.tag(super::tags::TOOL_ARG_JSON_VALUE, b.choice([schema_json, b.python()]))
+            };
             if ar.value_is_literal {
                 // Literal syntax: JSON or Python (`'x'`, `True`, `None`).
-                let lit_value = b.tag(super::tags::TOOL_ARG_JSON_VALUE, b.schema(b.choice([b.json(), b.python()]), &format!("{name}-{arg}"), s.clone(), false));
+                let schema_json = b.schema(b.json(), &format!("{name}-{arg}"), s.clone(), false);
+                let lit_value = b.tag(super::tags::TOOL_ARG_JSON_VALUE, b.choice([schema_json, b.python()]));
                 let open = lit(b, &ar.name_prefix) + b.tag(super::tags::TOOL_ARG_NAME, b.literal(arg)) + lit(b, &ar.name_suffix);
                 return b.tag(super::tags::TOOL_ARG, b.tag(super::tags::TOOL_ARG_OPEN, open) + b.space() + lit_value + b.tag(super::tags::TOOL_ARG_CLOSE, b.eps()));
             }
