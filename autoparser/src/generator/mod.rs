@@ -96,39 +96,53 @@ fn continue_final(
 ) -> Result<(String, String, String), GenerateError> {
     let p0 = r.render(&req.context_with(earlier, true)).map_err(GenerateError::Render)?;
     let full = r.render(&req.context(false)).map_err(GenerateError::Render)?;
-    let field = if mode == ContinueFinal::Reasoning { "reasoning_content" } else { "content" };
-    let text = last.get(field).and_then(serde_json::Value::as_str).unwrap_or("");
-    // The template rendered the text after the new turn's start: cut there.
+    let get = |k: &str| last.get(k).and_then(serde_json::Value::as_str).unwrap_or("");
+    let reasoning_text = [get("reasoning_content"), get("thinking"), get("reasoning")].into_iter().find(|s| !s.is_empty()).unwrap_or("");
+    let content_text = get("content");
+    let text = if mode == ContinueFinal::Reasoning { reasoning_text } else { content_text };
+    let gp_for = |prompt: &str| calculate_diff_split(&r.render(&req.context_with(earlier, false)).unwrap_or_default(), prompt).right;
+    // The template rendered the text (and the reasoning, if any) after the new turn's start: cut there.
     if !text.is_empty() {
         if let Some(pos) = full.rfind(text) {
             let prompt = full[..pos + text.len()].to_owned();
             if pos >= p0.len() && prompt.starts_with(&p0) {
-                let turn = prompt[p0.len()..].to_owned();
-                let mut prefill = extract_prefill(a, &p0);
-                prefill.push_str(&turn);
-                let gp = calculate_diff_split(&r.render(&req.context_with(earlier, false)).unwrap_or_default(), &prompt).right;
-                return Ok((prompt, gp, prefill));
+                let turn = &prompt[p0.len()..];
+                if mode == ContinueFinal::Reasoning || reasoning_text.is_empty() || turn.contains(reasoning_text) {
+                    let mut prefill = extract_prefill(a, &p0);
+                    prefill.push_str(turn);
+                    let gp = gp_for(&prompt);
+                    return Ok((prompt, gp, prefill));
+                }
             }
         }
     }
     // Not rendered (templates drop reasoning from history): build the turn ourselves.
-    let mut prefill = extract_prefill(a, &p0);
-    let mut prompt = p0.clone();
     let (start, end) = (a.reasoning.start.as_str(), a.reasoning.end.as_str());
-    let open = !start.trim().is_empty() && prefill.trim_end().ends_with(start.trim());
-    if mode == ContinueFinal::Reasoning {
-        if !open && !end.is_empty() {
-            prefill.push_str(start);
-            prompt.push_str(start);
-        }
-    } else if open {
-        // Continuing content: the reasoning the prompt opened is over.
-        prefill.push_str(end);
-        prompt.push_str(end);
+    let mut prefill = extract_prefill(a, &p0);
+    let closed = !end.is_empty() && prefill.trim_end().ends_with(end.trim());
+    if closed && !reasoning_text.is_empty() {
+        prefill.clear();
     }
-    prefill.push_str(text);
-    prompt.push_str(text);
-    let gp = calculate_diff_split(&r.render(&req.context_with(earlier, false)).unwrap_or_default(), &prompt).right;
+    let open = !start.trim().is_empty() && prefill.trim_end().ends_with(start.trim());
+    let mut turn = String::new();
+    if !reasoning_text.is_empty() && !end.is_empty() {
+        if !open {
+            turn.push_str(start);
+        }
+        turn.push_str(reasoning_text);
+        if mode == ContinueFinal::Content {
+            turn.push_str(end);
+        }
+    } else if mode == ContinueFinal::Content && open {
+        // Continuing content: the reasoning the prompt opened is over.
+        turn.push_str(end);
+    }
+    if mode == ContinueFinal::Content {
+        turn.push_str(content_text);
+    }
+    prefill.push_str(&turn);
+    let prompt = format!("{p0}{turn}");
+    let gp = gp_for(&prompt);
     Ok((prompt, gp, prefill))
 }
 
