@@ -6,8 +6,8 @@
 //! matches. When a builder matches, [`crate::analysis::analyze`] records its name in
 //! [`TemplateAnalysis::builder`] and generation hands the arena to it.
 //!
-//! Registered builders (see [`builders`]): `lfm2_pythonic` (a template that never renders the
-//! calls its model writes).
+//! Registered builders (see [`builders`]): `gpt_oss_harmony` (channel messages) and
+//! `lfm2_pythonic` (a template that never renders the calls its model writes).
 
 use peg_runtime::{Arena, Error};
 
@@ -64,9 +64,99 @@ impl ModelBuilder for Lfm2Pythonic {
     }
 }
 
+/// gpt-oss harmony: the output is a series of channel messages,
+/// `<|channel|>analysis<|message|>...<|end|><|start|>assistant<|channel|>final<|message|>...`,
+/// and tool calls are messages addressed `to=functions.NAME`. Channels and recipients are not
+/// markers around content, so the diff analysis cannot express them.
+struct GptOssHarmony;
+
+impl ModelBuilder for GptOssHarmony {
+    fn name(&self) -> &'static str {
+        "gpt_oss_harmony"
+    }
+    fn fingerprint(&self) -> &'static [&'static str] {
+        &["<|channel|>", "<|message|>", "to=functions."]
+    }
+    fn adjust(&self, a: &mut TemplateAnalysis) {
+        a.reasoning = crate::analysis::ReasoningAnalysis {
+            mode: crate::analysis::ReasoningMode::TagBased,
+            start: "<|channel|>analysis<|message|>".into(),
+            end: "<|end|>".into(),
+        };
+        a.content = crate::analysis::ContentAnalysis {
+            mode: crate::analysis::ContentMode::AlwaysWrapped,
+            start: "<|channel|>final<|message|>".into(),
+            end: String::new(),
+            requires_nonnull_content: false,
+        };
+        a.tools.format.mode = crate::analysis::ToolFormat::TagWithJson;
+        a.tools.format.per_call_start = "to=functions.".into();
+        a.tools.function.name_prefix = "to=functions.".into();
+        a.additional_stops = vec!["<|call|>".into()];
+        a.caps.supports_tool_calls = true;
+    }
+    fn build_arena(&self, _a: &TemplateAnalysis, req: &Request) -> Option<Result<Arena, Error>> {
+        Some(harmony_arena(req))
+    }
+}
+
+fn harmony_arena(req: &Request) -> Result<Arena, Error> {
+    use crate::generator::tags;
+    use crate::generator::{ReasoningFormat, ToolChoice};
+    let b = peg_runtime::Builder::new();
+    let stops = ["<|end|>", "<|return|>", "<|call|>", "<|start|>"];
+    let msg_end = || b.optional(b.choice(["<|end|>", "<|return|>", "<|call|>"]));
+    let word = || b.chars("[a-zA-Z0-9_.]", 1, None);
+    let channel = || b.optional("<|channel|>" + word());
+    // `<|channel|>commentary to=assistant` addresses the user: a no-op prefix.
+    let to_assistant = b.optional(b.literal("<|channel|>commentary to=assistant"));
+    let extract = req.reasoning_format == ReasoningFormat::Extract;
+    let analysis_body = b.until_one_of(stops);
+    let analysis = if extract {
+        "<|channel|>analysis<|message|>" + b.tag(tags::REASONING, analysis_body) + msg_end()
+    } else {
+        b.tag(tags::CONTENT, "<|channel|>analysis<|message|>" + analysis_body + b.optional(b.literal("<|end|>")))
+    };
+    let constrain = || b.optional(b.space() + b.optional(b.literal("<|constrain|>")) + word());
+    let final_body = match &req.json_schema {
+        Some(schema) => b.tag(tags::CONTENT, b.schema(b.json(), "response-format", schema.clone(), false)),
+        None => b.tag(tags::CONTENT, b.until_one_of(stops)),
+    };
+    let final_msg = "<|channel|>" + b.choice(["final", "commentary"]) + constrain() + "<|message|>" + final_body + msg_end();
+    let tools_on = !req.tools.is_empty() && req.tool_choice != ToolChoice::None;
+    let mut items = Vec::new();
+    if tools_on {
+        let mut calls = Vec::new();
+        let mut tools: Vec<(String, serde_json::Value)> = req
+            .tools
+            .iter()
+            .filter_map(|t| {
+                let f = t.get("function").unwrap_or(t);
+                Some((f.get("name")?.as_str()?.to_owned(), f.get("parameters").cloned().unwrap_or(serde_json::json!({"type": "object"}))))
+            })
+            .collect();
+        tools.sort_by(|x, y| y.0.len().cmp(&x.0.len()));
+        for (name, schema) in &tools {
+            let open = b.tag(tags::TOOL_OPEN, "to=functions." + b.tag(tags::TOOL_NAME, b.literal(name)));
+            let args = b.tag(tags::TOOL_ARGS, b.schema(b.json(), &format!("{name}-args"), schema.clone(), false));
+            calls.push(b.tag(tags::TOOL, open + b.until("<|message|>") + "<|message|>" + args + b.tag(tags::TOOL_CLOSE, msg_end())));
+        }
+        let call = b.trigger_rule("tool-call", b.choice(calls));
+        items.push(channel() + b.space() + call);
+    }
+    // Messages to other recipients (built-in tools) are not function calls: skip them.
+    let other = channel() + b.space() + "to=" + b.until("<|message|>") + "<|message|>" + b.until_one_of(stops) + msg_end();
+    items.push(other);
+    items.push(analysis);
+    items.push(final_msg);
+    let item = b.optional(b.literal("<|start|>assistant")) + to_assistant + b.choice(items);
+    let root = b.zero_or_more(b.space() + item) + b.space() + b.end();
+    b.finish(root.id())
+}
+
 /// All registered builders, in priority order.
 pub fn builders() -> &'static [&'static dyn ModelBuilder] {
-    &[&Lfm2Pythonic]
+    &[&GptOssHarmony, &Lfm2Pythonic]
 }
 
 /// The builder whose fingerprint all occurs in `renders` and that applies to `a`.

@@ -71,11 +71,13 @@ pub fn analyze(r: &dyn Render) -> Result<TemplateAnalysis, AnalysisError> {
         r.render(&ctx).is_ok_and(|s| s.contains("SYSTEM_NEEDLE"))
     };
     a.reasoning = reasoning::analyze_reasoning(&p, &mut a.caps, &mut a.notes);
+    let mut tools_error = None;
     a.tools = match tools::analyze_tools(&mut p, &a.reasoning, &mut a.caps) {
         Ok(t) => t,
         Err(e) => {
             a.notes.push(format!("tools: {e}"));
-            return Err(AnalysisError::Tools(e));
+            tools_error = Some(e);
+            ToolAnalysis::default()
         }
     };
     a.content = reasoning::analyze_content(&p, a.caps.supports_tool_calls, &a.reasoning);
@@ -105,6 +107,8 @@ pub fn analyze(r: &dyn Render) -> Result<TemplateAnalysis, AnalysisError> {
     if let Some(b) = crate::registry::detect(&renders, &a) {
         a.builder = Some(b.name().to_owned());
         b.adjust(&mut a);
+    } else if let Some(e) = tools_error {
+        return Err(AnalysisError::Tools(e));
     }
     a.preserved_tokens = collect_preserved_tokens(&a);
     Ok(a)
