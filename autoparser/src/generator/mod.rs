@@ -148,6 +148,8 @@ fn continue_final(
 
 /// Builds the parser, prompt and triggers for `req`.
 pub fn generate(r: &dyn Render, a: &TemplateAnalysis, req: &Request) -> Result<GeneratedParser, GenerateError> {
+    let lenient = crate::analysis::Lenient(r);
+    let r: &dyn Render = &lenient;
     let (prompt, generation_prompt, prefill) = match (req.continue_final, req.messages.split_last()) {
         (ContinueFinal::None, _) | (_, None) => {
             let prompt = r.render(&req.context(req.add_generation_prompt)).map_err(GenerateError::Render)?;

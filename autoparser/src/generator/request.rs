@@ -77,6 +77,9 @@ impl Request {
             _ => None,
         };
         let mut extra = serde_json::Map::new();
+        if let Some(now) = inputs.get("now").filter(|v| v.is_number()) {
+            extra.insert("now".into(), now.clone());
+        }
         if let Some(Value::Object(m)) = inputs.get("chat_template_kwargs") {
             extra.extend(m.clone());
         }
