@@ -6,8 +6,9 @@
 //! matches. When a builder matches, [`crate::analysis::analyze`] records its name in
 //! [`TemplateAnalysis::builder`] and generation hands the arena to it.
 //!
-//! Registered builders (see [`builders`]): `gpt_oss_harmony` (channel messages) and
-//! `lfm2_pythonic` (a template that never renders the calls its model writes).
+//! Registered builders (see [`builders`]), three in all: `gpt_oss_harmony` (channel
+//! messages), `functionary_v3_2` (`>>>recipient` parts) and `lfm2_pythonic` (a template that
+//! never renders the calls its model writes).
 
 use peg_runtime::{Arena, Error};
 
@@ -154,9 +155,65 @@ fn harmony_arena(req: &Request) -> Result<Arena, Error> {
     b.finish(root.id())
 }
 
+/// Functionary v3.2: every message part is addressed, `>>>all\ntext` for content and
+/// `>>>NAME\n{json}` for calls; the generation prompt already ends with the first `>>>`.
+struct FunctionaryV32;
+
+impl ModelBuilder for FunctionaryV32 {
+    fn name(&self) -> &'static str {
+        "functionary_v3_2"
+    }
+    fn fingerprint(&self) -> &'static [&'static str] {
+        &[">>>all\n"]
+    }
+    fn adjust(&self, a: &mut TemplateAnalysis) {
+        a.content = Default::default();
+        a.tools.format.mode = crate::analysis::ToolFormat::TagWithJson;
+        a.tools.format.per_call_start = ">>>".into();
+        a.tools.function.name_prefix = ">>>".into();
+        a.tools.function.name_suffix = "\n".into();
+        a.caps.supports_tool_calls = true;
+    }
+    fn build_arena(&self, _a: &TemplateAnalysis, req: &Request) -> Option<Result<Arena, Error>> {
+        Some(functionary_arena(req))
+    }
+}
+
+fn functionary_arena(req: &Request) -> Result<Arena, Error> {
+    use crate::generator::{tags, ToolChoice};
+    let b = peg_runtime::Builder::new();
+    let content = || "all" + b.space() + b.tag(tags::CONTENT, b.until(">>>"));
+    let tools_on = !req.tools.is_empty() && req.tool_choice != ToolChoice::None;
+    let mut calls = Vec::new();
+    if tools_on {
+        let mut tools: Vec<(String, serde_json::Value)> = req
+            .tools
+            .iter()
+            .filter_map(|t| {
+                let f = t.get("function").unwrap_or(t);
+                Some((f.get("name")?.as_str()?.to_owned(), f.get("parameters").cloned().unwrap_or(serde_json::json!({"type": "object"}))))
+            })
+            .collect();
+        tools.sort_by(|x, y| y.0.len().cmp(&x.0.len()));
+        for (name, schema) in &tools {
+            let open = b.tag(tags::TOOL_OPEN, b.tag(tags::TOOL_NAME, b.literal(name)) + "\n");
+            let args = b.tag(tags::TOOL_ARGS, b.schema(b.json(), &format!("{name}-args"), schema.clone(), false));
+            calls.push(b.tag(tags::TOOL, open + b.space() + args + b.tag(tags::TOOL_CLOSE, b.space())));
+        }
+    }
+    // The prompt wrote the first `>>>`; later parts carry their own.
+    let first = if calls.is_empty() { content() } else { b.choice([b.choice(calls.clone()), content()]) };
+    let mut later = vec![">>>" + content()];
+    if !calls.is_empty() {
+        later.insert(0, b.trigger_rule("tool-call", ">>>" + b.choice(calls)));
+    }
+    let root = first + b.zero_or_more(b.choice(later)) + b.space() + b.end();
+    b.finish(root.id())
+}
+
 /// All registered builders, in priority order.
 pub fn builders() -> &'static [&'static dyn ModelBuilder] {
-    &[&GptOssHarmony, &Lfm2Pythonic]
+    &[&GptOssHarmony, &FunctionaryV32, &Lfm2Pythonic]
 }
 
 /// The builder whose fingerprint all occurs in `renders` and that applies to `a`.

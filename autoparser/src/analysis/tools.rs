@@ -334,6 +334,12 @@ fn analyze_tagged(t: &mut ToolAnalysis, tp: &ToolProbe) -> Result<(), String> {
         let (ns, rest) = split_name_suffix(x);
         t.function.name_suffix = ns.to_owned();
         t.arguments.start = rest.trim().to_owned();
+        // The same suffix after the second name with another number: a call index.
+        if ns.contains(|c: char| c.is_ascii_digit()) && tp.two.is_some() {
+            let strip = |s: &str| s.chars().filter(|c| !c.is_ascii_digit()).collect::<String>();
+            let ns2: String = body_b.chars().take(ns.chars().count()).collect();
+            t.function.indexed = ns2 != ns && strip(&ns2) == strip(ns);
+        }
     }
     let _ = args2_start;
 

@@ -170,6 +170,9 @@ pub struct ToolFunctionAnalysis {
     pub name_suffix: String,
     /// Closes the function, e.g. `</function>`.
     pub close: String,
+    /// The suffix carries the call's index (`functions.f:0`, `functions.g:1`): prefix, name
+    /// and suffix together are the call id.
+    pub indexed: bool,
 }
 
 /// Markers of the arguments.

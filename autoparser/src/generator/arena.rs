@@ -260,8 +260,15 @@ impl<'a, 'b> Ctx<'a, 'b> {
         if t.call_id.pos == P::PreFuncName {
             open = open + self.call_id();
         }
-        open = open + lit(b, &t.function.name_prefix) + b.tag(super::tags::TOOL_NAME, b.literal(name));
-        open = open + lit_indexed(b, &t.function.name_suffix);
+        if t.function.indexed {
+            // `functions.NAME:0` is the call id, with the name inside.
+            let np = t.function.name_prefix.trim();
+            let id = b.literal(np) + b.tag(super::tags::TOOL_NAME, b.literal(name)) + lit_indexed(b, &t.function.name_suffix);
+            open = open + b.space() + b.tag(super::tags::TOOL_ID, id);
+        } else {
+            open = open + lit(b, &t.function.name_prefix) + b.tag(super::tags::TOOL_NAME, b.literal(name));
+            open = open + lit_indexed(b, &t.function.name_suffix);
+        }
         if t.call_id.pos == P::BetweenFuncAndArgs {
             open = open + self.call_id();
         }
