@@ -157,7 +157,8 @@ impl<'a, 'b> Ctx<'a, 'b> {
             if self.prefill_for_grammar.is_some() && s.is_empty() && !r.start.trim().is_empty() {
                 return b.optional(whole + b.space());
             }
-            return b.optional(b.tag(super::tags::CONTENT, whole + b.space()));
+            // Atomic: while incomplete, the block may still turn out not to be reasoning.
+            return b.optional(b.atomic(b.tag(super::tags::CONTENT, whole + b.space())));
         };
         b.optional(block) + b.space()
     }
