@@ -71,6 +71,9 @@ pub struct Asst {
     pub reasoning: Option<&'static str>,
     /// Tool calls.
     pub calls: Vec<Call>,
+    /// Send reasoning and content as typed content parts (`{"type": "thinking"}`,
+    /// `{"type": "text"}`) instead of fields.
+    pub parts: bool,
 }
 
 impl Asst {
@@ -125,7 +128,14 @@ impl<'r> Probe<'r> {
     /// The message JSON of `a`.
     pub fn asst_json(&self, a: &Asst) -> Value {
         let mut m = json!({"role": "assistant", "content": a.content});
-        if let Some(r) = a.reasoning {
+        if a.parts {
+            let mut parts = Vec::new();
+            if let Some(r) = a.reasoning {
+                parts.push(json!({"type": "thinking", "thinking": r}));
+            }
+            parts.push(json!({"type": "text", "text": a.content.clone().unwrap_or_default()}));
+            m["content"] = Value::Array(parts);
+        } else if let Some(r) = a.reasoning {
             // Templates read reasoning under different names.
             m["reasoning_content"] = json!(r);
             m["thinking"] = json!(r);

@@ -67,6 +67,16 @@ pub fn analyze_reasoning(p: &Probe, caps: &mut Capabilities, notes: &mut Vec<Str
             r = ReasoningAnalysis { mode: ReasoningMode::TagBased, start: s, end: e };
         }
     }
+    // R1 with typed content parts (`{"type": "thinking"}`).
+    if r.mode == ReasoningMode::None {
+        let a = Asst { parts: true, ..Asst::content(CONTENT) };
+        if let Ok((d, _, _)) = p.compare(&a, &a.clone().with_reasoning(REASONING)) {
+            if let Some((s, e)) = markers_around(p, &d) {
+                notes.push("reasoning found through typed content parts".into());
+                r = ReasoningAnalysis { mode: ReasoningMode::TagBased, start: s, end: e };
+            }
+        }
+    }
     // R3: reasoning shown only next to tool calls.
     if r.mode == ReasoningMode::None {
         let a = Asst::calls(vec![Call::first()]);

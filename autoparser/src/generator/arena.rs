@@ -400,7 +400,18 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let reasoning = self.reasoning();
         if let Some(schema) = &self.req.json_schema {
             let content = b.tag(super::tags::CONTENT, b.schema(b.json(), "response-format", schema.clone(), false));
-            return reasoning + b.space() + content + b.space() + b.end();
+            // Models wrap JSON in a code fence, and in the template's content markers.
+            let fence = b.optional(b.choice(["```json", "```"]) + b.space());
+            let c = &self.a.content;
+            let (cs, ce) = (c.start.trim(), c.end.trim());
+            let mut body = fence + content + b.space() + b.optional(b.literal("```"));
+            if c.mode != ContentMode::Plain && !cs.is_empty() {
+                body = b.optional(b.literal(cs)) + b.space() + body;
+                if !ce.is_empty() {
+                    body = body + b.space() + b.optional(b.literal(ce));
+                }
+            }
+            return reasoning + b.space() + body + b.space() + b.end();
         }
         if !self.tools_on() {
             return reasoning + self.content(&[]) + b.end();

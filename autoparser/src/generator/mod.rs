@@ -76,6 +76,17 @@ pub fn extract_prefill(a: &TemplateAnalysis, prompt: &str) -> String {
     if tail.ends_with(e) {
         return format!("{s}{e}");
     }
+    if s.is_empty() {
+        // Delimiter style: text the prompt wrote after its last marker opens the reasoning
+        // (`Here are my reasoning steps:\n`).
+        if let Some((i, m)) = crate::analysis::segment::last_marker(prompt) {
+            let after = &prompt[i + m.len()..];
+            if !after.trim().is_empty() && !after.contains(e) {
+                return after.trim_start().to_owned();
+            }
+        }
+        return String::new();
+    }
     if !s.is_empty() && tail.ends_with(s) {
         let i = prompt.len() - (prompt.len() - tail.len()) - s.len();
         return prompt[i..].to_owned();
