@@ -129,7 +129,7 @@ fn continue_final(
     }
     // Not rendered (templates drop reasoning from history): build the turn ourselves.
     let (start, end) = (a.reasoning.start.as_str(), a.reasoning.end.as_str());
-    let mut prefill = extract_prefill(a, &p0);
+    let mut prefill = if start.is_empty() { String::new() } else { extract_prefill(a, &p0) };
     let closed = !end.is_empty() && prefill.trim_end().ends_with(end.trim());
     if closed && !reasoning_text.is_empty() {
         prefill.clear();
