@@ -86,7 +86,12 @@ pub fn analyze(r: &dyn Render) -> Result<TemplateAnalysis, AnalysisError> {
         if let Some(i) = r.find(probe::needle::CONTENT) {
             let after = &r[i + probe::needle::CONTENT.len()..];
             let after = after.strip_prefix(a.content.end.as_str()).unwrap_or(after).trim_start();
-            if let Some(n) = segment::marker_len(after) {
+            // A marker, or a short marker-like token up to the line end (`[e~[`).
+            let n = segment::marker_len(after).or_else(|| {
+                let line = after.split('\n').next().unwrap_or("");
+                (!line.is_empty() && line.len() <= 16 && !line.contains(char::is_whitespace)).then_some(line.len())
+            });
+            if let Some(n) = n {
                 let eot = &after[..n];
                 let se = &mut a.tools.format.section_end;
                 if let Some(k) = se.find(eot) {
