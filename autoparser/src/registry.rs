@@ -6,9 +6,9 @@
 //! matches. When a builder matches, [`crate::analysis::analyze`] records its name in
 //! [`TemplateAnalysis::builder`] and generation hands the arena to it.
 //!
-//! Registered builders: none yet (every template in the corpus that analyzes is handled by the
-//! general path). Channel formats such as gpt-oss harmony and Functionary v3.2's `>>>` are
-//! the expected users.
+//! Registered builders (see [`builders`]), three in all: `gpt_oss_harmony` (channel
+//! messages), `functionary_v3_2` (`>>>recipient` parts) and `lfm2_pythonic` (a template that
+//! never renders the calls its model writes).
 
 use peg_runtime::{Arena, Error};
 
@@ -21,20 +21,204 @@ pub trait ModelBuilder: Send + Sync {
     fn name(&self) -> &'static str;
     /// Markers that must all occur in the probe renders for this builder to apply.
     fn fingerprint(&self) -> &'static [&'static str];
-    /// Adjusts the general analysis (e.g. fills markers the diff could not find).
+    /// Whether the builder applies given the general analysis (e.g. only when it found no
+    /// tool calls). Defaults to always.
+    fn applies(&self, _analysis: &TemplateAnalysis) -> bool {
+        true
+    }
+    /// Adjusts the general analysis (e.g. fills markers the templates never render).
     fn adjust(&self, _analysis: &mut TemplateAnalysis) {}
-    /// Builds the arena for a request.
-    fn build_arena(&self, analysis: &TemplateAnalysis, req: &Request) -> Result<Arena, Error>;
+    /// Builds the arena for a request; `None` uses the general builder on the (adjusted)
+    /// analysis.
+    fn build_arena(&self, _analysis: &TemplateAnalysis, _req: &Request) -> Option<Result<Arena, Error>> {
+        None
+    }
+}
+
+/// LFM2: the template lists tools (`List of tools: `) but never renders calls; the model
+/// writes Python-style calls, `<|tool_call_start|>[f(a="x", b=1)]<|tool_call_end|>`.
+struct Lfm2Pythonic;
+
+impl ModelBuilder for Lfm2Pythonic {
+    fn name(&self) -> &'static str {
+        "lfm2_pythonic"
+    }
+    fn fingerprint(&self) -> &'static [&'static str] {
+        &["List of tools: "]
+    }
+    fn applies(&self, a: &TemplateAnalysis) -> bool {
+        a.tools.format.mode == crate::analysis::ToolFormat::None
+    }
+    fn adjust(&self, a: &mut TemplateAnalysis) {
+        let t = &mut a.tools;
+        t.format.mode = crate::analysis::ToolFormat::TagWithTagged;
+        t.format.section_start = "<|tool_call_start|>[".into();
+        t.format.section_end = "]<|tool_call_end|>".into();
+        t.format.call_separator = ",".into();
+        t.function.name_suffix = "(".into();
+        t.function.close = ")".into();
+        t.arguments.name_suffix = "=".into();
+        t.arguments.separator = ",".into();
+        t.arguments.value_is_literal = true;
+        a.caps.supports_tool_calls = true;
+        a.caps.supports_parallel_tool_calls = true;
+    }
+}
+
+/// gpt-oss harmony: the output is a series of channel messages,
+/// `<|channel|>analysis<|message|>...<|end|><|start|>assistant<|channel|>final<|message|>...`,
+/// and tool calls are messages addressed `to=functions.NAME`. Channels and recipients are not
+/// markers around content, so the diff analysis cannot express them.
+struct GptOssHarmony;
+
+impl ModelBuilder for GptOssHarmony {
+    fn name(&self) -> &'static str {
+        "gpt_oss_harmony"
+    }
+    fn fingerprint(&self) -> &'static [&'static str] {
+        &["<|channel|>", "<|message|>", "to=functions."]
+    }
+    fn adjust(&self, a: &mut TemplateAnalysis) {
+        a.reasoning = crate::analysis::ReasoningAnalysis {
+            mode: crate::analysis::ReasoningMode::TagBased,
+            start: "<|channel|>analysis<|message|>".into(),
+            end: "<|end|>".into(),
+        };
+        a.content = crate::analysis::ContentAnalysis {
+            mode: crate::analysis::ContentMode::AlwaysWrapped,
+            start: "<|channel|>final<|message|>".into(),
+            end: String::new(),
+            requires_nonnull_content: false,
+        };
+        a.tools.format.mode = crate::analysis::ToolFormat::TagWithJson;
+        a.tools.format.per_call_start = "to=functions.".into();
+        a.tools.function.name_prefix = "to=functions.".into();
+        a.additional_stops = vec!["<|call|>".into()];
+        a.caps.supports_tool_calls = true;
+    }
+    fn build_arena(&self, _a: &TemplateAnalysis, req: &Request) -> Option<Result<Arena, Error>> {
+        Some(harmony_arena(req))
+    }
+}
+
+fn harmony_arena(req: &Request) -> Result<Arena, Error> {
+    use crate::generator::tags;
+    use crate::generator::{ReasoningFormat, ToolChoice};
+    let b = peg_runtime::Builder::new();
+    let stops = ["<|end|>", "<|return|>", "<|call|>", "<|start|>"];
+    let msg_end = || b.optional(b.choice(["<|end|>", "<|return|>", "<|call|>"]));
+    let word = || b.chars("[a-zA-Z0-9_.]", 1, None);
+    let channel = || b.optional("<|channel|>" + word());
+    // `<|channel|>commentary to=assistant` addresses the user: a no-op prefix.
+    let to_assistant = b.optional(b.literal("<|channel|>commentary to=assistant"));
+    let extract = req.reasoning_format == ReasoningFormat::Extract;
+    let analysis_body = b.until_one_of(stops);
+    let analysis = if extract {
+        "<|channel|>analysis<|message|>" + b.tag(tags::REASONING, analysis_body) + msg_end()
+    } else {
+        b.tag(tags::CONTENT, "<|channel|>analysis<|message|>" + analysis_body + b.optional(b.literal("<|end|>")))
+    };
+    let constrain = || b.optional(b.space() + b.optional(b.literal("<|constrain|>")) + word());
+    let final_body = match &req.json_schema {
+        Some(schema) => b.tag(tags::CONTENT, b.schema(b.json(), "response-format", schema.clone(), false)),
+        None => b.tag(tags::CONTENT, b.until_one_of(stops)),
+    };
+    let final_msg = "<|channel|>" + b.choice(["final", "commentary"]) + constrain() + "<|message|>" + final_body + msg_end();
+    let tools_on = !req.tools.is_empty() && req.tool_choice != ToolChoice::None;
+    let mut items = Vec::new();
+    if tools_on {
+        let mut calls = Vec::new();
+        let mut tools: Vec<(String, serde_json::Value)> = req
+            .tools
+            .iter()
+            .filter_map(|t| {
+                let f = t.get("function").unwrap_or(t);
+                Some((f.get("name")?.as_str()?.to_owned(), f.get("parameters").cloned().unwrap_or(serde_json::json!({"type": "object"}))))
+            })
+            .collect();
+        tools.sort_by(|x, y| y.0.len().cmp(&x.0.len()));
+        for (name, schema) in &tools {
+            let open = b.tag(tags::TOOL_OPEN, "to=functions." + b.tag(tags::TOOL_NAME, b.literal(name)));
+            let args = b.tag(tags::TOOL_ARGS, b.schema(b.json(), &format!("{name}-args"), schema.clone(), false));
+            calls.push(b.tag(tags::TOOL, open + b.until("<|message|>") + "<|message|>" + args + b.tag(tags::TOOL_CLOSE, msg_end())));
+        }
+        let call = b.trigger_rule("tool-call", b.choice(calls));
+        items.push(channel() + b.space() + call);
+    }
+    // Messages to other recipients (built-in tools) are not function calls: skip them.
+    let other = channel() + b.space() + "to=" + b.until("<|message|>") + "<|message|>" + b.until_one_of(stops) + msg_end();
+    items.push(other);
+    items.push(analysis);
+    items.push(final_msg);
+    let item = b.optional(b.literal("<|start|>assistant")) + to_assistant + b.choice(items);
+    let root = b.zero_or_more(b.space() + item) + b.space() + b.end();
+    b.finish(root.id())
+}
+
+/// Functionary v3.2: every message part is addressed, `>>>all\ntext` for content and
+/// `>>>NAME\n{json}` for calls; the generation prompt already ends with the first `>>>`.
+struct FunctionaryV32;
+
+impl ModelBuilder for FunctionaryV32 {
+    fn name(&self) -> &'static str {
+        "functionary_v3_2"
+    }
+    fn fingerprint(&self) -> &'static [&'static str] {
+        &[">>>all\n"]
+    }
+    fn adjust(&self, a: &mut TemplateAnalysis) {
+        a.content = Default::default();
+        a.tools.format.mode = crate::analysis::ToolFormat::TagWithJson;
+        a.tools.format.per_call_start = ">>>".into();
+        a.tools.function.name_prefix = ">>>".into();
+        a.tools.function.name_suffix = "\n".into();
+        a.caps.supports_tool_calls = true;
+    }
+    fn build_arena(&self, _a: &TemplateAnalysis, req: &Request) -> Option<Result<Arena, Error>> {
+        Some(functionary_arena(req))
+    }
+}
+
+fn functionary_arena(req: &Request) -> Result<Arena, Error> {
+    use crate::generator::{tags, ToolChoice};
+    let b = peg_runtime::Builder::new();
+    let content = || "all" + b.space() + b.tag(tags::CONTENT, b.until(">>>"));
+    let tools_on = !req.tools.is_empty() && req.tool_choice != ToolChoice::None;
+    let mut calls = Vec::new();
+    if tools_on {
+        let mut tools: Vec<(String, serde_json::Value)> = req
+            .tools
+            .iter()
+            .filter_map(|t| {
+                let f = t.get("function").unwrap_or(t);
+                Some((f.get("name")?.as_str()?.to_owned(), f.get("parameters").cloned().unwrap_or(serde_json::json!({"type": "object"}))))
+            })
+            .collect();
+        tools.sort_by(|x, y| y.0.len().cmp(&x.0.len()));
+        for (name, schema) in &tools {
+            let open = b.tag(tags::TOOL_OPEN, b.tag(tags::TOOL_NAME, b.literal(name)) + "\n");
+            let args = b.tag(tags::TOOL_ARGS, b.schema(b.json(), &format!("{name}-args"), schema.clone(), false));
+            calls.push(b.tag(tags::TOOL, open + b.space() + args + b.tag(tags::TOOL_CLOSE, b.space())));
+        }
+    }
+    // The prompt wrote the first `>>>`; later parts carry their own.
+    let first = if calls.is_empty() { content() } else { b.choice([b.choice(calls.clone()), content()]) };
+    let mut later = vec![">>>" + content()];
+    if !calls.is_empty() {
+        later.insert(0, b.trigger_rule("tool-call", ">>>" + b.choice(calls)));
+    }
+    let root = first + b.zero_or_more(b.choice(later)) + b.space() + b.end();
+    b.finish(root.id())
 }
 
 /// All registered builders, in priority order.
 pub fn builders() -> &'static [&'static dyn ModelBuilder] {
-    &[]
+    &[&GptOssHarmony, &FunctionaryV32, &Lfm2Pythonic]
 }
 
-/// The builder whose fingerprint all occurs in `renders`.
-pub fn detect(renders: &str) -> Option<&'static dyn ModelBuilder> {
-    builders().iter().copied().find(|b| b.fingerprint().iter().all(|m| renders.contains(m)))
+/// The builder whose fingerprint all occurs in `renders` and that applies to `a`.
+pub fn detect(renders: &str, a: &TemplateAnalysis) -> Option<&'static dyn ModelBuilder> {
+    builders().iter().copied().find(|b| b.fingerprint().iter().all(|m| renders.contains(m)) && b.applies(a))
 }
 
 /// The builder recorded in the analysis, if any.

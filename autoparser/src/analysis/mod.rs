@@ -9,8 +9,6 @@ pub mod text;
 pub mod tools;
 pub mod types;
 
-#[cfg(test)]
-pub(crate) mod shim;
 
 pub use types::*;
 
@@ -53,6 +51,8 @@ pub enum AnalysisError {
 /// assert_eq!(a.tools.format.per_call_start, "<tool_call>");
 /// ```
 pub fn analyze(r: &dyn Render) -> Result<TemplateAnalysis, AnalysisError> {
+    let lenient = Lenient(r);
+    let r: &dyn Render = &lenient;
     let mut p = probe::Probe::new(r);
     let mut a = TemplateAnalysis::default();
     // The basic conversation must render, with tools or without.
@@ -71,11 +71,13 @@ pub fn analyze(r: &dyn Render) -> Result<TemplateAnalysis, AnalysisError> {
         r.render(&ctx).is_ok_and(|s| s.contains("SYSTEM_NEEDLE"))
     };
     a.reasoning = reasoning::analyze_reasoning(&p, &mut a.caps, &mut a.notes);
+    let mut tools_error = None;
     a.tools = match tools::analyze_tools(&mut p, &a.reasoning, &mut a.caps) {
         Ok(t) => t,
         Err(e) => {
             a.notes.push(format!("tools: {e}"));
-            return Err(AnalysisError::Tools(e));
+            tools_error = Some(e);
+            ToolAnalysis::default()
         }
     };
     a.content = reasoning::analyze_content(&p, a.caps.supports_tool_calls, &a.reasoning);
@@ -84,7 +86,12 @@ pub fn analyze(r: &dyn Render) -> Result<TemplateAnalysis, AnalysisError> {
         if let Some(i) = r.find(probe::needle::CONTENT) {
             let after = &r[i + probe::needle::CONTENT.len()..];
             let after = after.strip_prefix(a.content.end.as_str()).unwrap_or(after).trim_start();
-            if let Some(n) = segment::marker_len(after) {
+            // A marker, or a short marker-like token up to the line end (`[e~[`).
+            let n = segment::marker_len(after).or_else(|| {
+                let line = after.split('\n').next().unwrap_or("");
+                (!line.is_empty() && line.len() <= 16 && !line.contains(char::is_whitespace)).then_some(line.len())
+            });
+            if let Some(n) = n {
                 let eot = &after[..n];
                 let se = &mut a.tools.format.section_end;
                 if let Some(k) = se.find(eot) {
@@ -102,9 +109,11 @@ pub fn analyze(r: &dyn Render) -> Result<TemplateAnalysis, AnalysisError> {
             renders.push_str(&s);
         }
     }
-    if let Some(b) = crate::registry::detect(&renders) {
+    if let Some(b) = crate::registry::detect(&renders, &a) {
         a.builder = Some(b.name().to_owned());
         b.adjust(&mut a);
+    } else if let Some(e) = tools_error {
+        return Err(AnalysisError::Tools(e));
     }
     a.preserved_tokens = collect_preserved_tokens(&a);
     Ok(a)
@@ -139,6 +148,28 @@ pub fn collect_preserved_tokens(a: &TemplateAnalysis) -> Vec<String> {
     out
 }
 
+/// A renderer that retries a render failing on an undefined variable (`functions`,
+/// `datetime`) with that variable set to an empty string: some templates expect extra
+/// variables that serving stacks pass.
+pub struct Lenient<'r>(pub &'r dyn Render);
+
+impl Render for Lenient<'_> {
+    fn render(&self, ctx: &serde_json::Value) -> Result<String, String> {
+        let mut ctx = ctx.clone();
+        let mut last = self.0.render(&ctx);
+        for _ in 0..4 {
+            let Err(e) = &last else { break };
+            let Some(name) = e.split('`').nth(1).filter(|_| e.contains("is undefined")) else { break };
+            if !ctx.is_object() || ctx.get(name).is_some() {
+                break;
+            }
+            ctx[name] = serde_json::Value::String(String::new());
+            last = self.0.render(&ctx);
+        }
+        last
+    }
+}
+
 /// Renders a template context (`messages`, `tools`, `add_generation_prompt`, `enable_thinking`,
 /// `bos_token`, ...) into text. The analysis depends only on this trait.
 pub trait Render {
@@ -148,7 +179,7 @@ pub trait Render {
 
 #[cfg(test)]
 pub(crate) mod test_util {
-    use super::shim::ShimTemplate;
+    use crate::template::ChatTemplate;
 
     pub fn templates_dir() -> std::path::PathBuf {
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/templates")
@@ -166,8 +197,8 @@ pub(crate) mod test_util {
         v
     }
 
-    pub fn shim(src: &str) -> ShimTemplate {
-        ShimTemplate::new(src).unwrap()
+    pub fn template(src: &str) -> Result<ChatTemplate, String> {
+        ChatTemplate::from_source(src, "", "").map_err(|e| e.to_string())
     }
 }
 
@@ -185,7 +216,7 @@ mod dump {
                 continue;
             }
             println!("===== {name}");
-            let t = match super::shim::ShimTemplate::new(&src) {
+            let t = match template(&src) {
                 Ok(t) => t,
                 Err(e) => {
                     println!("COMPILE ERR {e}");
@@ -221,7 +252,13 @@ mod all_templates {
             if !name.contains(&only) {
                 continue;
             }
-            let Ok(t) = super::shim::ShimTemplate::new(&src) else { continue };
+            let t = match template(&src) {
+                Ok(t) => t,
+                Err(e) => {
+                    failed.push(format!("{name}: template: {e}"));
+                    continue;
+                }
+            };
             match super::analyze(&t) {
                 Ok(a) => {
                     ok += 1;

@@ -27,6 +27,8 @@ pub mod needle {
     pub const VAL_A: &str = "XXXX";
     /// Second value.
     pub const VAL_B: &str = "YYYY";
+    /// A number value.
+    pub const NUM: i64 = 987654;
     /// First call id.
     pub const ID_A: &str = "call00001";
     /// Second call id.
@@ -40,7 +42,7 @@ pub struct Call {
     /// Function name.
     pub name: &'static str,
     /// Arguments, in order.
-    pub args: Vec<(&'static str, &'static str)>,
+    pub args: Vec<(&'static str, Value)>,
     /// Call id.
     pub id: &'static str,
 }
@@ -48,11 +50,15 @@ pub struct Call {
 impl Call {
     /// `foofoo(alpha="XXXX")` with id `call00001`.
     pub fn first() -> Call {
-        Call { name: FUN_A, args: vec![(ARG_A, VAL_A)], id: ID_A }
+        Call { name: FUN_A, args: vec![(ARG_A, json!(VAL_A))], id: ID_A }
     }
     /// `barbar(bravo="YYYY", alpha="XXXX")` with id `call99999`.
     pub fn second() -> Call {
-        Call { name: FUN_B, args: vec![(ARG_B, VAL_B), (ARG_A, VAL_A)], id: ID_B }
+        Call { name: FUN_B, args: vec![(ARG_B, json!(VAL_B)), (ARG_A, json!(VAL_A))], id: ID_B }
+    }
+    /// `foofoo(alpha=12345)`: a non-string value.
+    pub fn typed() -> Call {
+        Call { name: FUN_A, args: vec![(ARG_A, json!(NUM))], id: ID_A }
     }
 }
 
@@ -65,6 +71,9 @@ pub struct Asst {
     pub reasoning: Option<&'static str>,
     /// Tool calls.
     pub calls: Vec<Call>,
+    /// Send reasoning and content as typed content parts (`{"type": "thinking"}`,
+    /// `{"type": "text"}`) instead of fields.
+    pub parts: bool,
 }
 
 impl Asst {
@@ -110,7 +119,7 @@ impl<'r> Probe<'r> {
     pub fn call_json(&self, c: &Call) -> Value {
         let mut args = serde_json::Map::new();
         for (k, v) in &c.args {
-            args.insert((*k).into(), json!(v));
+            args.insert((*k).into(), v.clone());
         }
         let args = if self.object_args { Value::Object(args) } else { json!(Value::Object(args).to_string()) };
         json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": args}})
@@ -119,8 +128,18 @@ impl<'r> Probe<'r> {
     /// The message JSON of `a`.
     pub fn asst_json(&self, a: &Asst) -> Value {
         let mut m = json!({"role": "assistant", "content": a.content});
-        if let Some(r) = a.reasoning {
+        if a.parts {
+            let mut parts = Vec::new();
+            if let Some(r) = a.reasoning {
+                parts.push(json!({"type": "thinking", "thinking": r}));
+            }
+            parts.push(json!({"type": "text", "text": a.content.clone().unwrap_or_default()}));
+            m["content"] = Value::Array(parts);
+        } else if let Some(r) = a.reasoning {
+            // Templates read reasoning under different names.
             m["reasoning_content"] = json!(r);
+            m["thinking"] = json!(r);
+            m["reasoning"] = json!(r);
         }
         if !a.calls.is_empty() {
             m["tool_calls"] = Value::Array(a.calls.iter().map(|c| self.call_json(c)).collect());

@@ -67,6 +67,16 @@ pub fn analyze_reasoning(p: &Probe, caps: &mut Capabilities, notes: &mut Vec<Str
             r = ReasoningAnalysis { mode: ReasoningMode::TagBased, start: s, end: e };
         }
     }
+    // R1 with typed content parts (`{"type": "thinking"}`).
+    if r.mode == ReasoningMode::None {
+        let a = Asst { parts: true, ..Asst::content(CONTENT) };
+        if let Ok((d, _, _)) = p.compare(&a, &a.clone().with_reasoning(REASONING)) {
+            if let Some((s, e)) = markers_around(p, &d) {
+                notes.push("reasoning found through typed content parts".into());
+                r = ReasoningAnalysis { mode: ReasoningMode::TagBased, start: s, end: e };
+            }
+        }
+    }
     // R3: reasoning shown only next to tool calls.
     if r.mode == ReasoningMode::None {
         let a = Asst::calls(vec![Call::first()]);
@@ -112,6 +122,21 @@ pub fn analyze_reasoning(p: &Probe, caps: &mut Capabilities, notes: &mut Vec<Str
                         r = ReasoningAnalysis { mode: ReasoningMode::TagBased, start: m.to_owned(), end };
                     }
                 }
+            }
+        }
+    }
+    // R4: templates that only strip reasoning from history (`content.split('</think>')`):
+    // probe conventional end markers; the one whose preceding text vanishes is the end.
+    if r.mode == ReasoningMode::None {
+        for (start, end) in [("<think>", "</think>"), ("[THINK]", "[/THINK]"), ("<thinking>", "</thinking>")] {
+            let mut msgs = p.base();
+            msgs.push(p.asst_json(&Asst::content(&format!("{start}{REASONING}{end}{CONTENT}"))));
+            msgs.push(serde_json::json!({"role": "user", "content": "Next question"}));
+            let stripped = p.render(&p.ctx(msgs, false, Some(true))).is_ok_and(|s| s.contains(CONTENT) && !s.contains(REASONING));
+            if stripped {
+                notes.push(format!("reasoning `{start}`..`{end}` found by history stripping"));
+                r = ReasoningAnalysis { mode: ReasoningMode::TagBased, start: start.into(), end: end.into() };
+                break;
             }
         }
     }

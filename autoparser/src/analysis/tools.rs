@@ -188,10 +188,16 @@ fn analyze_json(t: &mut ToolAnalysis, tp: &ToolProbe) -> Result<(), String> {
             f.args_as_string = cur.is_string();
         }
         path.clear();
-        if tp.has_ids {
-            if let Value::Object(m) = &v {
+        if let Value::Object(m) = &v {
+            if tp.has_ids {
                 f.id_field = m.iter().find(|(_, x)| x.as_str() == Some(ID_MARK)).map(|(k, _)| k.clone()).unwrap_or_default();
             }
+            // A field holding the call's index (`"0"` or `0`) is an id the template made up.
+            f.gen_id_field = m
+                .iter()
+                .find(|(k, x)| **k != f.id_field && (x.as_str() == Some("0") || x.as_u64() == Some(0)))
+                .map(|(k, _)| k.clone())
+                .unwrap_or_default();
         }
     }
     // Array wrapping: `[` right before the first call, parsing as an array past it.
@@ -304,17 +310,15 @@ fn analyze_tagged(t: &mut ToolAnalysis, tp: &ToolProbe) -> Result<(), String> {
         // Arg name prefix: shared text before each argument name within call two.
         let prefix = match tp.two.as_deref() {
             Some(_) => {
-                let ib = body_b.find(ARG_B).ok_or("second argument missing")?;
-                let vb = body_b[ib..].find(VAL_B).map(|k| ib + k).ok_or("second value missing")?;
-                let ia2 = body_b[vb..].find(ARG_A).map(|k| vb + k).ok_or("argument missing in call two")?;
-                let cs = common_suffix(&body_b[..ib], &body_b[vb + VAL_B.len()..ia2]);
+                let (ib, vb, ia2) = arg_order(&body_b)?;
+                let cs = common_suffix(&body_b[..ib], &body_b[vb..ia2]);
                 let (_, np) = split_name_prefix(cs);
                 if np.is_empty() { from_first_marker(cs).to_owned() } else { np.to_owned() }
             }
             None => split_name_prefix(&body_a[..ia]).1.to_owned(),
         };
         args1_start = ia - prefix.len().min(ia);
-        args2_start = body_b.find(ARG_B).map(|ib| ib - prefix.len().min(ib));
+        args2_start = arg_order(&body_b).ok().map(|(ib, _, _)| ib - prefix.len().min(ib));
         arg_name_prefix = prefix;
     }
     let x = &body_a[..args1_start];
@@ -330,6 +334,12 @@ fn analyze_tagged(t: &mut ToolAnalysis, tp: &ToolProbe) -> Result<(), String> {
         let (ns, rest) = split_name_suffix(x);
         t.function.name_suffix = ns.to_owned();
         t.arguments.start = rest.trim().to_owned();
+        // The same suffix after the second name with another number: a call index.
+        if ns.contains(|c: char| c.is_ascii_digit()) && tp.two.is_some() {
+            let strip = |s: &str| s.chars().filter(|c| !c.is_ascii_digit()).collect::<String>();
+            let ns2: String = body_b.chars().take(ns.chars().count()).collect();
+            t.function.indexed = ns2 != ns && strip(&ns2) == strip(ns);
+        }
     }
     let _ = args2_start;
 
@@ -359,12 +369,11 @@ fn analyze_tagged(t: &mut ToolAnalysis, tp: &ToolProbe) -> Result<(), String> {
         let z_a = &body_a[va + VAL_A.len()..];
         match tp.two.as_deref() {
             Some(_) => {
-                let ib = body_b.find(ARG_B).ok_or("second argument missing")?;
-                let vb = body_b[ib..].find(VAL_B).map(|k| ib + k).ok_or("second value missing")?;
-                let ia2 = body_b[vb..].find(ARG_A).map(|k| vb + k).ok_or("argument missing")?;
-                let z1 = &body_b[vb + VAL_B.len()..ia2 - arg_name_prefix.len().min(ia2 - vb - VAL_B.len())];
-                let va2 = body_b[ia2..].find(VAL_A).map(|k| ia2 + k).ok_or("value missing")?;
-                let z2 = &body_b[va2 + VAL_A.len()..];
+                let (_, vb, ia2) = arg_order(&body_b)?;
+                let z1 = &body_b[vb..ia2 - arg_name_prefix.len().min(ia2 - vb)];
+                let second_val = if body_b[ia2..].starts_with(ARG_A) { VAL_A } else { VAL_B };
+                let va2 = body_b[ia2..].find(second_val).map(|k| ia2 + k).ok_or("value missing")?;
+                let z2 = &body_b[va2 + second_val.len()..];
                 let n = value_suffix_len(z1, z2);
                 t.arguments.value_suffix = z1[..n].to_owned();
                 t.arguments.separator = z1[n..].trim().to_owned();
@@ -383,13 +392,18 @@ fn analyze_tagged(t: &mut ToolAnalysis, tp: &ToolProbe) -> Result<(), String> {
     let tail = match &rest2 {
         Some(r2) => {
             let cp = common_prefix(&rest1, r2);
-            let n = if has_marker(cp) { to_last_marker(cp).len() } else { 0 };
+            // Up to the last marker; without markers, the shared punctuation (`)`).
+            let n = if has_marker(cp) { to_last_marker(cp).len() } else { cp.trim_end().len() };
             t.format.call_separator = rest1[n..].trim().to_owned();
             t.format.section_end = r2[n..].trim().to_owned();
             rest1[..n].to_owned()
         }
         None => rest1.clone(),
     };
+    if !has_marker(&tail) && !tail.trim().is_empty() {
+        t.function.close = tail.trim().to_owned();
+        return Ok(());
+    }
     let mut markers: Vec<String> = super::segment::segmentize_markers(&tail)
         .into_iter()
         .filter(|s| !s.value.trim().is_empty())
@@ -416,8 +430,59 @@ fn analyze_tagged(t: &mut ToolAnalysis, tp: &ToolProbe) -> Result<(), String> {
     Ok(())
 }
 
+/// In the two-argument call: (start of the first argument name, end of its value, start of the
+/// second argument name), whichever order the template wrote them in.
+fn arg_order(body: &str) -> Result<(usize, usize, usize), String> {
+    let ia = body.find(ARG_A).ok_or("argument missing in call two")?;
+    let ib = body.find(ARG_B).ok_or("second argument missing in call two")?;
+    let (i1, v1, i2) = if ib < ia { (ib, VAL_B, ia) } else { (ia, VAL_A, ib) };
+    let v = body[i1..i2].find(v1).map(|k| i1 + k + v1.len()).ok_or("first value missing in call two")?;
+    Ok((i1, v, i2))
+}
+
 fn first_marker_end(s: &str) -> usize {
     super::segment::first_marker(s).map_or(0, |(i, m)| i + m.len())
+}
+
+/// Values written as quoted literals (`name='value'`): the quotes belong to the value.
+fn detect_literal_values(t: &mut ToolAnalysis) {
+    let ar = &mut t.arguments;
+    let open = format!("{}{}", ar.name_suffix, ar.value_prefix);
+    for q in ['\'', '"'] {
+        if open.ends_with(q) && ar.value_suffix.starts_with(q) {
+            ar.value_is_literal = true;
+            if ar.value_prefix.ends_with(q) {
+                ar.value_prefix.pop();
+            } else {
+                ar.name_suffix.pop();
+            }
+            ar.value_suffix.remove(0);
+            return;
+        }
+    }
+}
+
+/// A3: markers around a non-string value, where they differ from the string case.
+fn analyze_typed_values(p: &Probe, t: &mut ToolAnalysis, r: &ReasoningAnalysis) {
+    let Ok(h) = tool_region(p, vec![Call::typed()]) else { return };
+    let h = strip_reasoning(&h, r);
+    let num = NUM.to_string();
+    let Some(ia) = h.find(ARG_A) else { return };
+    let Some(iv) = h[ia..].find(&num).map(|k| ia + k) else { return };
+    let open = &h[ia + ARG_A.len()..iv];
+    let after = &h[iv + num.len()..];
+    let ar = &mut t.arguments;
+    let string_open = format!("{}{}", ar.name_suffix, ar.value_prefix);
+    if open == string_open {
+        return;
+    }
+    // What follows the value: the string case's suffix is replaced by this one.
+    let close = match after.find(ar.value_suffix.trim()) {
+        Some(k) if !ar.value_suffix.trim().is_empty() && after[..k].trim().is_empty() => after[..k + ar.value_suffix.trim().len()].to_owned(),
+        _ => String::new(),
+    };
+    ar.json_value_open = Some(open.to_owned());
+    ar.json_value_close = Some(close);
 }
 
 /// Runs the tool phases.
@@ -433,6 +498,12 @@ pub fn analyze_tools(p: &mut Probe, r: &ReasoningAnalysis, caps: &mut Capabiliti
     match t.format.mode {
         ToolFormat::JsonNative => analyze_json(&mut t, &tp)?,
         _ => analyze_tagged(&mut t, &tp)?,
+    }
+    if t.format.mode == ToolFormat::TagWithTagged {
+        detect_literal_values(&mut t);
+        if !t.arguments.value_is_literal {
+            analyze_typed_values(p, &mut t, r);
+        }
     }
     Ok(t)
 }

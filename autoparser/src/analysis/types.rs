@@ -128,6 +128,8 @@ pub struct ToolFormatAnalysis {
     pub args_field: String,
     /// JSON: the call id key (string ids).
     pub id_field: String,
+    /// JSON: a field the template fills with the call index (`"tool_call_id": "0"`).
+    pub gen_id_field: String,
     /// JSON: order of the fields as rendered.
     pub parameter_order: Vec<String>,
     /// JSON: arguments are stringified JSON (`"arguments": "{...}"`).
@@ -151,6 +153,7 @@ impl Default for ToolFormatAnalysis {
             name_field: "name".into(),
             args_field: "arguments".into(),
             id_field: String::new(),
+            gen_id_field: String::new(),
             parameter_order: Vec::new(),
             args_as_string: false,
             uses_python_dicts: false,
@@ -167,6 +170,9 @@ pub struct ToolFunctionAnalysis {
     pub name_suffix: String,
     /// Closes the function, e.g. `</function>`.
     pub close: String,
+    /// The suffix carries the call's index (`functions.f:0`, `functions.g:1`): prefix, name
+    /// and suffix together are the call id.
+    pub indexed: bool,
 }
 
 /// Markers of the arguments.
@@ -186,6 +192,14 @@ pub struct ToolArgumentsAnalysis {
     pub value_suffix: String,
     /// Between two arguments.
     pub separator: String,
+    /// Values are literals of the call syntax (`f(a='x', b=1)`): strings quoted, parsed as JSON
+    /// or Python literals.
+    pub value_is_literal: bool,
+    /// Between a name and a non-string (JSON) value, when it differs from the string case
+    /// (e.g. `" string="false">`, `:` without a quote marker).
+    pub json_value_open: Option<String>,
+    /// After a non-string value, when it differs from `value_suffix`.
+    pub json_value_close: Option<String>,
 }
 
 /// Call id markers.

@@ -76,17 +76,15 @@ pub fn trigger_words(a: &TemplateAnalysis) -> Vec<String> {
         .map(|s| s.trim())
         .find(|s| !s.is_empty())
         .map(str::to_owned);
-    match first {
-        Some(w) => vec![w],
-        None => {
-            let np = a.tools.function.name_prefix.trim();
-            if a.tools.format.mode != ToolFormat::JsonNative && !np.is_empty() {
-                vec![np.to_owned()]
-            } else {
-                Vec::new()
-            }
+    let mut out: Vec<String> = first.into_iter().collect();
+    let np = a.tools.function.name_prefix.trim();
+    let np_is_marker = crate::analysis::segment::first_marker(np).is_some() || crate::analysis::text::open_tail(np).is_some();
+    if a.tools.format.mode != ToolFormat::JsonNative && np_is_marker {
+        if f.section_start.trim().is_empty() {
+            out.push(np.to_owned());
         }
     }
+    out
 }
 
 fn tool_name_and_schema(t: &Value) -> Option<(String, Value)> {
@@ -109,6 +107,9 @@ struct Ctx<'a, 'b> {
     b: &'b Builder,
     a: &'a TemplateAnalysis,
     req: &'a Request,
+    /// Build for the grammar: it constrains only the model output, so what the prefill
+    /// already wrote (an opened or closed reasoning block) is left out.
+    prefill_for_grammar: Option<&'a str>,
 }
 
 impl<'a, 'b> Ctx<'a, 'b> {
@@ -124,17 +125,40 @@ impl<'a, 'b> Ctx<'a, 'b> {
             return b.eps();
         }
         let (s, e) = (r.start.trim(), r.end.trim());
+        let mut s = s;
+        if let Some(prefill) = self.prefill_for_grammar {
+            let p = prefill.trim();
+            if !p.is_empty() && p.ends_with(e) {
+                return b.space(); // closed by the prompt
+            }
+            if !s.is_empty() && p.ends_with(s) {
+                s = ""; // opened by the prompt: the output starts inside reasoning
+            }
+        }
         let body = b.until(e);
         let block = if self.extract_reasoning() {
-            let inner = b.tag(super::tags::REASONING, body);
-            if s.is_empty() {
-                inner + e
+            // Models may go from reasoning straight to a tool call: it ends reasoning too.
+            let triggers = if self.tools_on() { trigger_words(self.a) } else { Vec::new() };
+            let (inner, close) = if triggers.is_empty() || r.start.trim().is_empty() {
+                (b.tag(super::tags::REASONING, body), b.literal(e))
             } else {
-                b.space() + s + inner + e
+                let mut d = vec![e.to_owned()];
+                d.extend(triggers);
+                (b.tag(super::tags::REASONING, b.until_one_of(d)), b.optional(b.literal(e)))
+            };
+            if s.is_empty() {
+                inner + close
+            } else {
+                b.space() + s + inner + close
             }
         } else {
+            // Reasoning stays in the content, with the whitespace after it.
             let whole = if s.is_empty() { body + e } else { b.space() + s + body + e };
-            b.tag(super::tags::CONTENT, whole)
+            if self.prefill_for_grammar.is_some() && s.is_empty() && !r.start.trim().is_empty() {
+                return b.optional(whole + b.space());
+            }
+            // Atomic: while incomplete, the block may still turn out not to be reasoning.
+            return b.optional(b.atomic(b.tag(super::tags::CONTENT, whole + b.space())));
         };
         b.optional(block) + b.space()
     }
@@ -190,6 +214,9 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 (b.json_member(key, quoted_name()), true)
             } else if key == f.args_field {
                 (b.json_member(key, args), true)
+            } else if key == f.gen_id_field {
+                let v = b.choice(["\"" + b.tag(super::tags::TOOL_ID, b.json_string_content()) + "\"", b.tag(super::tags::TOOL_ID, b.json_number())]);
+                (b.json_member(key, v), false)
             } else if key == f.id_field {
                 (b.json_member(key, "\"" + b.tag(super::tags::TOOL_ID, b.json_string_content()) + "\""), false)
             } else {
@@ -234,8 +261,18 @@ impl<'a, 'b> Ctx<'a, 'b> {
         if t.call_id.pos == P::PreFuncName {
             open = open + self.call_id();
         }
-        open = open + lit(b, &t.function.name_prefix) + b.tag(super::tags::TOOL_NAME, b.literal(name));
-        open = open + lit_indexed(b, &t.function.name_suffix);
+        // Nesting the name inside a call id (`functions.NAME:0`) is right for one-shot parses
+        // but the streaming mapper does not yet handle it; off until it does.
+        const ID_AROUND_NAME: bool = false;
+        if t.function.indexed && ID_AROUND_NAME {
+            // `functions.NAME:0` is the call id, with the name inside.
+            let np = t.function.name_prefix.trim();
+            let id = b.literal(np) + b.tag(super::tags::TOOL_NAME, b.literal(name)) + lit_indexed(b, &t.function.name_suffix);
+            open = open + b.space() + b.tag(super::tags::TOOL_ID, id);
+        } else {
+            open = open + lit(b, &t.function.name_prefix) + b.tag(super::tags::TOOL_NAME, b.literal(name));
+            open = open + lit_indexed(b, &t.function.name_suffix);
+        }
         if t.call_id.pos == P::BetweenFuncAndArgs {
             open = open + self.call_id();
         }
@@ -273,11 +310,31 @@ impl<'a, 'b> Ctx<'a, 'b> {
             } else {
                 b.space() + b.literal(vp.trim()) + b.optional(b.literal(&vp[vp.trim_end().len()..]))
             };
+            // Templates print dict/list arguments as JSON or as Python reprs.
+            let json_value = || {
+                let schema_json = b.schema(b.json(), &format!("{name}-{arg}"), s.clone(), false);
+                b.tag(super::tags::TOOL_ARG_JSON_VALUE, b.choice([schema_json, b.python()]))
+            };
+            if ar.value_is_literal {
+                // Literal syntax: JSON or Python (`'x'`, `True`, `None`).
+                let schema_json = b.schema(b.json(), &format!("{name}-{arg}"), s.clone(), false);
+                let lit_value = b.tag(super::tags::TOOL_ARG_JSON_VALUE, b.choice([schema_json, b.python()]));
+                let open = lit(b, &ar.name_prefix) + b.tag(super::tags::TOOL_ARG_NAME, b.literal(arg)) + lit(b, &ar.name_suffix);
+                return b.tag(super::tags::TOOL_ARG, b.tag(super::tags::TOOL_ARG_OPEN, open) + b.space() + lit_value + b.tag(super::tags::TOOL_ARG_CLOSE, b.eps()));
+            }
+            if !is_string_schema(s) {
+                // Non-string values may have their own markers (`string="false">`, no quotes).
+                if let (Some(jo), Some(jc)) = (&ar.json_value_open, &ar.json_value_close) {
+                    let open = lit(b, &ar.name_prefix) + b.tag(super::tags::TOOL_ARG_NAME, b.literal(arg)) + b.literal(jo.trim_end());
+                    let close = if jc.trim().is_empty() { b.eps() } else { b.space() + jc.trim() };
+                    return b.tag(super::tags::TOOL_ARG, b.tag(super::tags::TOOL_ARG_OPEN, open) + b.space() + json_value() + b.tag(super::tags::TOOL_ARG_CLOSE, close));
+                }
+            }
             let value = if is_string_schema(s) && !vs.is_empty() {
                 let delims: Vec<String> = if vs_full != vs { vec![vs_full.to_owned(), vs.to_owned()] } else { vec![vs.to_owned()] };
                 b.tag(super::tags::TOOL_ARG_STRING_VALUE, b.schema(b.until_one_of(delims), &format!("{name}-{arg}"), s.clone(), true))
             } else {
-                b.space() + b.tag(super::tags::TOOL_ARG_JSON_VALUE, b.schema(b.json(), &format!("{name}-{arg}"), s.clone(), false))
+                b.space() + json_value()
             };
             let close = if vs.is_empty() { b.eps() } else { b.space() + vs };
             b.tag(super::tags::TOOL_ARG, b.tag(super::tags::TOOL_ARG_OPEN, open) + vp + value + b.tag(super::tags::TOOL_ARG_CLOSE, close))
@@ -296,15 +353,21 @@ impl<'a, 'b> Ctx<'a, 'b> {
     fn any_call(&self) -> Parser<'b> {
         let b = self.b;
         let f = &self.a.tools.format;
-        let calls: Vec<Parser<'b>> = self
-            .tools()
+        let mut tools = self.tools();
+        // Ordered choice: a name that prefixes another (`f` vs `f_with_opt`) must come last.
+        tools.sort_by(|x, y| y.0.len().cmp(&x.0.len()));
+        let calls: Vec<Parser<'b>> = tools
             .iter()
             .map(|(n, s)| if f.mode == ToolFormat::JsonNative { self.json_call(n, s) } else { self.tag_call(n, s) })
             .collect();
         let one = b.choice(calls);
-        let mut p = lit(b, &f.per_call_start) + b.space() + one;
+        // Models drop per-call wrappers when the function has its own marker (`<function=`).
+        let own_marker = f.mode != ToolFormat::JsonNative && !self.a.tools.function.name_prefix.trim().is_empty();
+        let pcs = lit(b, &f.per_call_start);
+        let mut p = if own_marker { b.optional(pcs) } else { pcs } + b.space() + one;
         if !f.per_call_end.trim().is_empty() {
-            p = p + lit(b, &f.per_call_end);
+            let pce = lit(b, &f.per_call_end);
+            p = p + if own_marker { b.optional(pce) } else { pce };
         }
         p
     }
@@ -322,7 +385,14 @@ impl<'a, 'b> Ctx<'a, 'b> {
         if !f.section_end.trim().is_empty() {
             sec = sec + b.optional(lit(b, &f.section_end));
         }
-        b.trigger_rule("tool-calls", sec)
+        b.trigger_rule("tool-calls", sec + b.space())
+    }
+
+    fn tools_on(&self) -> bool {
+        !self.req.tools.is_empty()
+            && self.req.tool_choice != ToolChoice::None
+            && self.a.tools.format.mode != ToolFormat::None
+            && !self.tools().is_empty()
     }
 
     fn root(&self) -> Parser<'b> {
@@ -330,19 +400,30 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let reasoning = self.reasoning();
         if let Some(schema) = &self.req.json_schema {
             let content = b.tag(super::tags::CONTENT, b.schema(b.json(), "response-format", schema.clone(), false));
-            return reasoning + b.space() + content + b.space() + b.end();
+            // Models wrap JSON in a code fence, and in the template's content markers.
+            let fence = b.optional(b.choice(["```json", "```"]) + b.space());
+            let c = &self.a.content;
+            let (cs, ce) = (c.start.trim(), c.end.trim());
+            let mut body = fence + content + b.space() + b.optional(b.literal("```"));
+            if c.mode != ContentMode::Plain && !cs.is_empty() {
+                body = b.optional(b.literal(cs)) + b.space() + body;
+                if !ce.is_empty() {
+                    body = body + b.space() + b.optional(b.literal(ce));
+                }
+            }
+            return reasoning + b.space() + body + b.space() + b.end();
         }
-        let tools_on = !self.req.tools.is_empty()
-            && self.req.tool_choice != ToolChoice::None
-            && self.a.tools.format.mode != ToolFormat::None
-            && !self.tools().is_empty();
-        if !tools_on {
+        if !self.tools_on() {
             return reasoning + self.content(&[]) + b.end();
         }
         let section = self.tool_section();
         let triggers = trigger_words(self.a);
         if self.req.tool_choice == ToolChoice::Required {
-            return reasoning + b.space() + section + b.space() + b.end();
+            // Calls are required; a short preamble before a marked call is still content.
+            if triggers.is_empty() {
+                return reasoning + b.space() + section + b.space() + b.end();
+            }
+            return reasoning + self.content(&triggers) + section + b.space() + b.end();
         }
         if triggers.is_empty() {
             // No marker announces calls: either the output is calls, or it is content.
@@ -352,17 +433,29 @@ impl<'a, 'b> Ctx<'a, 'b> {
     }
 }
 
-/// Builds the arena for `req` (the prefill is part of the parsed input).
-pub fn build_arena(a: &TemplateAnalysis, req: &Request, _prefill: &str) -> Result<Arena, Error> {
-    if let Some(builder) = crate::registry::find(a) {
-        return builder.build_arena(a, req);
+/// Builds the arena for `req`: it parses the prefill followed by the model output.
+pub fn build_arena(a: &TemplateAnalysis, req: &Request) -> Result<Arena, Error> {
+    if let Some(arena) = crate::registry::find(a).and_then(|builder| builder.build_arena(a, req)) {
+        return arena;
     }
     let b = Builder::new();
-    let root = Ctx { b: &b, a, req }.root();
+    let root = Ctx { b: &b, a, req, prefill_for_grammar: None }.root();
     b.finish(root.id())
 }
 
-/// The GBNF grammar of `arena`, once the GBNF generator is available.
-pub fn grammar(_arena: &Arena, _lazy: bool) -> Option<String> {
-    None
+/// Builds the arena a grammar is generated from: it matches the model output alone, after
+/// `prefill`.
+pub fn build_grammar_arena(a: &TemplateAnalysis, req: &Request, prefill: &str) -> Result<Arena, Error> {
+    if let Some(arena) = crate::registry::find(a).and_then(|builder| builder.build_arena(a, req)) {
+        return arena;
+    }
+    let b = Builder::new();
+    let root = Ctx { b: &b, a, req, prefill_for_grammar: Some(prefill) }.root();
+    b.finish(root.id())
+}
+
+/// The GBNF grammar of `arena` (lazy: only the trigger rules). `Err` carries the generator's
+/// message.
+pub fn grammar(arena: &Arena, lazy: bool) -> Result<String, Error> {
+    peg_runtime::gbnf::generate(arena, &peg_runtime::gbnf::GbnfOptions { lazy, ..Default::default() })
 }

@@ -10,8 +10,8 @@ use peg_runtime::Arena;
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::{diff::calculate_diff_split, Render, TemplateAnalysis, ToolFormat};
-pub use arena::{build_arena, tags};
-pub use request::{ReasoningFormat, Request, ToolChoice};
+pub use arena::{build_arena, build_grammar_arena, tags};
+pub use request::{ContinueFinal, ReasoningFormat, Request, ToolChoice};
 
 /// What starts the constrained part of a lazy grammar.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,6 +56,9 @@ pub enum GenerateError {
     /// The arena did not build.
     #[error("parser construction failed: {0}")]
     Arena(String),
+    /// The grammar did not generate.
+    #[error("grammar generation failed: {0}")]
+    Grammar(String),
 }
 
 /// The prefill (seed 002): what the prompt's end already wrote of the model's turn.
@@ -73,6 +76,17 @@ pub fn extract_prefill(a: &TemplateAnalysis, prompt: &str) -> String {
     if tail.ends_with(e) {
         return format!("{s}{e}");
     }
+    if s.is_empty() {
+        // Delimiter style: text the prompt wrote after its last marker opens the reasoning
+        // (`Here are my reasoning steps:\n`).
+        if let Some((i, m)) = crate::analysis::segment::last_marker(prompt) {
+            let after = &prompt[i + m.len()..];
+            if !after.trim().is_empty() && !after.contains(e) {
+                return after.trim_start().to_owned();
+            }
+        }
+        return String::new();
+    }
     if !s.is_empty() && tail.ends_with(s) {
         let i = prompt.len() - (prompt.len() - tail.len()) - s.len();
         return prompt[i..].to_owned();
@@ -80,19 +94,94 @@ pub fn extract_prefill(a: &TemplateAnalysis, prompt: &str) -> String {
     String::new()
 }
 
+/// Prompt, generation prompt and prefill when the model continues the last message: the
+/// prompt is cut right after the message's text, and everything of the assistant turn so far
+/// is prefill (so the parse sees the whole message).
+fn continue_final(
+    r: &dyn Render,
+    a: &TemplateAnalysis,
+    req: &Request,
+    mode: ContinueFinal,
+    last: &serde_json::Value,
+    earlier: &[serde_json::Value],
+) -> Result<(String, String, String), GenerateError> {
+    let p0 = r.render(&req.context_with(earlier, true)).map_err(GenerateError::Render)?;
+    let full = r.render(&req.context(false)).map_err(GenerateError::Render)?;
+    let get = |k: &str| last.get(k).and_then(serde_json::Value::as_str).unwrap_or("");
+    let reasoning_text = [get("reasoning_content"), get("thinking"), get("reasoning")].into_iter().find(|s| !s.is_empty()).unwrap_or("");
+    let content_text = get("content");
+    let text = if mode == ContinueFinal::Reasoning { reasoning_text } else { content_text };
+    let gp_for = |prompt: &str| calculate_diff_split(&r.render(&req.context_with(earlier, false)).unwrap_or_default(), prompt).right;
+    // The template rendered the text (and the reasoning, if any) after the new turn's start: cut there.
+    if !text.is_empty() {
+        if let Some(pos) = full.rfind(text) {
+            let prompt = full[..pos + text.len()].to_owned();
+            if pos >= p0.len() && prompt.starts_with(&p0) {
+                let turn = &prompt[p0.len()..];
+                if mode == ContinueFinal::Reasoning || reasoning_text.is_empty() || turn.contains(reasoning_text) {
+                    let mut prefill = extract_prefill(a, &p0);
+                    prefill.push_str(turn);
+                    let gp = gp_for(&prompt);
+                    return Ok((prompt, gp, prefill));
+                }
+            }
+        }
+    }
+    // Not rendered (templates drop reasoning from history): build the turn ourselves.
+    let (start, end) = (a.reasoning.start.as_str(), a.reasoning.end.as_str());
+    let mut prefill = if start.is_empty() { String::new() } else { extract_prefill(a, &p0) };
+    let closed = !end.is_empty() && prefill.trim_end().ends_with(end.trim());
+    if closed && !reasoning_text.is_empty() {
+        prefill.clear();
+    }
+    let open = !start.trim().is_empty() && prefill.trim_end().ends_with(start.trim());
+    let mut turn = String::new();
+    if !reasoning_text.is_empty() && !end.is_empty() {
+        if !open {
+            turn.push_str(start);
+        }
+        turn.push_str(reasoning_text);
+        if mode == ContinueFinal::Content {
+            turn.push_str(end);
+        }
+    } else if mode == ContinueFinal::Content && open {
+        // Continuing content: the reasoning the prompt opened is over.
+        turn.push_str(end);
+    }
+    if mode == ContinueFinal::Content {
+        turn.push_str(content_text);
+    }
+    prefill.push_str(&turn);
+    let prompt = format!("{p0}{turn}");
+    let gp = gp_for(&prompt);
+    Ok((prompt, gp, prefill))
+}
+
 /// Builds the parser, prompt and triggers for `req`.
 pub fn generate(r: &dyn Render, a: &TemplateAnalysis, req: &Request) -> Result<GeneratedParser, GenerateError> {
-    let prompt = r.render(&req.context(req.add_generation_prompt)).map_err(GenerateError::Render)?;
-    let generation_prompt = if req.add_generation_prompt {
-        match r.render(&req.context(false)) {
-            Ok(without) => calculate_diff_split(&without, &prompt).right,
-            Err(_) => String::new(),
+    let lenient = crate::analysis::Lenient(r);
+    let r: &dyn Render = &lenient;
+    let (prompt, generation_prompt, prefill) = match (req.continue_final, req.messages.split_last()) {
+        (ContinueFinal::None, _) | (_, None) => {
+            let prompt = r.render(&req.context(req.add_generation_prompt)).map_err(GenerateError::Render)?;
+            let generation_prompt = if req.add_generation_prompt {
+                match r.render(&req.context(false)) {
+                    Ok(without) => calculate_diff_split(&without, &prompt).right,
+                    Err(_) => String::new(),
+                }
+            } else {
+                String::new()
+            };
+            let mut prefill = extract_prefill(a, &prompt);
+            // Reasoning kept in the content: an empty closed block is template boilerplate.
+            if req.reasoning_format == ReasoningFormat::None && prefill.trim() == format!("{}{}", a.reasoning.start, a.reasoning.end).trim() {
+                prefill.clear();
+            }
+            (prompt, generation_prompt, prefill)
         }
-    } else {
-        String::new()
+        (mode, Some((last, earlier))) => continue_final(r, a, req, mode, last, earlier)?,
     };
-    let prefill = extract_prefill(a, &prompt);
-    let arena = build_arena(a, req, &prefill).map_err(|e| GenerateError::Arena(e.to_string()))?;
+    let arena = build_arena(a, req).map_err(|e| GenerateError::Arena(e.to_string()))?;
     let tools_on = !req.tools.is_empty() && req.tool_choice != ToolChoice::None && a.tools.format.mode != ToolFormat::None;
     let mut grammar_triggers = Vec::new();
     if tools_on && req.tool_choice == ToolChoice::Auto {
@@ -103,9 +192,17 @@ pub fn generate(r: &dyn Render, a: &TemplateAnalysis, req: &Request) -> Result<G
             grammar_triggers.push(GrammarTrigger::Pattern(r#"\s*[\[{]"#.into()));
         }
     }
-    let grammar_lazy = tools_on && req.tool_choice == ToolChoice::Auto;
+    let grammar_lazy = tools_on && req.tool_choice == ToolChoice::Auto && req.json_schema.is_none();
+    if !grammar_lazy {
+        grammar_triggers.clear();
+    }
     let constrained = tools_on || req.json_schema.is_some();
-    let grammar = if constrained { arena::grammar(&arena, grammar_lazy) } else { None };
+    let grammar = if constrained {
+        let ga = build_grammar_arena(a, req, &prefill).map_err(|e| GenerateError::Arena(e.to_string()))?;
+        Some(arena::grammar(&ga, grammar_lazy).map_err(|e| GenerateError::Grammar(e.to_string()))?)
+    } else {
+        None
+    };
     Ok(GeneratedParser {
         arena: Arc::new(arena),
         prefill,

@@ -27,6 +27,19 @@ pub enum ReasoningFormat {
     Extract,
 }
 
+/// Whether the last (assistant) message is continued by the model.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ContinueFinal {
+    /// A new assistant turn.
+    #[default]
+    None,
+    /// The model continues the last message's content.
+    Content,
+    /// The model continues the last message's reasoning.
+    Reasoning,
+}
+
 /// The inputs of one request.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Request {
@@ -46,6 +59,8 @@ pub struct Request {
     pub enable_thinking: bool,
     /// Append the generation prompt.
     pub add_generation_prompt: bool,
+    /// Continue the final assistant message instead of starting a new turn.
+    pub continue_final: ContinueFinal,
     /// Extra template variables (`chat_template_kwargs`), `bos_token`, `eos_token`, ...
     pub extra_context: serde_json::Map<String, Value>,
 }
@@ -62,6 +77,9 @@ impl Request {
             _ => None,
         };
         let mut extra = serde_json::Map::new();
+        if let Some(now) = inputs.get("now").filter(|v| v.is_number()) {
+            extra.insert("now".into(), now.clone());
+        }
         if let Some(Value::Object(m)) = inputs.get("chat_template_kwargs") {
             extra.extend(m.clone());
         }
@@ -78,14 +96,24 @@ impl Request {
             reasoning_format: if s("reasoning_format") == "none" { ReasoningFormat::None } else { ReasoningFormat::Extract },
             enable_thinking: inputs.get("enable_thinking").and_then(Value::as_bool).unwrap_or(true),
             add_generation_prompt: inputs.get("add_generation_prompt").and_then(Value::as_bool).unwrap_or(true),
+            continue_final: match s("continue_final_message") {
+                "content" => ContinueFinal::Content,
+                "reasoning" => ContinueFinal::Reasoning,
+                _ => ContinueFinal::None,
+            },
             extra_context: extra,
         }
     }
 
     /// The template context for this request.
     pub fn context(&self, add_generation_prompt: bool) -> Value {
+        self.context_with(&self.messages, add_generation_prompt)
+    }
+
+    /// The template context with other messages.
+    pub fn context_with(&self, messages: &[Value], add_generation_prompt: bool) -> Value {
         let mut c = serde_json::json!({
-            "messages": self.messages,
+            "messages": messages,
             "add_generation_prompt": add_generation_prompt,
             "enable_thinking": self.enable_thinking,
             "bos_token": "",

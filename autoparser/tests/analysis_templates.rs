@@ -1,0 +1,125 @@
+//! Template analysis and generation over every template of `../shared/templates`.
+
+use autoparser::analysis::{analyze, TemplateAnalysis};
+use autoparser::generator::{generate, Request, ToolChoice};
+use autoparser::template::ChatTemplate;
+use serde_json::json;
+
+fn templates() -> Vec<(String, ChatTemplate)> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/templates");
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .expect("templates directory")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "jinja"))
+        .map(|p| {
+            let src = std::fs::read_to_string(&p).unwrap();
+            let name = p.file_stem().unwrap().to_string_lossy().into_owned();
+            (name, ChatTemplate::from_source(&src, "", "").expect("template compiles"))
+        })
+        .collect();
+    v.sort_by(|a, b| a.0.cmp(&b.0));
+    v
+}
+
+fn tools() -> Vec<serde_json::Value> {
+    vec![
+        json!({"type": "function", "function": {"name": "get_weather", "description": "Weather.",
+            "parameters": {"type": "object", "properties": {"location": {"type": "string", "description": "City."}, "days": {"type": "integer", "description": "Days."}},
+            "required": ["location", "days"]}}}),
+        json!({"type": "function", "function": {"name": "search", "description": "Search.",
+            "parameters": {"type": "object", "properties": {"query": {"type": "string", "description": "Query."}}, "required": ["query"]}}}),
+    ]
+}
+
+#[test]
+fn every_template_analyzes_and_round_trips_through_json() {
+    let all = templates();
+    assert_eq!(all.len(), 59);
+    let mut builders = Vec::new();
+    for (name, t) in &all {
+        let a = analyze(t).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let back = TemplateAnalysis::from_json(&a.to_json()).unwrap();
+        assert_eq!(back, a, "{name}");
+        if let Some(b) = &a.builder {
+            builders.push(format!("{name}: {b}"));
+        }
+    }
+    // Model-specific code is the exception: count it.
+    println!("registered builders used by {} of {} templates: {builders:#?}", builders.len(), all.len());
+    assert!(builders.len() <= 5, "{builders:?}");
+}
+
+#[test]
+fn every_template_generates_parser_and_grammar() {
+    for (name, t) in templates() {
+        let a = analyze(&t).unwrap();
+        for choice in [ToolChoice::Auto, ToolChoice::Required, ToolChoice::None] {
+            let req = Request {
+                messages: vec![json!({"role": "user", "content": "What is the weather in Paris?"})],
+                tools: tools(),
+                tool_choice: choice,
+                parallel_tool_calls: true,
+                add_generation_prompt: true,
+                enable_thinking: true,
+                ..Request::default()
+            };
+            let g = generate(&t, &a, &req).unwrap_or_else(|e| panic!("{name} {choice:?}: {e}"));
+            if let Some(grammar) = &g.grammar {
+                peg_runtime::gbnf::Grammar::parse(grammar).unwrap_or_else(|e| panic!("{name}: grammar: {e}"));
+            }
+            assert!(g.prompt.contains("What is the weather in Paris?"), "{name}");
+        }
+    }
+}
+
+/// Render a reasoning + two-call assistant turn, cut out what the model wrote, and parse it
+/// back with the generated arena: both calls must come out, with their names.
+#[test]
+fn round_trip_reasoning_and_two_tool_calls() {
+    let (mut eligible, mut passed, mut failures) = (0, 0, Vec::new());
+    for (name, t) in templates() {
+        let a = analyze(&t).unwrap();
+        if !a.caps.supports_tool_calls || !a.caps.supports_parallel_tool_calls {
+            continue;
+        }
+        let user = json!({"role": "user", "content": "Weather in Paris, and events?"});
+        let asst = json!({"role": "assistant", "content": "", "reasoning_content": "I should call both tools.",
+            "tool_calls": [
+                {"id": "call00001", "type": "function", "function": {"name": "get_weather", "arguments": {"location": "Paris", "days": 3}}},
+                {"id": "call00002", "type": "function", "function": {"name": "search", "arguments": {"query": "Paris events"}}}]});
+        let req = Request {
+            messages: vec![user.clone()],
+            tools: tools(),
+            parallel_tool_calls: true,
+            add_generation_prompt: true,
+            enable_thinking: true,
+            ..Request::default()
+        };
+        let g = generate(&t, &a, &req).unwrap();
+        let full = match t.render(&req.context_with(&[user, asst], false)) {
+            Ok(f) => f,
+            Err(_) => continue,
+        };
+        let Some(cut) = full.strip_prefix(g.prompt.as_str()) else { continue };
+        if !cut.contains("get_weather") {
+            continue; // the template does not render calls
+        }
+        // The model stops at its end-of-turn marker.
+        let cut = match a.end_of_turn.as_str() {
+            "" => cut,
+            eot => cut.find(eot).map_or(cut, |i| &cut[..i]),
+        };
+        eligible += 1;
+        let input = format!("{}{}", g.prefill, cut);
+        let out = g.arena.parse(input.as_bytes(), false).unwrap();
+        let names: Vec<_> = out.ast.find_by_tag("tool_name").into_iter().map(|id| out.ast.text(id, input.as_bytes()).into_owned()).collect();
+        if out.result.outcome == peg_runtime::parse::Outcome::Success && names == ["get_weather", "search"] {
+            passed += 1;
+        } else {
+            failures.push(format!("{name}: {:?} {names:?} in {cut:?}", out.result.outcome));
+        }
+    }
+    println!("round trip: {passed}/{eligible}; failures: {failures:#?}");
+    assert!(eligible >= 25, "only {eligible} templates were eligible");
+    assert!(failures.is_empty(), "{failures:#?}");
+}
