@@ -10,10 +10,10 @@
 
 use std::sync::Arc;
 
-use crate::arena::Arena;
+use crate::arena::{Arena, Node};
 use crate::ast::AstNode;
 use crate::error::Error;
-use crate::parse::{finish_output, Engine, Memo, ParseOptions, ParseOutput};
+use crate::parse::{finish_output_with_order, memoizable, Engine, Entry, Link, Memo, Outcome, ParseOptions, ParseOutput};
 
 /// A streaming parse over input that arrives in chunks.
 ///
@@ -38,6 +38,19 @@ pub struct Session {
     memo: Memo,
     nodes: Vec<AstNode>,
     options: ParseOptions,
+    frontier: Option<Frontier>,
+}
+
+/// The last partial parse ended in need-more-input along a path on which nothing else touched
+/// the end: the next parse only has to resume the leaf and, while it still needs more input,
+/// move the ends of the partial nodes on the path.
+#[derive(Debug)]
+struct Frontier {
+    /// Leaf first, root last.
+    links: Vec<Link>,
+    output: ParseOutput,
+    /// Per link: the index of its AST node in `output`, if it has one there.
+    out_index: Vec<Option<usize>>,
 }
 
 impl Session {
@@ -48,7 +61,7 @@ impl Session {
 
     /// A session with explicit limits.
     pub fn with_options(arena: Arc<Arena>, options: ParseOptions) -> Session {
-        Session { arena, input: Vec::new(), memo: Memo::default(), nodes: Vec::new(), options }
+        Session { arena, input: Vec::new(), memo: Memo::default(), nodes: Vec::new(), options, frontier: None }
     }
 
     /// The grammar.
@@ -68,6 +81,9 @@ impl Session {
 
     /// Parses all input so far as partial input; equals `arena.parse(self.input(), true)`.
     pub fn parse(&mut self) -> Result<ParseOutput, Error> {
+        if let Some(out) = self.fast() {
+            return Ok(out);
+        }
         self.run(true)
     }
 
@@ -82,21 +98,75 @@ impl Session {
         self.input.clear();
         self.memo = Memo::default();
         self.nodes.clear();
+        self.frontier = None;
+    }
+
+    /// The frontier fast path; `None` when the slow path must run.
+    fn fast(&mut self) -> Option<ParseOutput> {
+        let f = self.frontier.as_mut()?;
+        let arena = &*self.arena;
+        let leaf = f.links[0];
+        self.memo.generation += 1;
+        let generation = self.memo.generation;
+        let memoize = memoizable(arena.node(leaf.id));
+        let resume = if memoize { self.memo.map.get_mut(&(leaf.id.0, leaf.pos)).and_then(|e| e.resume.take()) } else { None };
+        let mut engine = Engine::new(arena, &self.input, true, self.options, &mut self.nodes, None);
+        let (r, resume) = engine.eval(leaf.id, leaf.pos, resume).ok()?;
+        if memoize {
+            let entry = Entry { res: r, generation, ast: Box::new([]), resume: if r.touched { resume } else { None } };
+            self.memo.map.insert((leaf.id.0, leaf.pos), entry);
+        }
+        if r.outcome != Outcome::NeedMoreInput {
+            self.frontier = None;
+            return None;
+        }
+        let (mut end, mut invalid) = (r.end, r.invalid);
+        for (link, idx) in f.links.iter().zip(&f.out_index).skip(1) {
+            match arena.node(link.id) {
+                Node::Peek { .. } | Node::Negate { .. } => {
+                    end = link.pos;
+                    invalid = false;
+                }
+                Node::Sequence { .. } | Node::Repeat { .. } => invalid |= link.pre_invalid,
+                Node::Tag { .. } | Node::Rule { .. } => {
+                    if let Some(a) = link.ast {
+                        let n = &mut self.nodes[a.0 as usize];
+                        n.end = end;
+                        n.invalid_utf8 = invalid;
+                    }
+                    if let Some(&k) = idx.as_ref() {
+                        let n = &mut f.output.ast.nodes[k];
+                        n.end = end;
+                        n.invalid_utf8 = invalid;
+                    }
+                }
+                _ => {}
+            }
+        }
+        f.output.result.end = end;
+        Some(f.output.clone())
     }
 
     fn run(&mut self, partial: bool) -> Result<ParseOutput, Error> {
-        self.memo.generation = self.memo.generation.wrapping_add(1);
+        self.memo.generation += 1;
+        self.frontier = None;
         let arena = &*self.arena;
         let mut engine = Engine::new(arena, &self.input, partial, self.options, &mut self.nodes, Some(&mut self.memo));
-        let r = engine.parse_node(arena.root(), 0);
+        // Entries written before an error are consistent; nothing to undo.
+        let r = engine.parse_node(arena.root(), 0)?;
         let roots = std::mem::take(&mut engine.out);
+        let links = std::mem::take(&mut engine.chain);
         drop(engine);
-        match r {
-            Ok(r) => Ok(finish_output(&self.nodes, &roots, r)),
-            Err(e) => {
-                // Entries written before the error are consistent; nothing to undo.
-                Err(e)
-            }
+        let (output, order) = finish_output_with_order(&self.nodes, &roots, r);
+        let usable = partial
+            && r.outcome == Outcome::NeedMoreInput
+            && links.first().is_some_and(|l| arena.node(l.id).children().is_empty() && !matches!(arena.node(l.id), Node::Ref { .. }))
+            && links.last().is_some_and(|l| l.id == arena.resolve(arena.root()) && l.pos == 0)
+            && links.iter().all(|l| l.clean);
+        if usable {
+            let out_index = links.iter().map(|l| l.ast.and_then(|a| order.iter().position(|&o| o == a))).collect();
+            self.frontier = Some(Frontier { links, output: output.clone(), out_index });
         }
+        Ok(output)
     }
 }
