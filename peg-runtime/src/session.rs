@@ -13,7 +13,7 @@ use std::sync::Arc;
 use crate::arena::{Arena, Node};
 use crate::ast::AstNode;
 use crate::error::Error;
-use crate::parse::{finish_output_with_order, memoizable, Engine, Entry, Link, Memo, Outcome, ParseOptions, ParseOutput};
+use crate::parse::{finish_output_with_order, memoizable, Engine, Entry, Link, Memo, Outcome, ParseOptions, ParseOutput, Resume};
 
 /// A streaming parse over input that arrives in chunks.
 ///
@@ -51,6 +51,8 @@ struct Frontier {
     output: ParseOutput,
     /// Per link: the index of its AST node in `output`, if it has one there.
     out_index: Vec<Option<usize>>,
+    /// The leaf's resume state (moved out of its memo entry while the frontier lives).
+    leaf_resume: Option<Resume>,
 }
 
 impl Session {
@@ -108,18 +110,23 @@ impl Session {
         let leaf = f.links[0];
         self.memo.generation += 1;
         let generation = self.memo.generation;
-        let memoize = memoizable(arena.node(leaf.id));
-        let resume = if memoize { self.memo.map.get_mut(&(leaf.id.0, leaf.pos)).and_then(|e| e.resume.take()) } else { None };
         let mut engine = Engine::new(arena, &self.input, true, self.options, &mut self.nodes, None);
-        let (r, resume) = engine.eval(leaf.id, leaf.pos, resume).ok()?;
-        if memoize {
-            let entry = Entry { res: r, generation, ast: Box::new([]), resume: if r.touched { resume } else { None } };
-            self.memo.map.insert((leaf.id.0, leaf.pos), entry);
-        }
-        if r.outcome != Outcome::NeedMoreInput {
+        let Ok((r, resume)) = engine.eval(leaf.id, leaf.pos, f.leaf_resume.take()) else {
             self.frontier = None;
             return None;
+        };
+        let resume = if r.touched { resume } else { None };
+        if r.outcome != Outcome::NeedMoreInput {
+            // Leave the leaf's result to the slow path, which runs in this same generation.
+            if memoizable(arena.node(leaf.id)) {
+                let entry = Entry { res: r, generation, ast: Box::new([]), resume };
+                self.memo.map.insert((leaf.id.0, leaf.pos), entry);
+            }
+            self.frontier = None;
+            self.memo.generation -= 1;
+            return None;
         }
+        f.leaf_resume = resume;
         let (mut end, mut invalid) = (r.end, r.invalid);
         for (link, idx) in f.links.iter().zip(&f.out_index).skip(1) {
             match arena.node(link.id) {
@@ -148,8 +155,14 @@ impl Session {
     }
 
     fn run(&mut self, partial: bool) -> Result<ParseOutput, Error> {
+        if let Some(f) = self.frontier.take() {
+            // Hand the leaf's latest state back to its memo entry.
+            let leaf = f.links[0];
+            if let Some(e) = self.memo.map.get_mut(&(leaf.id.0, leaf.pos)) {
+                e.resume = f.leaf_resume;
+            }
+        }
         self.memo.generation += 1;
-        self.frontier = None;
         let arena = &*self.arena;
         let mut engine = Engine::new(arena, &self.input, partial, self.options, &mut self.nodes, Some(&mut self.memo));
         // Entries written before an error are consistent; nothing to undo.
@@ -165,7 +178,9 @@ impl Session {
             && links.iter().all(|l| l.clean);
         if usable {
             let out_index = links.iter().map(|l| l.ast.and_then(|a| order.iter().position(|&o| o == a))).collect();
-            self.frontier = Some(Frontier { links, output: output.clone(), out_index });
+            let leaf = links[0];
+            let leaf_resume = self.memo.map.get_mut(&(leaf.id.0, leaf.pos)).and_then(|e| e.resume.take());
+            self.frontier = Some(Frontier { links, output: output.clone(), out_index, leaf_resume });
         }
         Ok(output)
     }

@@ -138,6 +138,10 @@ fn check_session(arena: &Arc<Arena>, input: &[u8], chunks: &[usize]) -> Result<(
         let got = s.parse().unwrap();
         let want = arena.parse(&input[..at], true).unwrap();
         prop_assert_eq!(got, want, "after {} bytes of {:?}", at, String::from_utf8_lossy(input));
+        if k % 3 == 0 {
+            // Finishing mid-stream and then pushing more must not disturb the session.
+            prop_assert_eq!(s.finish().unwrap(), arena.parse(&input[..at], false).unwrap(), "finish after {} bytes", at);
+        }
     }
     prop_assert_eq!(s.finish().unwrap(), arena.parse(input, false).unwrap());
     Ok(())
