@@ -135,6 +135,17 @@ enum St {
     Done,
 }
 
+/// Bytes that need no attention inside a string: printable ASCII other than quotes and `\\`.
+const PLAIN: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0x20;
+    while b < 0x80 {
+        t[b] = b != b'"' as usize && b != b'\'' as usize && b != b'\\' as usize;
+        b += 1;
+    }
+    t
+};
+
 const WORDS: [&[u8]; 6] = [b"true", b"false", b"null", b"True", b"False", b"None"];
 
 /// A resumable scanner: create it at a position, [`run`](Scanner::run) it on the input, and if the
@@ -274,18 +285,27 @@ impl Scanner {
                     }
                 }
                 St::Str { quote } => {
-                    // Fast path: skip a run of plain ASCII up to the next quote or backslash.
-                    let rest = &input[self.pos..];
-                    let stop = memchr::memchr2(quote, b'\\', rest).unwrap_or(rest.len());
-                    let run = &rest[..stop];
-                    if run.is_ascii() && !run.iter().any(|&c| c < 0x20) {
-                        self.pos += stop;
-                        if self.pos >= n {
-                            continue;
+                    // Fast path: plain printable ASCII, byte by byte (strings are mostly short).
+                    let mut i = self.pos;
+                    while i < n && PLAIN[input[i] as usize] {
+                        i += 1;
+                    }
+                    self.pos = i;
+                    if i >= n {
+                        continue;
+                    }
+                    let b = input[i];
+                    if b != quote && b != b'\\' {
+                        if b == b'"' || b == b'\'' {
+                            // The other quote character.
+                            self.pos += 1;
+                        } else {
+                            // Control or non-ASCII: the careful path, up to the next quote/backslash.
+                            let limit = memchr::memchr2(quote, b'\\', &input[i..]).map_or(n, |k| i + k);
+                            if !self.str_slow(input, quote, py, limit) {
+                                fail!();
+                            }
                         }
-                    } else if !self.str_slow(input, quote, py, self.pos + stop) {
-                        fail!();
-                    } else {
                         continue;
                     }
                     let b = input[self.pos];
@@ -379,6 +399,11 @@ impl Scanner {
                 }
                 St::Word { word, i } => {
                     let w = WORDS[word as usize];
+                    if input[self.pos..].starts_with(&w[i as usize..]) {
+                        self.pos += w.len() - i as usize;
+                        self.complete();
+                        continue;
+                    }
                     if b != w[i as usize] {
                         fail!();
                     }

@@ -185,3 +185,59 @@ proptest! {
         check_session(&arenas[1], &input2, &c)?;
     }
 }
+
+fn mutated_json() -> impl Strategy<Value = Vec<u8>> {
+    let edit = (any::<prop::sample::Index>(), prop::sample::select(b"{}[]\",:0-1eE.+ tfnarsul\\x".to_vec()), 0u8..3);
+    (json_value(), any::<bool>(), prop::collection::vec(edit, 0..3)).prop_map(|(v, pretty, edits)| {
+        let mut s = if pretty { serde_json::to_vec_pretty(&v) } else { serde_json::to_vec(&v) }.unwrap();
+        for (at, byte, op) in edits {
+            let i = at.index(s.len() + 1);
+            match op {
+                0 => s.insert(i, byte),
+                1 if i < s.len() => {
+                    s.remove(i);
+                }
+                _ if i < s.len() => s[i] = byte,
+                _ => {}
+            }
+        }
+        s
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn json_scanner_agrees_with_serde_json(input in mutated_json()) {
+        // Invalid UTF-8 inside strings is kept and flagged by design; serde_json rejects it.
+        prop_assume!(std::str::from_utf8(&input).is_ok());
+        let ours = peg_runtime::json::is_valid(&input);
+        let parsed = serde_json::from_slice::<serde_json::Value>(&input);
+        // serde_json rejects numbers beyond f64 range, which the JSON grammar allows.
+        prop_assume!(!matches!(&parsed, Err(e) if e.to_string().contains("out of range")));
+        let theirs = parsed.is_ok();
+        prop_assert_eq!(ours, theirs, "{:?}", String::from_utf8_lossy(&input));
+    }
+
+    #[test]
+    fn json_scanner_resumes_over_any_chunking(input in mutated_json(), chunks in prop::collection::vec(1usize..7, 1..4)) {
+        use peg_runtime::json::{Dialect, Scanner, Target};
+        let want = Scanner::new(Dialect::Json, Target::Value, 0).run(&input, false);
+        let mut sc = Scanner::new(Dialect::Json, Target::Value, 0);
+        let mut at = 0;
+        let mut sizes = chunks.iter().cycle();
+        loop {
+            let r = sc.run(&input[..at], true);
+            let fresh = Scanner::new(Dialect::Json, Target::Value, 0).run(&input[..at], true);
+            prop_assert_eq!(r, fresh);
+            if !r.touched_end || at == input.len() {
+                break;
+            }
+            at = (at + sizes.next().unwrap()).min(input.len());
+        }
+        if want.touched_end || at == input.len() {
+            prop_assert_eq!(sc.run(&input, false), want);
+        }
+    }
+}
