@@ -69,8 +69,8 @@ fn json_value() -> impl Strategy<Value = serde_json::Value> {
     let leaf = prop_oneof![
         Just(Value::Null),
         any::<bool>().prop_map(Value::Bool),
-        any::<i32>().prop_map(|i| Value::from(i)),
-        (-1e6f64..1e6).prop_map(|f| Value::from(f)),
+        any::<i32>().prop_map(Value::from),
+        (-1e6f64..1e6).prop_map(Value::from),
         "[a-z \"\\\\é✓\n]{0,12}".prop_map(Value::String),
     ];
     leaf.prop_recursive(4, 24, 4, |inner| {
@@ -138,7 +138,7 @@ fn check_session(arena: &Arc<Arena>, input: &[u8], chunks: &[usize]) -> Result<(
         let got = s.parse().unwrap();
         let want = arena.parse(&input[..at], true).unwrap();
         prop_assert_eq!(got, want, "after {} bytes of {:?}", at, String::from_utf8_lossy(input));
-        if k % 3 == 0 {
+        if k.is_multiple_of(3) {
             // Finishing mid-stream and then pushing more must not disturb the session.
             prop_assert_eq!(s.finish().unwrap(), arena.parse(&input[..at], false).unwrap(), "finish after {} bytes", at);
         }

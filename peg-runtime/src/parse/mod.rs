@@ -5,6 +5,7 @@
 //! (looked at the end, so a longer input could change it), and whether the matched bytes hold
 //! invalid UTF-8. See `DESIGN.md` for the rules.
 
+mod dump;
 pub(crate) mod utf8;
 
 use std::collections::HashMap;
