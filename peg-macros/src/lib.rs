@@ -1,1 +1,135 @@
-//! `chat_peg!`: grammars written in Rust source, compiled to parsers and GBNF at build time.
+//! `chat_peg!`: grammars written in Rust source, checked at compile time and compiled to a
+//! specialized parser, the equivalent runtime arena and GBNF.
+//!
+//! The pipeline follows rust-peg: tokens -> grammar AST ([`grammar`]) -> static checks
+//! ([`analysis`]) -> code generation ([`lower`] for the arena, `codegen` for the parser).
+//!
+//! # Grammar reference
+//!
+//! ```text
+//! chat_peg! {
+//!     /// Docs for the generated module.
+//!     pub grammar NAME {
+//!         crate = ::path::to::peg_runtime;       // optional, default `::peg_runtime`
+//!         root = EXPR;                           // exactly one
+//!         rule NAME = EXPR;                      // a named rule (an AST node named NAME)
+//!         trigger rule NAME = EXPR;              // entry point of lazy grammars
+//!     }
+//! }
+//! ```
+//!
+//! | syntax | meaning | runtime node |
+//! |---|---|---|
+//! | `"text"`, `'c'` | exact string | `literal` |
+//! | `a b c` | sequence | `sequence` |
+//! | `a / b` | ordered choice | `choice` |
+//! | `e?` `e*` `e+` | optional, zero or more, one or more | `repeat` |
+//! | `e*<n>` `e*<n,>` `e*<,m>` `e*<n,m>` | bounded repetition | `repeat` |
+//! | `&e` `!e` | positive / negative lookahead | `peek` / `negate` |
+//! | `["a-z_"]` `["^\n"]` | one character of a class (repetition folds into the class) | `chars` |
+//! | `_`, `space` | optional whitespace | `space` |
+//! | `eps` `start` `end` `any` `rest` `marker` | basic matchers | same names |
+//! | `until("a")`, `until("a", "b")` | text up to the first delimiter | `until` |
+//! | `json` `json_object` `json_array` `json_string` `json_number` `json_bool` `json_null` | JSON values | `json` |
+//! | `json_string_content` | inside of a JSON string | `json_string_content` |
+//! | `json_member("key", e)` | `"key"` `:` `e` with optional whitespace | sequence |
+//! | `python` `python_dict` `python_list` `python_str` `python_number` `python_bool` `python_none` | Python literals | `python` |
+//! | `name` | reference to rule `name` | `ref` |
+//! | `#tag(e)` | AST node tagged `tag` (`#reasoning`, `#content`, `#tool_name`, ...) | `tag` |
+//! | `atomic(e)` | no AST nodes for partial matches of `e` | `atomic` |
+//! | `schema(e, "name", "{json schema}")`, `schema_raw(...)` | parse `e`, emit the schema in GBNF | `schema` |
+//! | `gbnf(e, "gbnf expr")` | parse `e`, emit the GBNF expression | `gbnf` |
+//! | `each_tool(e)` | choice of `e` for each tool of the request | `choice` |
+//! | `tool_name`, `tool_schema(e)` | (in `each_tool`) the tool's name; its argument schema | `literal`, `schema` |
+//! | `each_arg(e)` | (in `each_tool`) choice of `e` for each argument of the tool | `choice` |
+//! | `arg_name`, `arg_schema(e)` | (in `each_arg`) the argument's name; its schema (raw for strings) | `literal`, `schema` |
+//! | `if_string_arg(a, b)` | (in `each_arg`) `a` for string arguments, else `b` | - |
+//!
+//! # Diagnostics
+//!
+//! Errors point at the offending tokens: undefined rule, duplicate rule, builtin used as a rule
+//! name, missing or duplicate root, left recursion (with the cycle, `a -> b -> a`), lookahead
+//! inside a trigger rule (no GBNF for it), invalid character class, empty `until` delimiter,
+//! empty literal, invalid schema JSON, inverted repetition bounds, tool/argument parameters
+//! outside `each_tool`/`each_arg`. A rule unreachable from the root is a warning, emitted as the
+//! use of a `#[deprecated]` item (stable proc macros cannot emit warnings directly), so
+//! `#![deny(deprecated)]` turns it into an error.
+//!
+//! # Generated items
+//!
+//! `chat_peg! { pub grammar g { ... } }` expands to `pub mod g` with:
+//! - `Tool` (re-export of the runtime's tool description) and
+//!   `fn arena(tools: &[Tool]) -> Result<Arena, Error>`: the equivalent runtime arena.
+
+use proc_macro::TokenStream;
+use proc_macro2::Span;
+use quote::{format_ident, quote, quote_spanned};
+
+mod analysis;
+mod codegen;
+mod grammar;
+mod lower;
+
+/// Compiles a grammar into a module; see the crate docs for the syntax.
+#[proc_macro]
+pub fn chat_peg(input: TokenStream) -> TokenStream {
+    let g = syn::parse_macro_input!(input as grammar::Grammar);
+    expand(&g).into()
+}
+
+fn expand(g: &grammar::Grammar) -> proc_macro2::TokenStream {
+    let a = analysis::analyze(g);
+    if !a.errors.is_empty() {
+        let errs = a.errors.iter().map(syn::Error::to_compile_error);
+        return quote!(#(#errs)*);
+    }
+    let arena = match lower::build_arena(g, &[]) {
+        Ok(a) => a,
+        // Analysis mirrors the runtime's validation; anything it missed is still a spanned error.
+        Err(e) => {
+            let msg = format!("the runtime rejects this grammar: {}", e.detail());
+            return syn::Error::new(g.name.span(), msg).to_compile_error();
+        }
+    };
+    let arena_json = arena.to_json();
+    let k = &g.krate;
+    let attrs = &g.attrs;
+    let vis = &g.vis;
+    let name = &g.name;
+    let arena_body = lower::arena_fn(g);
+    let parser = codegen::parser_items(g);
+    let warnings = a.warnings.iter().map(|w| warning(w.span, &w.name, &w.message));
+    quote! {
+        #(#attrs)*
+        #vis mod #name {
+            pub use #k::__macro_support::Tool;
+
+            /// The equivalent runtime arena, with `tools` spliced into `each_tool(...)`.
+            #[allow(unused_variables)]
+            pub fn arena(tools: &[Tool]) -> ::std::result::Result<#k::Arena, #k::Error> {
+                #arena_body
+            }
+
+            /// The arena built at expansion time without tools, as JSON (for tests).
+            #[doc(hidden)]
+            pub const __ARENA_JSON: &str = #arena_json;
+
+            #parser
+
+            #(#warnings)*
+        }
+    }
+}
+
+/// A warning at `span`: the use of a deprecated constant whose note is the message.
+fn warning(span: Span, name: &str, message: &str) -> proc_macro2::TokenStream {
+    let item = format_ident!("unused_rule_{}", name, span = span);
+    quote_spanned! {span=>
+        const _: () = {
+            #[deprecated(note = #message)]
+            #[allow(non_upper_case_globals)]
+            const #item: () = ();
+            #item
+        };
+    }
+}

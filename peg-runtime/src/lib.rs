@@ -15,14 +15,22 @@
 //! assert_eq!(arena.rules().len(), 0);
 //! ```
 
+#[doc(hidden)]
+pub mod macro_support;
+#[doc(hidden)]
+pub use macro_support as __macro_support;
+
 pub mod arena;
 pub mod ast;
 pub mod builder;
+pub mod chat;
 pub mod chars;
 pub mod error;
+pub mod gbnf;
 pub mod json;
 pub mod parse;
 pub mod python;
+pub mod schema;
 pub mod session;
 
 pub use arena::{Arena, ArenaData, JsonKind, Node, NodeId, PythonKind};

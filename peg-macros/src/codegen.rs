@@ -1,0 +1,449 @@
+//! The specialized parser: one method per rule, expressions inlined as straight-line Rust over
+//! a `usize` position. Mirrors the runtime engine (`peg_runtime::parse`) node for node, so
+//! the generated parser and the arena give the same outcome, end and AST.
+//!
+//! Invariant of every generated expression: on `Fail` it leaves the AST buffer as it found it.
+
+use proc_macro2::{Ident, Span, TokenStream};
+use quote::{format_ident, quote};
+
+use crate::grammar::{Expr, ExprKind, Grammar, JsonKind, PythonKind};
+use crate::lower::char_class;
+
+/// Maximum nesting of rule calls in generated parsers.
+pub const MAX_DEPTH: usize = 500;
+
+struct Gen<'g> {
+    k: &'g TokenStream,
+    counter: usize,
+}
+
+/// The name of the method parsing rule `name`.
+fn rule_fn(name: &str) -> Ident {
+    format_ident!("r_{}", name)
+}
+
+impl Gen<'_> {
+    fn fresh(&mut self, base: &str) -> Ident {
+        self.counter += 1;
+        format_ident!("{}{}", base, self.counter)
+    }
+
+    fn label(&mut self) -> syn::Lifetime {
+        self.counter += 1;
+        syn::Lifetime::new(&format!("'l{}", self.counter), Span::call_site())
+    }
+
+    /// `Some(Arc<str>)` of a constant label, allocated once per process.
+    fn arc_label(&self, text: &str) -> TokenStream {
+        quote!({
+            static L: ::std::sync::OnceLock<::std::sync::Arc<str>> = ::std::sync::OnceLock::new();
+            ::std::option::Option::Some(L.get_or_init(|| ::std::sync::Arc::from(#text)).clone())
+        })
+    }
+
+    /// Code evaluating `e` at position `pos` (a `usize` local) to a `Res`.
+    fn expr(&mut self, e: &Expr, pos: &Ident) -> TokenStream {
+        let k = self.k;
+        let s = quote!(#k::__macro_support);
+        let outcome = quote!(#k::Outcome);
+        match &e.kind {
+            ExprKind::Eps => quote!(#s::Res::ok(#pos)),
+            ExprKind::Start => quote!(if #pos == 0 { #s::Res::ok(#pos) } else { #s::Res::fail(#pos) }),
+            ExprKind::End => quote!(if #pos >= input.len() { #s::Res::ok(#pos) } else { #s::Res::fail(#pos) }),
+            ExprKind::Any => quote!(#s::any(input, partial, #pos)),
+            ExprKind::Rest => quote!(#s::rest(input, partial, #pos)),
+            ExprKind::Space => quote!(#s::space(input, partial, #pos)),
+            ExprKind::Marker => quote!(#s::marker(input, partial, #pos)),
+            ExprKind::Literal(text) => {
+                let bytes = syn::LitByteStr::new(text.as_bytes(), Span::call_site());
+                quote!(#s::literal(input, partial, #pos, #bytes))
+            }
+            ExprKind::Chars { class, min, max } => {
+                let cc = char_class(class);
+                let pats: Vec<TokenStream> = cc
+                    .ranges
+                    .iter()
+                    .map(|&(lo, hi)| if lo == hi { quote!(#lo) } else { quote!(#lo..=#hi) })
+                    .collect();
+                let test = if pats.is_empty() { quote!(false) } else { quote!(matches!(c, #(#pats)|*)) };
+                let test = if cc.negated { quote!(!(#test)) } else { test };
+                let max = opt_u32(max);
+                quote!(#s::chars(input, partial, #pos, #min, #max, |c: char| #test))
+            }
+            ExprKind::Until(delims) => {
+                let d: Vec<String> = delims.iter().map(|s| s.value()).collect();
+                quote!({
+                    static D: ::std::sync::OnceLock<#s::Delims> = ::std::sync::OnceLock::new();
+                    let search = D.get_or_init(|| #s::Delims::new(&[#(#d),*]));
+                    #s::until(input, partial, #pos, search, &[#(#d),*])
+                })
+            }
+            ExprKind::Json(kind) => {
+                let kind = json_kind(k, *kind);
+                quote!(#s::json(input, partial, #pos, #kind))
+            }
+            ExprKind::JsonStringContent => quote!(#s::json_string_content(input, partial, #pos)),
+            ExprKind::Python(kind) => {
+                let kind = python_kind(k, *kind);
+                quote!(#s::python(input, partial, #pos, #kind))
+            }
+            ExprKind::Seq(items) => self.seq(items.iter().collect(), pos),
+            ExprKind::JsonMember(key, value) => {
+                // Same shape as `Builder::json_member`: key, space, colon, space, value.
+                let quoted = serde_json::to_string(key).unwrap_or_default();
+                let span = e.span;
+                let lit = |t: &str| Expr { kind: ExprKind::Literal(t.to_owned()), span };
+                let sp = Expr { kind: ExprKind::Space, span };
+                let parts = [lit(&quoted), sp.clone(), lit(":"), sp];
+                let mut items: Vec<&Expr> = parts.iter().collect();
+                items.push(value);
+                self.seq(items, pos)
+            }
+            ExprKind::Choice(alts) => {
+                let l = self.label();
+                let r = self.fresh("r");
+                let tries = alts.iter().map(|a| {
+                    let code = self.expr(a, pos);
+                    quote! {
+                        let #r = #code;
+                        if #r.outcome != #outcome::Fail {
+                            break #l #r;
+                        }
+                    }
+                });
+                let tries: Vec<TokenStream> = tries.collect();
+                quote!(#l: {
+                    #(#tries)*
+                    #s::Res::fail(#pos)
+                })
+            }
+            ExprKind::Repeat { expr, min, max } => {
+                let p = self.fresh("p");
+                let r = self.fresh("r");
+                let count = self.fresh("count");
+                let inv = self.fresh("inv");
+                let mark = self.fresh("mark");
+                let nmark = self.fresh("nmark");
+                let body = self.expr(expr, &p);
+                let max_check = match max {
+                    Some(m) => quote!(if #count >= #m { break #outcome::Success; }),
+                    None => quote!(),
+                };
+                quote!({
+                    let #mark = self.buf.out.len();
+                    let #nmark = self.buf.nodes.len();
+                    let mut #count: u32 = 0;
+                    let mut #p: usize = #pos;
+                    let mut #inv = false;
+                    let outcome = loop {
+                        #max_check
+                        let #r = #body;
+                        match #r.outcome {
+                            #outcome::Success => {
+                                #count += 1;
+                                #inv |= #r.invalid;
+                                if #r.end == #p {
+                                    break #outcome::Success;
+                                }
+                                #p = #r.end;
+                            }
+                            #outcome::NeedMoreInput => {
+                                #inv |= #r.invalid;
+                                #p = #r.end;
+                                break #outcome::NeedMoreInput;
+                            }
+                            #outcome::Fail => break if #count >= #min { #outcome::Success } else { #outcome::Fail },
+                        }
+                    };
+                    if outcome == #outcome::Fail {
+                        self.buf.reset(#mark, #nmark);
+                    }
+                    #s::Res::new(outcome, #p, #inv)
+                })
+            }
+            ExprKind::Peek(c) | ExprKind::Negate(c) => {
+                let negate = matches!(e.kind, ExprKind::Negate(_));
+                let mark = self.fresh("mark");
+                let nmark = self.fresh("nmark");
+                let r = self.fresh("r");
+                let body = self.expr(c, pos);
+                let (on_success, on_fail) = if negate { (quote!(Fail), quote!(Success)) } else { (quote!(Success), quote!(Fail)) };
+                quote!({
+                    let #mark = self.buf.out.len();
+                    let #nmark = self.buf.nodes.len();
+                    let #r = #body;
+                    self.buf.reset(#mark, #nmark);
+                    let outcome = match #r.outcome {
+                        #outcome::NeedMoreInput => #outcome::NeedMoreInput,
+                        #outcome::Success => #outcome::#on_success,
+                        #outcome::Fail => #outcome::#on_fail,
+                    };
+                    #s::Res::new(outcome, #pos, false)
+                })
+            }
+            ExprKind::Ref(name) => {
+                let f = rule_fn(&name.to_string());
+                quote!(self.#f(#pos)?)
+            }
+            ExprKind::Tag(tag, c) => {
+                let mark = self.fresh("mark");
+                let r = self.fresh("r");
+                let body = self.expr(c, pos);
+                let label = self.arc_label(tag);
+                quote!({
+                    let #mark = self.buf.out.len();
+                    let #r = #body;
+                    if #r.outcome != #outcome::Fail {
+                        self.buf.close(#mark, #label, ::std::option::Option::None, #pos, #r);
+                    }
+                    #r
+                })
+            }
+            ExprKind::Atomic(c) => {
+                let mark = self.fresh("mark");
+                let r = self.fresh("r");
+                let body = self.expr(c, pos);
+                quote!({
+                    let #mark = self.buf.out.len();
+                    let #r = #body;
+                    if #r.outcome == #outcome::NeedMoreInput {
+                        self.buf.out.truncate(#mark);
+                    }
+                    #r
+                })
+            }
+            ExprKind::Schema { expr, .. } | ExprKind::Gbnf(expr, _) | ExprKind::ToolSchema(expr) | ExprKind::ArgSchema(expr) => {
+                self.expr(expr, pos)
+            }
+            ExprKind::EachTool(c) => {
+                let l = self.label();
+                let r = self.fresh("r");
+                let body = self.expr(c, pos);
+                quote!(#l: {
+                    for __tool in tools.tools.iter() {
+                        let #r = #body;
+                        if #r.outcome != #outcome::Fail {
+                            break #l #r;
+                        }
+                    }
+                    #s::Res::fail(#pos)
+                })
+            }
+            ExprKind::EachArg(c) => {
+                let l = self.label();
+                let r = self.fresh("r");
+                let body = self.expr(c, pos);
+                quote!(#l: {
+                    for __arg in __tool.1.iter() {
+                        let #r = #body;
+                        if #r.outcome != #outcome::Fail {
+                            break #l #r;
+                        }
+                    }
+                    #s::Res::fail(#pos)
+                })
+            }
+            ExprKind::ToolName => quote!(#s::literal(input, partial, #pos, __tool.0.as_bytes())),
+            ExprKind::ArgName => quote!(#s::literal(input, partial, #pos, __arg.0.as_bytes())),
+            ExprKind::IfStringArg(a, b) => {
+                let a = self.expr(a, pos);
+                let b = self.expr(b, pos);
+                quote!(if __arg.1 { #a } else { #b })
+            }
+        }
+    }
+
+    fn seq(&mut self, items: Vec<&Expr>, pos: &Ident) -> TokenStream {
+        let k = self.k;
+        let s = quote!(#k::__macro_support);
+        let outcome = quote!(#k::Outcome);
+        let l = self.label();
+        let p = self.fresh("p");
+        let inv = self.fresh("inv");
+        let mark = self.fresh("mark");
+        let nmark = self.fresh("nmark");
+        let r = self.fresh("r");
+        let steps: Vec<TokenStream> = items
+            .into_iter()
+            .map(|c| {
+                let code = self.expr(c, &p);
+                quote! {
+                    let #r = #code;
+                    #inv |= #r.invalid;
+                    if #r.outcome != #outcome::Success {
+                        if #r.outcome == #outcome::Fail {
+                            self.buf.reset(#mark, #nmark);
+                        }
+                        break #l #s::Res::new(#r.outcome, #r.end, #inv);
+                    }
+                    #p = #r.end;
+                }
+            })
+            .collect();
+        quote!(#l: {
+            let #mark = self.buf.out.len();
+            let #nmark = self.buf.nodes.len();
+            let mut #p: usize = #pos;
+            let mut #inv = false;
+            #(#steps)*
+            #s::Res::new(#outcome::Success, #p, #inv)
+        })
+    }
+}
+
+fn opt_u32(v: &Option<u32>) -> TokenStream {
+    match v {
+        Some(n) => quote!(::std::option::Option::Some(#n)),
+        None => quote!(::std::option::Option::None),
+    }
+}
+
+fn json_kind(k: &TokenStream, kind: JsonKind) -> TokenStream {
+    let v = match kind {
+        JsonKind::Value => quote!(Value),
+        JsonKind::Object => quote!(Object),
+        JsonKind::Array => quote!(Array),
+        JsonKind::String => quote!(String),
+        JsonKind::Number => quote!(Number),
+        JsonKind::Bool => quote!(Bool),
+        JsonKind::Null => quote!(Null),
+    };
+    quote!(#k::JsonKind::#v)
+}
+
+fn python_kind(k: &TokenStream, kind: PythonKind) -> TokenStream {
+    let v = match kind {
+        PythonKind::Value => quote!(Value),
+        PythonKind::Dict => quote!(Dict),
+        PythonKind::List => quote!(List),
+        PythonKind::Str => quote!(Str),
+        PythonKind::Number => quote!(Number),
+        PythonKind::Bool => quote!(Bool),
+        PythonKind::None => quote!(None),
+    };
+    quote!(#k::PythonKind::#v)
+}
+
+/// The parser items of the generated module: `Parser`, `Session`, `parse`.
+pub fn parser_items(g: &Grammar) -> TokenStream {
+    let k = &g.krate;
+    let s = quote!(#k::__macro_support);
+    let outcome = quote!(#k::Outcome);
+    let mut gen = Gen { k, counter: 0 };
+    let pos = format_ident!("pos");
+    let max_depth = MAX_DEPTH;
+    let rules: Vec<TokenStream> = g
+        .rules
+        .iter()
+        .map(|r| {
+            let name = r.name.to_string();
+            let f = rule_fn(&name);
+            let body = gen.expr(&r.expr, &pos);
+            let label = gen.arc_label(&name);
+            quote! {
+                #[allow(unused_variables, unused_mut, unused_labels, clippy::all)]
+                fn #f(&mut self, pos: usize) -> ::std::result::Result<#s::Res, #k::Error> {
+                    if self.depth >= #max_depth {
+                        return ::std::result::Result::Err(#s::too_deep(#max_depth, pos));
+                    }
+                    self.depth += 1;
+                    let input: &'i [u8] = self.input;
+                    let partial = self.partial;
+                    let tools: &'i #s::ToolTable = self.tools;
+                    let mark = self.buf.out.len();
+                    let r: #s::Res = #body;
+                    self.depth -= 1;
+                    if r.outcome != #outcome::Fail {
+                        self.buf.close(mark, ::std::option::Option::None, #label, pos, r);
+                    }
+                    ::std::result::Result::Ok(r)
+                }
+            }
+        })
+        .collect();
+    let root = gen.expr(&g.root[0].1, &pos);
+    quote! {
+        /// The specialized parser: direct Rust code for this grammar, equivalent to its
+        /// [`arena`]. Holds the request's tools; cheap to build, reusable across parses.
+        #[derive(Debug, Clone, Default)]
+        pub struct Parser {
+            tools: #s::ToolTable,
+        }
+
+        impl Parser {
+            /// A parser for a request offering `tools` (used by `each_tool(...)`).
+            pub fn new(tools: &[Tool]) -> Parser {
+                Parser { tools: #s::ToolTable::new(tools) }
+            }
+
+            /// Parses `input` from its start. `partial`: the input may continue (streaming).
+            /// `Err` only when rule calls nest deeper than the limit.
+            pub fn parse(&self, input: &[u8], partial: bool) -> ::std::result::Result<#k::ParseOutput, #k::Error> {
+                let mut st = __State { input, partial, tools: &self.tools, depth: 0, buf: #s::AstBuf::default() };
+                let r = st.root(0)?;
+                ::std::result::Result::Ok(st.buf.finish(r))
+            }
+        }
+
+        /// Parses `input` with a parser offering no tools.
+        pub fn parse(input: &[u8], partial: bool) -> ::std::result::Result<#k::ParseOutput, #k::Error> {
+            Parser::default().parse(input, partial)
+        }
+
+        /// Streaming over input that arrives in chunks. Each [`Session::parse`] re-runs the
+        /// specialized parser over all input so far (it is fast enough that memoization does
+        /// not pay off); results equal a one-shot parse by construction.
+        #[derive(Debug, Clone, Default)]
+        pub struct Session {
+            parser: Parser,
+            input: ::std::vec::Vec<u8>,
+        }
+
+        impl Session {
+            /// A session over an empty input.
+            pub fn new(parser: Parser) -> Session {
+                Session { parser, input: ::std::vec::Vec::new() }
+            }
+            /// Appends a chunk of input.
+            pub fn push(&mut self, chunk: &[u8]) {
+                self.input.extend_from_slice(chunk);
+            }
+            /// All input pushed so far.
+            pub fn input(&self) -> &[u8] {
+                &self.input
+            }
+            /// Parses all input so far as partial input.
+            pub fn parse(&mut self) -> ::std::result::Result<#k::ParseOutput, #k::Error> {
+                self.parser.parse(&self.input, true)
+            }
+            /// Parses all input so far as complete input.
+            pub fn finish(&mut self) -> ::std::result::Result<#k::ParseOutput, #k::Error> {
+                self.parser.parse(&self.input, false)
+            }
+            /// Drops all input.
+            pub fn reset(&mut self) {
+                self.input.clear();
+            }
+        }
+
+        struct __State<'i> {
+            input: &'i [u8],
+            partial: bool,
+            tools: &'i #s::ToolTable,
+            depth: usize,
+            buf: #s::AstBuf,
+        }
+
+        impl<'i> __State<'i> {
+            #[allow(unused_variables, unused_mut, unused_labels, clippy::all)]
+            fn root(&mut self, pos: usize) -> ::std::result::Result<#s::Res, #k::Error> {
+                let input: &'i [u8] = self.input;
+                let partial = self.partial;
+                let tools: &'i #s::ToolTable = self.tools;
+                ::std::result::Result::Ok(#root)
+            }
+            #(#rules)*
+        }
+    }
+}

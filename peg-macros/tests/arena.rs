@@ -1,0 +1,47 @@
+//! The generated `arena(tools)` equals the arena the macro built at expansion time, and
+//! splices tools in.
+
+mod common;
+
+use common::{hermes, kitchen_sink, xml_params};
+use peg_runtime::{Arena, Node};
+
+#[test]
+fn runtime_arena_equals_expansion_time_arena() {
+    for (built, json) in [
+        (hermes::arena(&[]).unwrap(), hermes::__ARENA_JSON),
+        (xml_params::arena(&[]).unwrap(), xml_params::__ARENA_JSON),
+        (kitchen_sink::arena(&[]).unwrap(), kitchen_sink::__ARENA_JSON),
+    ] {
+        assert_eq!(built, Arena::from_json(json).unwrap());
+    }
+}
+
+#[test]
+fn tools_are_spliced_in() {
+    let tools = hermes::Tool::from_openai(&serde_json::json!([
+        {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}},
+        {"type": "function", "function": {"name": "search", "parameters": {"type": "object"}}}
+    ]));
+    let arena = hermes::arena(&tools).unwrap();
+    let literals: Vec<&str> = arena
+        .nodes()
+        .iter()
+        .filter_map(|n| match n {
+            Node::Literal { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(literals.contains(&"get_weather") && literals.contains(&"search"));
+    let schemas: Vec<&str> = arena
+        .nodes()
+        .iter()
+        .filter_map(|n| match n {
+            Node::Schema { name, .. } => Some(name.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(schemas, ["tool-get_weather-args", "tool-search-args"]);
+    let triggers: Vec<&str> = arena.rules().iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(triggers, ["reasoning", "tool_call", "call"]);
+}

@@ -1,0 +1,8 @@
+peg_macros::chat_peg! {
+    grammar g {
+        root = #content(until("<call>")) call? end;
+        trigger rule call = "<call>" body "</call>";
+        rule body = (!"</call>" any)*;
+    }
+}
+fn main() {}

@@ -1,0 +1,7 @@
+peg_macros::chat_peg! {
+    grammar g {
+        root = "<think>" thought "</think>";
+        rule thougth = until("</think>");
+    }
+}
+fn main() {}

@@ -1,0 +1,201 @@
+//! Builders for the three chat AST shapes (seed 003): `simple` (reasoning, content), `native`
+//! (tool arguments as one JSON object) and `constructed` (arguments as separate entities).
+//!
+//! Each builder derefs to [`Builder`], so every combinator is at hand; the shape adds methods
+//! that wrap a parser in its semantic tag. The mapper ([`crate::chat::ChatParser`]) reads
+//! exactly these tags.
+
+use std::ops::Deref;
+
+use crate::arena::Arena;
+use crate::builder::{Builder, IntoParser, Parser};
+use crate::error::Error;
+
+/// The semantic tag names the mapper understands.
+pub mod tags {
+    /// Reasoning text (`reasoning_content`).
+    pub const REASONING: &str = "reasoning";
+    /// Content text.
+    pub const CONTENT: &str = "content";
+    /// A whole tool call.
+    pub const TOOL: &str = "tool";
+    /// The start of a tool call.
+    pub const TOOL_OPEN: &str = "tool_open";
+    /// The end of a tool call.
+    pub const TOOL_CLOSE: &str = "tool_close";
+    /// The call id, when the output carries one.
+    pub const TOOL_ID: &str = "tool_id";
+    /// The function name.
+    pub const TOOL_NAME: &str = "tool_name";
+    /// The arguments as one JSON (or Python-literal) object.
+    pub const TOOL_ARGS: &str = "tool_args";
+    /// One argument: name and value.
+    pub const TOOL_ARG: &str = "tool_arg";
+    /// The start of an argument.
+    pub const TOOL_ARG_OPEN: &str = "tool_arg_open";
+    /// The end of an argument.
+    pub const TOOL_ARG_CLOSE: &str = "tool_arg_close";
+    /// The argument name.
+    pub const TOOL_ARG_NAME: &str = "tool_arg_name";
+    /// A raw string value: becomes a JSON string (escaped) unless the schema says otherwise.
+    pub const TOOL_ARG_STRING_VALUE: &str = "tool_arg_string_value";
+    /// A JSON (or Python-literal) value, kept as JSON.
+    pub const TOOL_ARG_JSON_VALUE: &str = "tool_arg_json_value";
+}
+
+macro_rules! tag_methods {
+    ($($(#[$doc:meta])* $name:ident => $tag:path;)*) => {
+        $(
+            $(#[$doc])*
+            pub fn $name<'a>(&'a self, p: impl IntoParser<'a>) -> Parser<'a> {
+                self.b.tag($tag, p)
+            }
+        )*
+    };
+}
+
+macro_rules! shape {
+    ($(#[$doc:meta])* $ty:ident) => {
+        $(#[$doc])*
+        #[derive(Default)]
+        pub struct $ty {
+            b: Builder,
+        }
+
+        impl Deref for $ty {
+            type Target = Builder;
+            fn deref(&self) -> &Builder {
+                &self.b
+            }
+        }
+
+        impl $ty {
+            /// An empty builder.
+            pub fn new() -> $ty {
+                $ty::default()
+            }
+
+            /// Builds an arena; the closure returns the root parser.
+            pub fn build<F>(f: F) -> Result<Arena, Error>
+            where
+                F: for<'a> FnOnce(&'a $ty) -> Parser<'a>,
+            {
+                let s = $ty::new();
+                let root = f(&s).id();
+                s.b.finish(root)
+            }
+
+            tag_methods! {
+                /// Tags reasoning text.
+                reasoning => tags::REASONING;
+                /// Tags content text.
+                content => tags::CONTENT;
+            }
+        }
+    };
+}
+
+shape! {
+    /// The `simple` shape: content with optional reasoning.
+    ///
+    /// ```
+    /// use peg_runtime::chat::SimpleBuilder;
+    /// let arena = SimpleBuilder::build(|p| {
+    ///     p.optional("<think>" + p.reasoning(p.until("</think>")) + "</think>") + p.content(p.rest())
+    /// })
+    /// .unwrap();
+    /// assert!(!arena.nodes().is_empty());
+    /// ```
+    SimpleBuilder
+}
+
+shape! {
+    /// The `native` shape: tool arguments arrive as one JSON object.
+    ///
+    /// ```
+    /// use peg_runtime::chat::NativeBuilder;
+    /// let arena = NativeBuilder::build(|p| {
+    ///     let call = p.tool(
+    ///         p.tool_open("{")
+    ///             << p.json_member("name", "\"" + p.tool_name(p.literal("get_weather")) + "\"")
+    ///             << ","
+    ///             << p.json_member("arguments", p.tool_args(p.json()))
+    ///             << p.tool_close("}"),
+    ///     );
+    ///     p.content(p.until("<tool_call>")) + p.optional("<tool_call>" + call + "</tool_call>") + p.end()
+    /// })
+    /// .unwrap();
+    /// assert!(!arena.nodes().is_empty());
+    /// ```
+    NativeBuilder
+}
+
+shape! {
+    /// The `constructed` shape: arguments arrive as separate entities (XML tags, `name=value`).
+    ///
+    /// ```
+    /// use peg_runtime::chat::ConstructedBuilder;
+    /// let arena = ConstructedBuilder::build(|p| {
+    ///     let arg = p.tool_arg(
+    ///         p.tool_arg_open("<parameter name=\"" + p.tool_arg_name(p.literal("location")) + "\">")
+    ///             + p.tool_arg_string_value(p.until("</parameter>"))
+    ///             + p.tool_arg_close("</parameter>"),
+    ///     );
+    ///     let call = p.tool(
+    ///         p.tool_open("<function name=\"" + p.tool_name(p.literal("get_weather")) + "\">")
+    ///             + arg
+    ///             + p.tool_close("</function>"),
+    ///     );
+    ///     p.content(p.until("<tool_call>")) + "<tool_call>" + call + "</tool_call>" + p.end()
+    /// })
+    /// .unwrap();
+    /// assert!(!arena.nodes().is_empty());
+    /// ```
+    ConstructedBuilder
+}
+
+macro_rules! tool_methods {
+    ($ty:ident) => {
+        impl $ty {
+            tag_methods! {
+                /// Tags a whole tool call.
+                tool => tags::TOOL;
+                /// Tags the start of a tool call.
+                tool_open => tags::TOOL_OPEN;
+                /// Tags the end of a tool call.
+                tool_close => tags::TOOL_CLOSE;
+                /// Tags the call id.
+                tool_id => tags::TOOL_ID;
+                /// Tags the function name.
+                tool_name => tags::TOOL_NAME;
+            }
+        }
+    };
+}
+
+tool_methods!(NativeBuilder);
+tool_methods!(ConstructedBuilder);
+
+impl NativeBuilder {
+    tag_methods! {
+        /// Tags the arguments object (JSON or a Python dict).
+        tool_args => tags::TOOL_ARGS;
+    }
+}
+
+impl ConstructedBuilder {
+    tag_methods! {
+        /// Tags one argument (name and value).
+        tool_arg => tags::TOOL_ARG;
+        /// Tags the start of an argument.
+        tool_arg_open => tags::TOOL_ARG_OPEN;
+        /// Tags the end of an argument.
+        tool_arg_close => tags::TOOL_ARG_CLOSE;
+        /// Tags the argument name.
+        tool_arg_name => tags::TOOL_ARG_NAME;
+        /// Tags a raw string value (escaped into a JSON string unless the schema says otherwise).
+        tool_arg_string_value => tags::TOOL_ARG_STRING_VALUE;
+        /// Tags a JSON value.
+        tool_arg_json_value => tags::TOOL_ARG_JSON_VALUE;
+    }
+}

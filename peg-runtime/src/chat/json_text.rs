@@ -1,0 +1,358 @@
+//! Small text helpers for tool arguments: JSON string escaping, a streaming Python-literal to
+//! JSON normalizer, and closing a cut-off JSON text so it parses.
+
+/// Appends `s` to `out` escaped for the inside of a JSON string (no surrounding quotes).
+pub(crate) fn escape_into(out: &mut String, s: &str) {
+    let mut last = 0;
+    for (i, b) in s.bytes().enumerate() {
+        let esc: &str = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            0..=0x1f => "",
+            _ => continue,
+        };
+        out.push_str(&s[last..i]);
+        if esc.is_empty() {
+            out.push_str(&format!("\\u{b:04x}"));
+        } else {
+            out.push_str(esc);
+        }
+        last = i + 1;
+    }
+    out.push_str(&s[last..]);
+}
+
+/// `s` as a JSON string literal.
+pub(crate) fn quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    escape_into(&mut out, s);
+    out.push('"');
+    out
+}
+
+/// `text` trimmed; a JSON string literal is decoded (names and ids may be tagged with quotes).
+pub(crate) fn unquote(text: &str) -> String {
+    let t = text.trim();
+    if t.len() >= 2 && t.starts_with('"') && t.ends_with('"') {
+        if let Ok(s) = serde_json::from_str::<String>(t) {
+            return s;
+        }
+    }
+    if t.len() >= 2 && t.starts_with('\'') && t.ends_with('\'') {
+        return t[1..t.len() - 1].to_owned();
+    }
+    t.to_owned()
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum PyState {
+    #[default]
+    Normal,
+    Dq,
+    DqEsc,
+    Sq,
+    SqEsc,
+}
+
+/// Rewrites a Python literal (`{'a': True, 'b': None}`) into JSON text as it streams in.
+/// JSON input passes through unchanged. Holds back only an unfinished identifier or escape,
+/// so fed piece by piece it yields the same text as fed whole.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PyToJson {
+    state: PyState,
+    ident: String,
+}
+
+impl PyToJson {
+    fn flush_ident(&mut self, out: &mut String) {
+        if self.ident.is_empty() {
+            return;
+        }
+        out.push_str(match self.ident.as_str() {
+            "True" => "true",
+            "False" => "false",
+            "None" => "null",
+            other => other,
+        });
+        self.ident.clear();
+    }
+
+    /// Feeds `s`, appending the JSON text that is now certain to `out`.
+    pub(crate) fn push(&mut self, s: &str, out: &mut String) {
+        // Fast path: plain runs are copied as slices, not char by char.
+        let mut run_start = 0;
+        for (i, c) in s.char_indices() {
+            let plain = match self.state {
+                PyState::Normal => self.ident.is_empty() && !matches!(c, '"' | '\'' | 'A'..='Z' | 'a'..='z' | '_'),
+                PyState::Dq => !matches!(c, '\\' | '"'),
+                PyState::Sq => !matches!(c, '\\' | '\'' | '"') && c >= ' ',
+                _ => false,
+            };
+            if plain {
+                continue;
+            }
+            out.push_str(&s[run_start..i]);
+            run_start = i + c.len_utf8();
+            self.step(c, out);
+        }
+        out.push_str(&s[run_start..]);
+    }
+
+    fn step(&mut self, c: char, out: &mut String) {
+        match self.state {
+            PyState::Normal => {
+                if c.is_ascii_alphanumeric() || c == '_' {
+                    if !self.ident.is_empty() || !c.is_ascii_digit() {
+                        self.ident.push(c);
+                        return;
+                    }
+                }
+                self.flush_ident(out);
+                match c {
+                    '"' => {
+                        self.state = PyState::Dq;
+                        out.push('"');
+                    }
+                    '\'' => {
+                        self.state = PyState::Sq;
+                        out.push('"');
+                    }
+                    'A'..='Z' | 'a'..='z' | '_' => self.ident.push(c),
+                    _ => out.push(c),
+                }
+            }
+            PyState::Dq => match c {
+                '\\' => self.state = PyState::DqEsc,
+                '"' => {
+                    self.state = PyState::Normal;
+                    out.push('"');
+                }
+                _ => out.push(c),
+            },
+            PyState::DqEsc => {
+                self.state = PyState::Dq;
+                if c != '\'' {
+                    out.push('\\');
+                }
+                out.push(c);
+            }
+            PyState::Sq => match c {
+                '\\' => self.state = PyState::SqEsc,
+                '\'' => {
+                    self.state = PyState::Normal;
+                    out.push('"');
+                }
+                _ => escape_into(out, c.encode_utf8(&mut [0; 4])),
+            },
+            PyState::SqEsc => {
+                self.state = PyState::Sq;
+                match c {
+                    '\'' => out.push('\''),
+                    'x' => out.push_str("\\u00"),
+                    _ => {
+                        out.push('\\');
+                        out.push(c);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Ends the text: a held identifier or dangling escape is written out.
+    pub(crate) fn finish(&mut self, out: &mut String) {
+        self.flush_ident(out);
+        if matches!(self.state, PyState::DqEsc | PyState::SqEsc) {
+            out.push_str("\\\\");
+        }
+        self.state = PyState::Normal;
+    }
+}
+
+/// Converts a whole Python literal (or JSON) text to JSON text.
+pub(crate) fn py_to_json(s: &str) -> String {
+    let mut n = PyToJson::default();
+    let mut out = String::with_capacity(s.len());
+    n.push(s, &mut out);
+    n.finish(&mut out);
+    out
+}
+
+fn is_valid_json(s: &str) -> bool {
+    serde_json::from_str::<serde::de::IgnoredAny>(s).is_ok()
+}
+
+/// Closes a JSON text cut off mid-stream so it parses: an open string gets its quote, open
+/// objects and arrays their brackets; a dangling key, colon, comma or unfinished literal is
+/// dropped. `None` when nothing valid can be made (e.g. empty text); complete JSON is returned
+/// as is.
+///
+/// ```
+/// use peg_runtime::chat::close_partial_json;
+/// assert_eq!(close_partial_json(r#"{"a": "hel"#).as_deref(), Some(r#"{"a": "hel"}"#));
+/// assert_eq!(close_partial_json(r#"{"a": 1, "b"#).as_deref(), Some(r#"{"a": 1}"#));
+/// assert_eq!(close_partial_json(r#"[1, [2, tr"#).as_deref(), Some(r#"[1, [2]]"#));
+/// assert_eq!(close_partial_json(""), None);
+/// ```
+pub fn close_partial_json(text: &str) -> Option<String> {
+    if is_valid_json(text) {
+        return Some(text.to_owned());
+    }
+    let bytes = text.as_bytes();
+    let mut stack: Vec<u8> = Vec::new();
+    // Truncation points known to close cleanly: (length, closers needed there).
+    let mut safe: Option<(usize, Vec<u8>)> = None;
+    let mut in_string = false;
+    let mut string_is_key = false;
+    let mut escape = false;
+    let mut string_start = 0;
+    // In an object, whether the next string is a key.
+    let mut expect_key = false;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if in_string {
+            if escape {
+                escape = false;
+            } else if b == b'\\' {
+                escape = true;
+            } else if b == b'"' {
+                in_string = false;
+                if !string_is_key {
+                    safe = Some((i + 1, stack.clone()));
+                }
+            }
+            i += 1;
+            continue;
+        }
+        match b {
+            b'"' => {
+                in_string = true;
+                string_start = i;
+                string_is_key = expect_key && stack.last() == Some(&b'{');
+                expect_key = false;
+            }
+            b'{' => {
+                stack.push(b'{');
+                expect_key = true;
+                safe = Some((i + 1, stack.clone()));
+            }
+            b'[' => {
+                stack.push(b'[');
+                safe = Some((i + 1, stack.clone()));
+            }
+            b'}' | b']' => {
+                stack.pop();
+                safe = Some((i + 1, stack.clone()));
+            }
+            b',' => expect_key = stack.last() == Some(&b'{'),
+            b':' => expect_key = false,
+            _ if b.is_ascii_alphanumeric() || b == b'-' || b == b'.' || b == b'+' => {
+                // A number or literal: safe after it if it is complete.
+                let start = i;
+                while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || matches!(bytes[i], b'-' | b'.' | b'+')) {
+                    i += 1;
+                }
+                if is_valid_json(&text[start..i]) && i < bytes.len() {
+                    safe = Some((i, stack.clone()));
+                }
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    let close = |mut s: String, stack: &[u8]| {
+        for &c in stack.iter().rev() {
+            s.push(if c == b'{' { '}' } else { ']' });
+        }
+        s
+    };
+    let mut candidates = Vec::new();
+    if in_string && !string_is_key {
+        // Drop a dangling escape so the added quote is not escaped.
+        let mut body = &text[..];
+        let tail = &text[string_start..];
+        if let Some(pos) = tail.rfind('\\') {
+            let after = &tail[pos + 1..];
+            let complete = match after.chars().next() {
+                None => false,
+                Some('u') => after.len() >= 5,
+                Some(_) => true,
+            };
+            let backslashes = tail[..=pos].bytes().rev().take_while(|&b| b == b'\\').count();
+            if backslashes % 2 == 1 && !complete {
+                body = &text[..string_start + pos];
+            }
+        }
+        candidates.push(close(format!("{body}\""), &stack));
+    } else if !in_string {
+        candidates.push(close(text.trim_end().trim_end_matches(',').to_owned(), &stack));
+    }
+    if let Some((len, st)) = safe {
+        candidates.push(close(text[..len].to_owned(), &st));
+    }
+    candidates.into_iter().find(|c| is_valid_json(c))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python_literals_become_json() {
+        assert_eq!(py_to_json("{'a': True, 'b': None, 'c': [False, 1.5e3]}"), r#"{"a": true, "b": null, "c": [false, 1.5e3]}"#);
+        assert_eq!(py_to_json(r#"{'q': 'say "hi"\n', "d": "it\'s"}"#), r#"{"q": "say \"hi\"\n", "d": "it's"}"#);
+        assert_eq!(py_to_json(r#"{"x": "True"}"#), r#"{"x": "True"}"#);
+    }
+
+    #[test]
+    fn python_streaming_matches_whole() {
+        let src = r#"{'name': 'it\'s', 'ok': True, "v": [None, 'a"b', 12]}"#;
+        let whole = py_to_json(src);
+        for step in 1..6 {
+            let mut n = PyToJson::default();
+            let mut out = String::new();
+            let chars: Vec<char> = src.chars().collect();
+            for piece in chars.chunks(step) {
+                n.push(&piece.iter().collect::<String>(), &mut out);
+            }
+            n.finish(&mut out);
+            assert_eq!(out, whole, "step {step}");
+        }
+    }
+
+    #[test]
+    fn escaping() {
+        let mut s = String::new();
+        escape_into(&mut s, "a\"b\\c\nd\u{1}é");
+        assert_eq!(s, "a\\\"b\\\\c\\nd\\u0001é");
+        assert_eq!(serde_json::from_str::<String>(&quote("x\ty\u{7f}")).unwrap(), "x\ty\u{7f}");
+        assert_eq!(unquote(" \"a\\\"b\" "), "a\"b");
+        assert_eq!(unquote(" get_weather\n"), "get_weather");
+    }
+
+    #[test]
+    fn closing() {
+        for (input, want) in [
+            (r#"{"a": "x\"#, Some(r#"{"a": "x"}"#)),
+            (r#"{"a": "x\u00"#, Some(r#"{"a": "x"}"#)),
+            (r#"{"a": {"b": [1, 2"#, Some(r#"{"a": {"b": [1, 2]}}"#)),
+            (r#"{"a": 1,"#, Some(r#"{"a": 1}"#)),
+            (r#"{"a": "#, Some("{}")),
+            (r#"{"a"#, Some("{}")),
+            (r#"{"a": 12"#, Some(r#"{"a": 12}"#)),
+            (r#"{"a": 1."#, Some("{}")),
+            ("[", Some("[]")),
+            ("", None),
+            ("tru", None),
+        ] {
+            assert_eq!(close_partial_json(input).as_deref(), want, "{input}");
+        }
+    }
+}

@@ -1,0 +1,795 @@
+//! From a tagged AST to message text, incrementally.
+//!
+//! The AST is first flattened into [`Event`]s in input order (a tagged text node is one event;
+//! a name, id or close marker another; scopes such as `tool` give a start and an end event).
+//! A [`Fold`] consumes events left to right and writes to a [`Sink`]: content, reasoning, a tool
+//! call's header (index, id, name) and its argument text, all append-only. A one-shot parse
+//! folds every event of the final AST; a stream folds each partial AST from where the previous
+//! one stopped, so both write the same text in the same order and the deltas add up to the
+//! one-shot message by construction.
+//!
+//! Stability: in a partial parse, a node that is cut by the end of input, or ends exactly there,
+//! may still change. Such a text node is *growing*: its bytes so far are emitted, and later
+//! parses continue from there. Such a structural node (a name, a close) is not folded yet.
+
+use std::collections::HashMap;
+
+use crate::ast::{Ast, AstId};
+use crate::chat::builder::tags;
+use crate::chat::json_text::{escape_into, py_to_json, quote, unquote, PyToJson};
+
+/// What an event does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Content,
+    Reasoning,
+    NewCall,
+    EndCall,
+    ToolName,
+    ToolId,
+    ToolArgs,
+    ArgName,
+    ArgString,
+    ArgJson,
+    EndArg,
+}
+
+impl Kind {
+    fn is_text(self) -> bool {
+        matches!(self, Kind::Content | Kind::Reasoning | Kind::ToolArgs | Kind::ArgString | Kind::ArgJson)
+    }
+}
+
+/// One step of the fold: a node's kind, span, and whether it can no longer change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Event {
+    pub kind: Kind,
+    pub start: usize,
+    pub end: usize,
+    pub sealed: bool,
+}
+
+/// Flattens `ast` into events. `final_input`: no more input will come, so every complete node
+/// is sealed; otherwise a node ending at the end of input is not.
+pub(crate) fn linearize(ast: &Ast, input_len: usize, final_input: bool, out: &mut Vec<Event>) {
+    out.clear();
+    let cx = Walk { ast, input_len, final_input };
+    for &r in &ast.roots {
+        cx.walk(r, false, out);
+    }
+}
+
+struct Walk<'a> {
+    ast: &'a Ast,
+    input_len: usize,
+    final_input: bool,
+}
+
+impl Walk<'_> {
+    fn walk(&self, id: AstId, in_tool: bool, out: &mut Vec<Event>) {
+        let n = self.ast.node(id);
+        let sealed = !n.partial && (self.final_input || n.end < self.input_len);
+        let ev = |kind| Event { kind, start: n.start, end: n.end, sealed };
+        let text_kind = match n.tag.as_deref() {
+            Some(tags::CONTENT) => Some(Kind::Content),
+            Some(tags::REASONING) => Some(Kind::Reasoning),
+            Some(tags::TOOL_ARGS) => Some(Kind::ToolArgs),
+            Some(tags::TOOL_ARG_STRING_VALUE) => Some(Kind::ArgString),
+            Some(tags::TOOL_ARG_JSON_VALUE) => Some(Kind::ArgJson),
+            _ => None,
+        };
+        if let Some(kind) = text_kind {
+            // An empty growing node has nothing to say yet (and may vanish).
+            if sealed || n.end > n.start {
+                out.push(ev(kind));
+            }
+            return;
+        }
+        let children = |in_tool: bool, out: &mut Vec<Event>| {
+            for &c in &n.children {
+                self.walk(c, in_tool, out);
+            }
+        };
+        match n.tag.as_deref() {
+            Some(tags::TOOL_NAME) | Some(tags::TOOL_ID) | Some(tags::TOOL_ARG_NAME) => {
+                if sealed {
+                    out.push(ev(match n.tag.as_deref() {
+                        Some(tags::TOOL_NAME) => Kind::ToolName,
+                        Some(tags::TOOL_ID) => Kind::ToolId,
+                        _ => Kind::ArgName,
+                    }));
+                }
+                children(in_tool, out);
+            }
+            Some(tags::TOOL_CLOSE) | Some(tags::TOOL_ARG_CLOSE) => {
+                if sealed {
+                    let kind = if n.tag.as_deref() == Some(tags::TOOL_CLOSE) { Kind::EndCall } else { Kind::EndArg };
+                    out.push(Event { kind, start: n.end, end: n.end, sealed });
+                }
+            }
+            Some(tags::TOOL) => self.scope(id, in_tool, Some(Kind::NewCall), Some(Kind::EndCall), out),
+            Some(tags::TOOL_OPEN) if !in_tool => self.scope(id, in_tool, Some(Kind::NewCall), None, out),
+            Some(tags::TOOL_ARG) => self.scope(id, in_tool, None, Some(Kind::EndArg), out),
+            _ => children(in_tool, out),
+        }
+    }
+
+    /// A scope's start event is placed only if something inside is folded (or the scope is
+    /// sealed), so a speculative, still empty scope at the end of input leaves no trace.
+    fn scope(&self, id: AstId, in_tool: bool, start: Option<Kind>, end: Option<Kind>, out: &mut Vec<Event>) {
+        let n = self.ast.node(id);
+        let sealed = !n.partial && (self.final_input || n.end < self.input_len);
+        let mark = out.len();
+        if let Some(kind) = start {
+            out.push(Event { kind, start: n.start, end: n.start, sealed: true });
+        }
+        for &c in &n.children {
+            self.walk(c, in_tool || start.is_some(), out);
+        }
+        if start.is_some() && out.len() == mark + 1 && !sealed {
+            out.pop();
+        }
+        if let (Some(kind), true) = (end, sealed) {
+            out.push(Event { kind, start: n.end, end: n.end, sealed });
+        }
+    }
+}
+
+/// How a schema types an argument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ArgType {
+    /// `type: string` (or only strings allowed).
+    String,
+    /// A string or null: the text `null` is null, anything else a string.
+    NullableString,
+    /// Any other declared type.
+    Json,
+}
+
+impl ArgType {
+    /// Reads a property schema; `None` when it does not say.
+    pub(crate) fn of(schema: &serde_json::Value) -> Option<ArgType> {
+        use serde_json::Value;
+        let all_strings = |vals: &[Value]| !vals.is_empty() && vals.iter().all(Value::is_string);
+        match schema.get("type") {
+            Some(Value::String(t)) => return Some(if t == "string" { ArgType::String } else { ArgType::Json }),
+            Some(Value::Array(ts)) => {
+                let non_null: Vec<&Value> = ts.iter().filter(|t| t.as_str() != Some("null")).collect();
+                if non_null.is_empty() || !non_null.iter().all(|t| t.as_str() == Some("string")) {
+                    return Some(ArgType::Json);
+                }
+                return Some(if non_null.len() < ts.len() { ArgType::NullableString } else { ArgType::String });
+            }
+            _ => {}
+        }
+        if let Some(Value::Array(e)) = schema.get("enum") {
+            return Some(if all_strings(e) { ArgType::String } else { ArgType::Json });
+        }
+        if let Some(c) = schema.get("const") {
+            return Some(if c.is_string() { ArgType::String } else { ArgType::Json });
+        }
+        for key in ["anyOf", "oneOf"] {
+            if let Some(Value::Array(vs)) = schema.get(key) {
+                let is_null = |v: &Value| v.get("type").and_then(Value::as_str) == Some("null");
+                let types: Vec<Option<ArgType>> = vs.iter().filter(|v| !is_null(v)).map(ArgType::of).collect();
+                if !types.is_empty() && types.iter().all(|t| *t == Some(ArgType::String)) {
+                    return Some(if types.len() < vs.len() { ArgType::NullableString } else { ArgType::String });
+                }
+                if types.iter().any(|t| t.is_some()) {
+                    return Some(ArgType::Json);
+                }
+            }
+        }
+        None
+    }
+}
+
+/// What the fold needs to know about the request and the grammar.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Context {
+    /// Tool name to argument name to type.
+    pub arg_types: HashMap<String, HashMap<String, ArgType>>,
+    /// The grammar tags call ids: wait for one before announcing a call.
+    pub has_tool_id: bool,
+    /// The grammar tags `tool` or `tool_open`: calls are delimited by scopes.
+    pub has_scopes: bool,
+    /// Generated ids are this prefix plus the call index.
+    pub id_prefix: String,
+}
+
+impl Context {
+    fn arg_type(&self, tool: Option<&str>, arg: Option<&str>) -> Option<ArgType> {
+        self.arg_types.get(tool?)?.get(arg?).copied()
+    }
+}
+
+/// Where folded text goes.
+pub(crate) trait Sink {
+    fn content(&mut self, s: &str);
+    fn reasoning(&mut self, s: &str);
+    fn header(&mut self, index: usize, id: &str, name: &str);
+    fn args(&mut self, index: usize, s: &str);
+}
+
+/// Drops leading whitespace and holds trailing whitespace until more text follows, so that
+/// the final text is trimmed and nothing emitted is ever retracted.
+#[derive(Debug, Clone, Default)]
+struct Trim {
+    started: bool,
+    held: String,
+}
+
+impl Trim {
+    fn push(&mut self, s: &str, mut emit: impl FnMut(&str)) {
+        let s = if self.started {
+            s
+        } else {
+            let t = s.trim_start();
+            if t.is_empty() {
+                return;
+            }
+            self.started = true;
+            t
+        };
+        let body = s.trim_end();
+        if body.is_empty() {
+            self.held.push_str(s);
+            return;
+        }
+        if !self.held.is_empty() {
+            emit(&self.held);
+            self.held.clear();
+        }
+        emit(body);
+        self.held.push_str(&s[body.len()..]);
+    }
+}
+
+/// The state of the argument value being folded.
+#[derive(Debug, Clone)]
+enum Value {
+    /// A JSON string: the opening quote is out.
+    Str,
+    /// A raw value the schema types as non-string: held whole, decided when complete.
+    Held(String),
+    /// A raw value of a nullable string: held while it could still be `null`.
+    MaybeNull(String),
+    /// A JSON value with only whitespace seen so far.
+    Pending,
+    /// A JSON (or Python) value streaming through the normalizer.
+    Json(PyToJson, Trim),
+}
+
+#[derive(Debug, Clone, Default)]
+struct Call {
+    name: Option<String>,
+    id: Option<String>,
+    /// Set once the header is out.
+    index: Option<usize>,
+    /// Argument text produced before the header.
+    buffer: String,
+    args_any: bool,
+    constructed: bool,
+    arg_count: usize,
+    arg_name: Option<String>,
+    value: Option<Value>,
+    /// Native arguments: normalizer and whitespace trim.
+    py: PyToJson,
+    trim: Trim,
+}
+
+/// The mapper state: everything needed to continue folding where the last parse stopped.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Fold {
+    content: Trim,
+    reasoning: Trim,
+    call: Option<Call>,
+    headers: usize,
+    /// Input offset folded so far (text of a growing node counts up to where it was read).
+    pub pos: usize,
+}
+
+fn put_args(call: &mut Call, s: &str, sink: &mut dyn Sink) {
+    if s.is_empty() {
+        return;
+    }
+    call.args_any = true;
+    match call.index {
+        Some(i) => sink.args(i, s),
+        None => call.buffer.push_str(s),
+    }
+}
+
+impl Fold {
+    /// Folds a text event's new bytes `text`. `first`: the node's first piece; `sealed`: its last.
+    pub(crate) fn text(&mut self, kind: Kind, text: &str, first: bool, sealed: bool, cx: &Context, sink: &mut dyn Sink) {
+        match kind {
+            Kind::Content => self.content.push(text, |s| sink.content(s)),
+            Kind::Reasoning => self.reasoning.push(text, |s| sink.reasoning(s)),
+            Kind::ToolArgs => {
+                let (headers, call) = self.ensure_call(cx, sink);
+                let mut norm = String::with_capacity(text.len());
+                call.py.push(text, &mut norm);
+                if sealed {
+                    call.py.finish(&mut norm);
+                }
+                let mut pieces = std::mem::take(&mut call.trim);
+                pieces.push(&norm, |s| put_args(call, s, sink));
+                if sealed {
+                    pieces.held.clear();
+                }
+                call.trim = pieces;
+                Self::maybe_header(headers, call, cx, false, sink);
+            }
+            Kind::ArgString | Kind::ArgJson => {
+                let (headers, call) = self.ensure_call(cx, sink);
+                if first {
+                    Self::close_value(call, sink);
+                    call.value = Some(match kind {
+                        Kind::ArgJson => Value::Pending,
+                        _ => match cx.arg_type(call.name.as_deref(), call.arg_name.as_deref()) {
+                            Some(ArgType::Json) => Value::Held(String::new()),
+                            Some(ArgType::NullableString) => Value::MaybeNull(String::new()),
+                            _ => {
+                                put_args(call, "\"", sink);
+                                Value::Str
+                            }
+                        },
+                    });
+                }
+                Self::value_text(call, text, sink);
+                if sealed {
+                    Self::close_value(call, sink);
+                }
+                Self::maybe_header(headers, call, cx, false, sink);
+            }
+            _ => {}
+        }
+    }
+
+    fn value_text(call: &mut Call, text: &str, sink: &mut dyn Sink) {
+        let mut text = text;
+        let mut value = call.value.take();
+        if let Some(Value::Pending) = value {
+            let t = text.trim_start();
+            let Some(c) = t.chars().next() else {
+                call.value = value;
+                return;
+            };
+            text = t;
+            if matches!(c, '{' | '[' | '"' | '\'' | '-' | '0'..='9' | 't' | 'f' | 'n' | 'T' | 'F' | 'N') {
+                value = Some(Value::Json(PyToJson::default(), Trim::default()));
+            } else {
+                // Not JSON after all: keep the text as a string.
+                put_args(call, "\"", sink);
+                value = Some(Value::Str);
+            }
+        }
+        match &mut value {
+            Some(Value::Str) => {
+                let mut esc = String::with_capacity(text.len() + 8);
+                escape_into(&mut esc, text);
+                put_args(call, &esc, sink);
+            }
+            Some(Value::Held(buf)) => buf.push_str(text),
+            Some(Value::MaybeNull(buf)) => {
+                buf.push_str(text);
+                let t = buf.trim_start();
+                if !("null".starts_with(t) || t.trim_end() == "null") {
+                    let mut esc = String::from("\"");
+                    escape_into(&mut esc, buf);
+                    put_args(call, &esc, sink);
+                    value = Some(Value::Str);
+                }
+            }
+            Some(Value::Json(py, trim)) => {
+                let mut norm = String::with_capacity(text.len());
+                py.push(text, &mut norm);
+                trim.push(&norm, |s| put_args(call, s, sink));
+            }
+            _ => {}
+        }
+        call.value = value;
+    }
+
+    /// Ends the current value: closes its string or writes out the held or pending value.
+    fn close_value(call: &mut Call, sink: &mut dyn Sink) {
+        match call.value.take() {
+            Some(Value::Str) => put_args(call, "\"", sink),
+            Some(Value::Held(buf)) => {
+                let j = py_to_json(buf.trim());
+                if !j.is_empty() && serde_json::from_str::<serde::de::IgnoredAny>(&j).is_ok() {
+                    put_args(call, &j, sink);
+                } else {
+                    put_args(call, &quote(&buf), sink);
+                }
+            }
+            Some(Value::MaybeNull(buf)) => {
+                put_args(call, &if buf.trim() == "null" { "null".to_owned() } else { quote(&buf) }, sink);
+            }
+            Some(Value::Pending) => put_args(call, "null", sink),
+            Some(Value::Json(mut py, mut trim)) => {
+                let mut norm = String::new();
+                py.finish(&mut norm);
+                trim.push(&norm, |s| put_args(call, s, sink));
+            }
+            None => {}
+        }
+    }
+
+    /// Folds a structural event; `text` is the node's text.
+    pub(crate) fn structural(&mut self, kind: Kind, text: &str, cx: &Context, sink: &mut dyn Sink) {
+        match kind {
+            Kind::NewCall => self.new_call(cx, sink),
+            Kind::EndCall => self.end_call(cx, sink),
+            Kind::ToolName => {
+                if !cx.has_scopes && self.call.as_ref().is_some_and(|c| c.name.is_some()) {
+                    self.new_call(cx, sink);
+                }
+                let (headers, call) = self.ensure_call(cx, sink);
+                if call.name.is_none() {
+                    call.name = Some(unquote(text));
+                }
+                Self::maybe_header(headers, call, cx, false, sink);
+            }
+            Kind::ToolId => {
+                if !cx.has_scopes && self.call.as_ref().is_some_and(|c| c.id.is_some() || c.index.is_some()) {
+                    self.new_call(cx, sink);
+                }
+                let (headers, call) = self.ensure_call(cx, sink);
+                if call.index.is_none() && call.id.is_none() {
+                    call.id = Some(unquote(text));
+                }
+                Self::maybe_header(headers, call, cx, false, sink);
+            }
+            Kind::ArgName => {
+                let (headers, call) = self.ensure_call(cx, sink);
+                Self::close_value(call, sink);
+                let name = unquote(text);
+                let mut piece = String::from(if call.arg_count == 0 { "{" } else { ", " });
+                piece.push_str(&quote(&name));
+                piece.push_str(": ");
+                call.constructed = true;
+                call.arg_count += 1;
+                call.arg_name = Some(name);
+                put_args(call, &piece, sink);
+                Self::maybe_header(headers, call, cx, false, sink);
+            }
+            Kind::EndArg => {
+                if let Some(call) = &mut self.call {
+                    Self::close_value(call, sink);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The current call (opened if there is none) and the header counter.
+    fn ensure_call(&mut self, cx: &Context, sink: &mut dyn Sink) -> (&mut usize, &mut Call) {
+        if self.call.is_none() {
+            self.new_call(cx, sink);
+        }
+        (&mut self.headers, self.call.as_mut().expect("just created"))
+    }
+
+    fn new_call(&mut self, cx: &Context, sink: &mut dyn Sink) {
+        self.end_call(cx, sink);
+        self.call = Some(Call::default());
+    }
+
+    fn end_call(&mut self, cx: &Context, sink: &mut dyn Sink) {
+        let Some(mut call) = self.call.take() else { return };
+        Self::close_value(&mut call, sink);
+        let mut tail = String::new();
+        call.py.finish(&mut tail);
+        let mut trim = std::mem::take(&mut call.trim);
+        trim.push(&tail, |s| put_args(&mut call, s, sink));
+        if call.constructed {
+            put_args(&mut call, "}", sink);
+        } else if !call.args_any && call.name.is_some() {
+            put_args(&mut call, "{}", sink);
+        }
+        Self::maybe_header(&mut self.headers, &mut call, cx, true, sink);
+    }
+
+    /// Announces the call once its name is known and its id is known or can no longer come.
+    fn maybe_header(headers: &mut usize, call: &mut Call, cx: &Context, closing: bool, sink: &mut dyn Sink) {
+        if call.index.is_some() {
+            return;
+        }
+        let ready = match &call.name {
+            Some(_) => closing || call.id.is_some() || !cx.has_tool_id || call.args_any,
+            // A nameless call is announced only if it produced arguments (never lose text).
+            None => closing && call.args_any,
+        };
+        if !ready {
+            return;
+        }
+        let index = *headers;
+        *headers += 1;
+        call.index = Some(index);
+        let id = call.id.clone().unwrap_or_else(|| format!("{}{index}", cx.id_prefix));
+        sink.header(index, &id, call.name.as_deref().unwrap_or(""));
+        if !call.buffer.is_empty() {
+            sink.args(index, &std::mem::take(&mut call.buffer));
+        }
+    }
+
+    /// Content that did not come from a tagged node (the unparsed remainder in lenient mode).
+    pub(crate) fn extra_content(&mut self, text: &str, sink: &mut dyn Sink) {
+        self.content.push(text, |s| sink.content(s));
+    }
+
+    /// The input is complete: close the open call; held trailing whitespace is dropped.
+    pub(crate) fn finish(&mut self, cx: &Context, sink: &mut dyn Sink) {
+        self.end_call(cx, sink);
+    }
+}
+
+/// Largest `end' <= end` such that `input[from..end']` does not stop inside a UTF-8 sequence
+/// that more input could complete.
+fn utf8_safe_end(input: &[u8], from: usize, end: usize) -> usize {
+    match std::str::from_utf8(&input[from..end]) {
+        Ok(_) => end,
+        Err(e) if e.error_len().is_none() => from + e.valid_up_to(),
+        Err(_) => {
+            // Invalid bytes inside: only an incomplete sequence at the very end is held back.
+            let tail_start = end.saturating_sub(3).max(from);
+            for s in tail_start..end {
+                if std::str::from_utf8(&input[s..end]).is_err_and(|e| e.error_len().is_none() && e.valid_up_to() == 0)
+                    && (input[s] & 0xC0) == 0xC0
+                {
+                    return s;
+                }
+            }
+            end
+        }
+    }
+}
+
+/// Drives a [`Fold`] over successive ASTs of one growing input.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Driver {
+    pub fold: Fold,
+    /// Events fully folded, a prefix of every later event list.
+    done: usize,
+    last: Option<(Kind, usize)>,
+    /// The growing text node: kind, start, bytes read up to.
+    growing: Option<(Kind, usize, usize)>,
+    events: Vec<Event>,
+}
+
+impl Driver {
+    /// Folds what is new in `ast`, a parse of `input`. Returns `false`, folding nothing, when
+    /// the parse no longer agrees with what was folded (an earlier node vanished or changed
+    /// kind): emitted text cannot be retracted, so the caller must give up following it.
+    pub(crate) fn advance(&mut self, ast: &Ast, input: &[u8], final_input: bool, cx: &Context, sink: &mut dyn Sink) -> bool {
+        let mut events = std::mem::take(&mut self.events);
+        linearize(ast, input.len(), final_input, &mut events);
+        let mut i = self.done;
+        let key = |e: &Event| (e.kind, e.start);
+        let agrees = i <= events.len()
+            && (i == 0 || Some(key(&events[i - 1])) == self.last)
+            && match self.growing {
+                Some((k, s, _)) => events.get(i).is_some_and(|e| key(e) == (k, s)),
+                None => true,
+            };
+        if !agrees {
+            self.events = events;
+            return false;
+        }
+        while i < events.len() {
+            let ev = events[i];
+            if ev.kind.is_text() {
+                let (from, first) = match self.growing {
+                    Some((k, s, read)) if k == ev.kind && s == ev.start => (read.min(ev.end), false),
+                    _ => (ev.start, true),
+                };
+                let to = if ev.sealed { ev.end } else { utf8_safe_end(input, from, ev.end) };
+                let text = String::from_utf8_lossy(&input[from..to]);
+                self.fold.text(ev.kind, &text, first, ev.sealed, cx, sink);
+                self.fold.pos = self.fold.pos.max(to);
+                if !ev.sealed {
+                    self.growing = Some((ev.kind, ev.start, to));
+                    break;
+                }
+                self.growing = None;
+            } else if ev.sealed {
+                let text = String::from_utf8_lossy(&input[ev.start..ev.end]);
+                self.fold.structural(ev.kind, &text, cx, sink);
+                self.fold.pos = self.fold.pos.max(ev.end);
+            } else {
+                break;
+            }
+            i += 1;
+            self.done = i;
+            self.last = Some((ev.kind, ev.start));
+        }
+        self.events = events;
+        true
+    }
+}
+
+/// A sink that builds a message directly.
+#[derive(Debug, Default)]
+pub(crate) struct MessageSink {
+    pub message: crate::chat::ChatMessage,
+}
+
+impl Sink for MessageSink {
+    fn content(&mut self, s: &str) {
+        self.message.content.push_str(s);
+    }
+    fn reasoning(&mut self, s: &str) {
+        self.message.reasoning_content.push_str(s);
+    }
+    fn header(&mut self, index: usize, id: &str, name: &str) {
+        let calls = &mut self.message.tool_calls;
+        while calls.len() <= index {
+            calls.push(Default::default());
+        }
+        calls[index].id = id.to_owned();
+        calls[index].name = name.to_owned();
+    }
+    fn args(&mut self, index: usize, s: &str) {
+        if let Some(c) = self.message.tool_calls.get_mut(index) {
+            c.arguments.push_str(s);
+        }
+    }
+}
+
+/// A sink that records deltas, merging adjacent pieces of the same field.
+#[derive(Debug, Default)]
+pub(crate) struct DeltaSink {
+    pub deltas: Vec<crate::chat::ChatDelta>,
+}
+
+impl Sink for DeltaSink {
+    fn content(&mut self, s: &str) {
+        match self.deltas.last_mut() {
+            Some(crate::chat::ChatDelta { content: Some(c), .. }) => c.push_str(s),
+            _ => self.deltas.push(crate::chat::ChatDelta::content(s)),
+        }
+    }
+    fn reasoning(&mut self, s: &str) {
+        match self.deltas.last_mut() {
+            Some(crate::chat::ChatDelta { reasoning_content: Some(c), .. }) => c.push_str(s),
+            _ => self.deltas.push(crate::chat::ChatDelta::reasoning(s)),
+        }
+    }
+    fn header(&mut self, index: usize, id: &str, name: &str) {
+        self.deltas.push(crate::chat::ChatDelta::tool_call(crate::chat::ToolCallDelta::header(index, id, name)));
+    }
+    fn args(&mut self, index: usize, s: &str) {
+        if let Some(d) = self.deltas.last_mut() {
+            if let [t] = d.tool_calls.as_mut_slice() {
+                if t.index == index {
+                    t.arguments.get_or_insert_with(String::new).push_str(s);
+                    return;
+                }
+            }
+        }
+        self.deltas.push(crate::chat::ChatDelta::tool_call(crate::chat::ToolCallDelta::arguments(index, s)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::ast::AstNode;
+    use crate::chat::ChatMessage;
+
+    /// A hand-made AST: `(tag, start, end, partial, children)` in pre-order.
+    enum T {
+        N(&'static str, usize, usize, bool, Vec<T>),
+    }
+
+    fn ast(roots: Vec<T>) -> Ast {
+        fn add(a: &mut Ast, t: T) -> AstId {
+            let T::N(tag, start, end, partial, children) = t;
+            let id = AstId(a.nodes.len() as u32);
+            a.nodes.push(AstNode {
+                tag: Some(Arc::from(tag)),
+                rule: None,
+                start,
+                end,
+                children: vec![],
+                partial,
+                invalid_utf8: false,
+            });
+            let kids: Vec<AstId> = children.into_iter().map(|c| add(a, c)).collect();
+            a.nodes[id.0 as usize].children = kids;
+            id
+        }
+        let mut a = Ast::default();
+        for r in roots {
+            let id = add(&mut a, r);
+            a.roots.push(id);
+        }
+        a
+    }
+
+    fn at(input: &str, s: &str) -> (usize, usize) {
+        let i = input.find(s).unwrap();
+        (i, i + s.len())
+    }
+
+    #[test]
+    fn constructed_call_with_typed_args() {
+        let input = r#"Hi <f=get><p=city>Paris "x"</p><p=days> 3 </p></f>"#;
+        let (c0, c1) = (0, 3);
+        let (n0, n1) = at(input, "get");
+        let (a0, a1) = at(input, "city");
+        let (v0, v1) = at(input, r#"Paris "x""#);
+        let (b0, b1) = at(input, "days");
+        let (w0, w1) = at(input, " 3 ");
+        let end = input.len();
+        use T::N;
+        let tree = ast(vec![
+            N("content", c0, c1, false, vec![]),
+            N(
+                "tool",
+                c1,
+                end,
+                false,
+                vec![
+                    N("tool_name", n0, n1, false, vec![]),
+                    N("tool_arg", a0 - 3, v1 + 4, false, vec![
+                        N("tool_arg_name", a0, a1, false, vec![]),
+                        N("tool_arg_string_value", v0, v1, false, vec![]),
+                    ]),
+                    N("tool_arg", b0 - 3, w1 + 4, false, vec![
+                        N("tool_arg_name", b0, b1, false, vec![]),
+                        N("tool_arg_string_value", w0, w1, false, vec![]),
+                    ]),
+                    N("tool_close", end - 4, end, false, vec![]),
+                ],
+            ),
+        ]);
+        let mut cx = Context { id_prefix: "call_".into(), has_scopes: true, ..Context::default() };
+        cx.arg_types.insert(
+            "get".into(),
+            [("city".to_owned(), ArgType::String), ("days".to_owned(), ArgType::Json)].into_iter().collect(),
+        );
+        let mut d = Driver::default();
+        let mut sink = MessageSink::default();
+        d.advance(&tree, input.as_bytes(), true, &cx, &mut sink);
+        d.fold.finish(&cx, &mut sink);
+        let m: ChatMessage = sink.message;
+        assert_eq!(m.content, "Hi");
+        assert_eq!(m.tool_calls.len(), 1);
+        assert_eq!(m.tool_calls[0].name, "get");
+        assert_eq!(m.tool_calls[0].id, "call_0");
+        assert_eq!(m.tool_calls[0].arguments, r#"{"city": "Paris \"x\"", "days": 3}"#);
+    }
+
+    #[test]
+    fn growing_text_continues_where_it_stopped() {
+        let cx = Context::default();
+        let full = "  hello world  ";
+        let mut d = Driver::default();
+        let mut sink = DeltaSink::default();
+        for cut in [3, 8, 9, 13, full.len()] {
+            let tree = ast(vec![T::N("content", 0, cut, cut < full.len(), vec![])]);
+            d.advance(&tree, &full.as_bytes()[..cut], cut == full.len(), &cx, &mut sink);
+        }
+        d.fold.finish(&cx, &mut sink);
+        let m = ChatMessage::from_deltas(&sink.deltas);
+        assert_eq!(m.content, "hello world");
+    }
+
+    #[test]
+    fn arg_types_from_schemas() {
+        use serde_json::json;
+        assert_eq!(ArgType::of(&json!({"type": "string"})), Some(ArgType::String));
+        assert_eq!(ArgType::of(&json!({"type": ["string", "null"]})), Some(ArgType::NullableString));
+        assert_eq!(ArgType::of(&json!({"type": ["null", "string"]})), Some(ArgType::NullableString));
+        assert_eq!(ArgType::of(&json!({"type": ["string", "object"]})), Some(ArgType::Json));
+        assert_eq!(ArgType::of(&json!({"type": "integer"})), Some(ArgType::Json));
+        assert_eq!(ArgType::of(&json!({"enum": ["a", "b"]})), Some(ArgType::String));
+        assert_eq!(ArgType::of(&json!({"anyOf": [{"type": "string"}, {"type": "number"}]})), Some(ArgType::Json));
+        assert_eq!(ArgType::of(&json!({"description": "x"})), None);
+    }
+}

@@ -1,0 +1,337 @@
+//! Message and delta types with OpenAI chat-completions field names.
+//!
+//! [`ChatMessage`] is what a whole parse yields; [`ChatDelta`] is one streaming increment, shaped
+//! like `choices[0].delta` of a `chat.completion.chunk`. Tool calls serialize in OpenAI's nested
+//! form (`{"id", "type": "function", "function": {"name", "arguments"}}`) and deserialize from it
+//! or from the flat `{"name", "arguments", "id"}` form the golden corpus uses.
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// One tool call of an assistant message. `arguments` is JSON text, as in the OpenAI API.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChatToolCall {
+    /// The call id: taken from the model output when it carries one, else generated.
+    pub id: String,
+    /// The function name.
+    pub name: String,
+    /// The arguments as JSON text (raw text so far for a partial call).
+    pub arguments: String,
+}
+
+#[derive(Serialize, Deserialize)]
+struct FunctionWire {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    arguments: String,
+}
+
+#[derive(Serialize)]
+struct ToolCallOut<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: FunctionRef<'a>,
+}
+
+#[derive(Serialize)]
+struct FunctionRef<'a> {
+    name: &'a str,
+    arguments: &'a str,
+}
+
+#[derive(Deserialize)]
+struct ToolCallIn {
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    function: Option<FunctionWire>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    arguments: Option<ArgumentsIn>,
+}
+
+/// Arguments arrive as JSON text in OpenAI payloads, but some producers put the object itself.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum ArgumentsIn {
+    Text(String),
+    Value(serde_json::Value),
+}
+
+impl ArgumentsIn {
+    fn into_text(self) -> String {
+        match self {
+            ArgumentsIn::Text(s) => s,
+            ArgumentsIn::Value(v) => v.to_string(),
+        }
+    }
+}
+
+impl Serialize for ChatToolCall {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        ToolCallOut {
+            id: &self.id,
+            kind: "function",
+            function: FunctionRef { name: &self.name, arguments: &self.arguments },
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for ChatToolCall {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<ChatToolCall, D::Error> {
+        let w = ToolCallIn::deserialize(d)?;
+        let (name, arguments) = match w.function {
+            Some(f) => (f.name, f.arguments),
+            None => (w.name.unwrap_or_default(), w.arguments.map(ArgumentsIn::into_text).unwrap_or_default()),
+        };
+        Ok(ChatToolCall { id: w.id.unwrap_or_default(), name, arguments })
+    }
+}
+
+fn assistant() -> String {
+    "assistant".to_owned()
+}
+
+/// An assistant message: content, reasoning and tool calls.
+///
+/// ```
+/// use peg_runtime::chat::{ChatMessage, ChatToolCall};
+/// let mut m = ChatMessage::default();
+/// m.content = "Hi".into();
+/// m.tool_calls.push(ChatToolCall { id: "call_0".into(), name: "f".into(), arguments: "{}".into() });
+/// let v = serde_json::to_value(&m).unwrap();
+/// assert_eq!(v["role"], "assistant");
+/// assert_eq!(v["tool_calls"][0]["function"]["name"], "f");
+/// let back: ChatMessage = serde_json::from_value(v).unwrap();
+/// assert_eq!(back, m);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    /// Always `assistant` for parsed output.
+    #[serde(default = "assistant")]
+    pub role: String,
+    /// The visible answer text.
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub content: String,
+    /// The reasoning ("thinking") text, empty when the output has none.
+    #[serde(default, skip_serializing_if = "String::is_empty", deserialize_with = "null_as_empty")]
+    pub reasoning_content: String,
+    /// Tool calls in output order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "null_as_default")]
+    pub tool_calls: Vec<ChatToolCall>,
+}
+
+impl Default for ChatMessage {
+    fn default() -> ChatMessage {
+        ChatMessage { role: assistant(), content: String::new(), reasoning_content: String::new(), tool_calls: Vec::new() }
+    }
+}
+
+fn null_as_empty<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    Ok(Option::<String>::deserialize(d)?.unwrap_or_default())
+}
+
+fn null_as_default<'de, D: Deserializer<'de>, T: Deserialize<'de> + Default>(d: D) -> Result<T, D::Error> {
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}
+
+impl ChatMessage {
+    /// Appends one streaming delta: text is concatenated, a tool call is created at its first
+    /// appearance (`index`), later fragments extend its arguments.
+    ///
+    /// ```
+    /// use peg_runtime::chat::{ChatDelta, ChatMessage, ToolCallDelta};
+    /// let mut m = ChatMessage::default();
+    /// m.apply(&ChatDelta::content("Hel"));
+    /// m.apply(&ChatDelta::content("lo"));
+    /// m.apply(&ChatDelta::tool_call(ToolCallDelta::header(0, "call_0", "f")));
+    /// m.apply(&ChatDelta::tool_call(ToolCallDelta::arguments(0, "{}")));
+    /// assert_eq!(m.content, "Hello");
+    /// assert_eq!(m.tool_calls[0].arguments, "{}");
+    /// ```
+    pub fn apply(&mut self, delta: &ChatDelta) {
+        if let Some(c) = &delta.content {
+            self.content.push_str(c);
+        }
+        if let Some(r) = &delta.reasoning_content {
+            self.reasoning_content.push_str(r);
+        }
+        for t in &delta.tool_calls {
+            while self.tool_calls.len() <= t.index {
+                self.tool_calls.push(ChatToolCall::default());
+            }
+            let call = &mut self.tool_calls[t.index];
+            if let Some(id) = &t.id {
+                call.id.clone_from(id);
+            }
+            if let Some(name) = &t.name {
+                call.name.clone_from(name);
+            }
+            if let Some(a) = &t.arguments {
+                call.arguments.push_str(a);
+            }
+        }
+    }
+
+    /// The message all `deltas` add up to.
+    pub fn from_deltas<'d>(deltas: impl IntoIterator<Item = &'d ChatDelta>) -> ChatMessage {
+        let mut m = ChatMessage::default();
+        for d in deltas {
+            m.apply(d);
+        }
+        m
+    }
+}
+
+/// A tool-call fragment of a streaming delta, as OpenAI sends it: `index` always, `id` and
+/// `name` on the call's first fragment, then pieces of `arguments` text.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolCallDelta {
+    /// Position of the call in the message's `tool_calls`.
+    pub index: usize,
+    /// The call id (first fragment only).
+    pub id: Option<String>,
+    /// The function name (first fragment only).
+    pub name: Option<String>,
+    /// The next piece of argument text.
+    pub arguments: Option<String>,
+}
+
+impl ToolCallDelta {
+    /// The first fragment of a call: its id and name.
+    pub fn header(index: usize, id: impl Into<String>, name: impl Into<String>) -> ToolCallDelta {
+        ToolCallDelta { index, id: Some(id.into()), name: Some(name.into()), arguments: None }
+    }
+
+    /// A piece of argument text.
+    pub fn arguments(index: usize, text: impl Into<String>) -> ToolCallDelta {
+        ToolCallDelta { index, id: None, name: None, arguments: Some(text.into()) }
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct ToolCallDeltaWire {
+    index: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    id: Option<String>,
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    kind: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    function: Option<FunctionDeltaWire>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct FunctionDeltaWire {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    arguments: Option<String>,
+}
+
+impl Serialize for ToolCallDelta {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let function = (self.name.is_some() || self.arguments.is_some())
+            .then(|| FunctionDeltaWire { name: self.name.clone(), arguments: self.arguments.clone() });
+        ToolCallDeltaWire {
+            index: self.index,
+            id: self.id.clone(),
+            kind: self.id.as_ref().map(|_| "function".to_owned()),
+            function,
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for ToolCallDelta {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<ToolCallDelta, D::Error> {
+        let w = ToolCallDeltaWire::deserialize(d)?;
+        let (name, arguments) = w.function.map(|f| (f.name, f.arguments)).unwrap_or_default();
+        Ok(ToolCallDelta { index: w.index, id: w.id, name, arguments })
+    }
+}
+
+/// One streaming increment, shaped like an OpenAI `chat.completion.chunk`'s `choices[0].delta`.
+///
+/// The stream parser fills exactly one of the fields per delta.
+///
+/// ```
+/// use peg_runtime::chat::{ChatDelta, ToolCallDelta};
+/// let d = ChatDelta::tool_call(ToolCallDelta::arguments(1, "{\"a\""));
+/// assert_eq!(
+///     serde_json::to_string(&d).unwrap(),
+///     r#"{"tool_calls":[{"index":1,"function":{"arguments":"{\"a\""}}]}"#
+/// );
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatDelta {
+    /// A piece of content text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    /// A piece of reasoning text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_content: Option<String>,
+    /// Tool-call fragments.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCallDelta>,
+}
+
+impl ChatDelta {
+    /// A content piece.
+    pub fn content(text: impl Into<String>) -> ChatDelta {
+        ChatDelta { content: Some(text.into()), ..ChatDelta::default() }
+    }
+
+    /// A reasoning piece.
+    pub fn reasoning(text: impl Into<String>) -> ChatDelta {
+        ChatDelta { reasoning_content: Some(text.into()), ..ChatDelta::default() }
+    }
+
+    /// A tool-call fragment.
+    pub fn tool_call(t: ToolCallDelta) -> ChatDelta {
+        ChatDelta { tool_calls: vec![t], ..ChatDelta::default() }
+    }
+
+    /// Whether the delta carries nothing.
+    pub fn is_empty(&self) -> bool {
+        self.content.is_none() && self.reasoning_content.is_none() && self.tool_calls.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_call_reads_flat_and_nested() {
+        let flat: ChatToolCall = serde_json::from_str(r#"{"name":"f","arguments":"{\"a\":1}","id":""}"#).unwrap();
+        assert_eq!(flat.name, "f");
+        assert_eq!(flat.arguments, r#"{"a":1}"#);
+        let nested: ChatToolCall =
+            serde_json::from_str(r#"{"id":"x","type":"function","function":{"name":"f","arguments":"{}"}}"#).unwrap();
+        assert_eq!(nested, ChatToolCall { id: "x".into(), name: "f".into(), arguments: "{}".into() });
+        let obj: ChatToolCall = serde_json::from_str(r#"{"name":"f","arguments":{"a":1}}"#).unwrap();
+        assert_eq!(obj.arguments, r#"{"a":1}"#);
+    }
+
+    #[test]
+    fn message_reads_corpus_shape() {
+        let m: ChatMessage = serde_json::from_str(
+            r#"{"role":"assistant","content":null,"reasoning_content":"r","tool_calls":[{"name":"f","arguments":"{}","id":""}]}"#,
+        )
+        .unwrap();
+        assert_eq!(m.content, "");
+        assert_eq!(m.reasoning_content, "r");
+        assert_eq!(m.tool_calls.len(), 1);
+    }
+
+    #[test]
+    fn delta_round_trip() {
+        let d = ChatDelta::tool_call(ToolCallDelta::header(0, "call_0", "get"));
+        let s = serde_json::to_string(&d).unwrap();
+        assert_eq!(s, r#"{"tool_calls":[{"index":0,"id":"call_0","type":"function","function":{"name":"get"}}]}"#);
+        assert_eq!(serde_json::from_str::<ChatDelta>(&s).unwrap(), d);
+    }
+}

@@ -1,0 +1,520 @@
+//! Arena to GBNF: every combinator maps to a GBNF expression, except lookahead, which emits
+//! nothing (and is an error inside a trigger rule).
+//!
+//! The grammar accepts exactly what the parser accepts for arenas where PEG and CFG agree:
+//! no lookahead, `start`/`end` only at the ends, choices whose alternatives do not match
+//! prefixes of each other's matches in context, and repetitions/`until`/`space`/`chars` not
+//! followed by text they could themselves consume (PEG repetition never gives back).
+
+use std::collections::{HashMap, HashSet};
+
+use super::{escape_literal, format_class, repetition, Grammar, GrammarBuilder};
+use crate::arena::{Arena, JsonKind, Node, NodeId, PythonKind};
+use crate::chars::CharClass;
+use crate::error::{Error, ErrorKind};
+use crate::schema::SchemaConverter;
+
+/// Options for [`generate`].
+#[derive(Debug, Clone)]
+pub struct GbnfOptions {
+    /// Emit only trigger rules and what they reach, with `root` as the alternation of triggers.
+    pub lazy: bool,
+    /// Parse the result with [`Grammar::parse`] before returning it (catches malformed
+    /// verbatim `gbnf` nodes and left recursion). On by default.
+    pub validate: bool,
+}
+
+impl Default for GbnfOptions {
+    fn default() -> GbnfOptions {
+        GbnfOptions { lazy: false, validate: true }
+    }
+}
+
+/// Generates GBNF for `arena`: the full grammar (`root` is the arena's root) or, with
+/// `lazy`, only the trigger rules and what they reach.
+///
+/// ```
+/// use peg_runtime::{Arena, gbnf::{generate, GbnfOptions, Grammar}};
+/// let arena = Arena::build(|p| {
+///     let call = p.trigger_rule("tool_call", "<call>" + p.json() + "</call>");
+///     p.tag("content", p.until("<call>")) + p.optional(call)
+/// })
+/// .unwrap();
+/// let full = generate(&arena, &GbnfOptions::default()).unwrap();
+/// let g = Grammar::parse(&full).unwrap();
+/// assert!(g.accepts(r#"hi <call>{"a": 1}</call>"#));
+/// assert!(!g.accepts(r#"hi <call> <call>{"a": 1}</call>"#));
+/// let lazy = generate(&arena, &GbnfOptions { lazy: true, ..Default::default() }).unwrap();
+/// assert!(lazy.starts_with("root ::= tool-call\n"));
+/// ```
+pub fn generate(arena: &Arena, options: &GbnfOptions) -> Result<String, Error> {
+    let mut g = Gen { arena, b: GrammarBuilder::new(), rule_names: HashMap::new(), queue: Vec::new() };
+    let root = g.b.reserve("root");
+    check_triggers(arena)?;
+    let root_body = if options.lazy {
+        let triggers: Vec<NodeId> = arena
+            .rules()
+            .iter()
+            .map(|&(_, id)| id)
+            .filter(|&id| matches!(arena.node(id), Node::Rule { trigger: true, .. }))
+            .collect();
+        if triggers.is_empty() {
+            return Err(Error::new(ErrorKind::Grammar, "a lazy grammar needs at least one trigger rule"));
+        }
+        let names: Vec<String> = triggers.into_iter().map(|t| g.rule_name(t)).collect();
+        names.join(" | ")
+    } else {
+        g.expr(arena.root())?
+    };
+    g.b.define(&root, if root_body.is_empty() { "\"\"" } else { &root_body });
+    while let Some(rule) = g.queue.pop() {
+        let Node::Rule { child, .. } = arena.node(rule) else { continue };
+        let body = g.expr(*child)?;
+        let name = g.rule_names[&rule].clone();
+        g.b.define(&name, if body.is_empty() { "\"\"" } else { &body });
+    }
+    // Raw schema fallbacks and shared primitives can leave rules nothing refers to.
+    let text = g.b.to_gbnf_reachable();
+    if options.validate {
+        Grammar::parse(&text).map_err(|e| Error::new(ErrorKind::Grammar, format!("generated grammar is invalid: {}", e.detail())))?;
+    }
+    Ok(text)
+}
+
+/// Lookahead cannot be expressed in GBNF; inside a trigger rule it would make the lazy
+/// grammar accept text the parser rejects.
+fn check_triggers(arena: &Arena) -> Result<(), Error> {
+    for &(ref name, id) in arena.rules() {
+        let Node::Rule { child, trigger: true, .. } = arena.node(id) else { continue };
+        let mut seen = HashSet::new();
+        let mut stack = vec![*child];
+        while let Some(n) = stack.pop() {
+            let n = arena.resolve(n);
+            if !seen.insert(n) {
+                continue;
+            }
+            match arena.node(n) {
+                Node::Peek { .. } | Node::Negate { .. } => {
+                    return Err(Error::new(
+                        ErrorKind::Grammar,
+                        format!("trigger rule `{name}` uses lookahead (`peek`/`negate`), which GBNF cannot express; wrap it in `schema` or `gbnf`"),
+                    ))
+                }
+                // These emit their own grammar instead of their child's.
+                Node::Schema { raw: false, .. } | Node::Gbnf { .. } => {}
+                node => stack.extend(node.children().iter().copied()),
+            }
+        }
+    }
+    Ok(())
+}
+
+struct Gen<'a> {
+    arena: &'a Arena,
+    b: GrammarBuilder,
+    rule_names: HashMap<NodeId, String>,
+    queue: Vec<NodeId>,
+}
+
+/// Wraps `e` in parentheses unless it is already a single element.
+fn atom(e: &str) -> String {
+    if is_atom(e) {
+        e.to_owned()
+    } else {
+        format!("({e})")
+    }
+}
+
+fn is_atom(e: &str) -> bool {
+    // A single element has no top-level space or `|`.
+    let mut depth = 0i32;
+    let (mut in_str, mut in_class, mut escape) = (false, false, false);
+    for c in e.chars() {
+        if escape {
+            escape = false;
+            continue;
+        }
+        match c {
+            '\\' => escape = true,
+            '"' if !in_class => in_str = !in_str,
+            '[' if !in_str && !in_class => in_class = true,
+            ']' if !in_str && in_class => in_class = false,
+            '(' if !in_str && !in_class => depth += 1,
+            ')' if !in_str && !in_class => depth -= 1,
+            ' ' | '|' if !in_str && !in_class && depth == 0 => return false,
+            _ => {}
+        }
+    }
+    // A repetition suffix makes `x*` an element, but repeating it again needs parentheses.
+    !e.ends_with(['*', '+', '?', '}'])
+}
+
+impl Gen<'_> {
+    fn rule_name(&mut self, rule: NodeId) -> String {
+        if let Some(n) = self.rule_names.get(&rule) {
+            return n.clone();
+        }
+        let name = match self.arena.node(rule) {
+            Node::Rule { name, .. } => name.clone(),
+            _ => "rule".to_owned(),
+        };
+        let n = self.b.reserve(&name);
+        self.rule_names.insert(rule, n.clone());
+        self.queue.push(rule);
+        n
+    }
+
+    fn nothing(&mut self) -> String {
+        // A rule deriving no string: accepted by every GBNF parser, matched by nothing.
+        self.b.add_rule("nothing", "\"\\x00\" nothing")
+    }
+
+    /// The expression for node `id`; an empty string stands for the empty match.
+    fn expr(&mut self, id: NodeId) -> Result<String, Error> {
+        let arena = self.arena;
+        Ok(match arena.node(id) {
+            Node::Eps | Node::Start | Node::End | Node::Peek { .. } | Node::Negate { .. } => String::new(),
+            Node::Literal { text } if text.is_empty() => String::new(),
+            Node::Literal { text } => escape_literal(text),
+            Node::Any => ".".to_owned(),
+            Node::Sequence { children } => {
+                let mut parts = Vec::new();
+                for &c in children {
+                    let e = self.expr(c)?;
+                    if !e.is_empty() {
+                        parts.push(if e.contains('|') { atom(&e) } else { e });
+                    }
+                }
+                parts.join(" ")
+            }
+            Node::Choice { children } => {
+                if children.is_empty() {
+                    return Ok(self.nothing());
+                }
+                let mut alts = Vec::new();
+                for &c in children {
+                    let e = self.expr(c)?;
+                    alts.push(if e.is_empty() { "\"\"".to_owned() } else { e });
+                }
+                if alts.len() == 1 {
+                    alts.pop().expect("one")
+                } else {
+                    format!("({})", alts.join(" | "))
+                }
+            }
+            Node::Repeat { child, min, max } => {
+                let e = self.expr(*child)?;
+                if e.is_empty() || *max == Some(0) {
+                    String::new()
+                } else {
+                    repetition(&atom(&e), *min, *max)
+                }
+            }
+            Node::Chars { class, min, max } => {
+                if *max == Some(0) {
+                    String::new()
+                } else if !class.negated && class.ranges.is_empty() {
+                    if *min == 0 {
+                        String::new()
+                    } else {
+                        self.nothing()
+                    }
+                } else {
+                    repetition(&format_class(class), *min, *max)
+                }
+            }
+            Node::Space => "[ \\t\\n\\r]*".to_owned(),
+            Node::Until { delimiters } => self.until(delimiters),
+            Node::Rest => ".*".to_owned(),
+            Node::Json { kind } => self.json(*kind),
+            Node::JsonStringContent => {
+                let c = self.json_char();
+                format!("{c}*")
+            }
+            Node::Python { kind } => self.python(*kind),
+            Node::Marker => self.b.add_rule("marker", "\"<\" [^>\\n]+ \">\" | \"[\" [^\\]\\n]+ \"]\""),
+            Node::Ref { .. } | Node::Rule { .. } => {
+                let r = arena.resolve(id);
+                self.rule_name(r)
+            }
+            Node::Schema { child, name, schema, raw } => {
+                if *raw {
+                    let rr = SchemaConverter::new(&mut self.b).add_raw(name, schema)?;
+                    match rr {
+                        Some(r) if self.raw_is_delimited(*child, &r.alphabet) => r.name,
+                        _ => self.expr(*child)?,
+                    }
+                } else {
+                    SchemaConverter::new(&mut self.b).add(name, schema)?
+                }
+            }
+            Node::Atomic { child } | Node::Tag { child, .. } => self.expr(*child)?,
+            Node::Gbnf { gbnf, .. } => {
+                if gbnf.trim().is_empty() {
+                    String::new()
+                } else {
+                    format!("({gbnf})")
+                }
+            }
+        })
+    }
+
+    /// A raw rule may replace the child's `until` only if it cannot produce a delimiter
+    /// (some character of every delimiter is outside its alphabet).
+    fn raw_is_delimited(&self, child: NodeId, alphabet: &CharClass) -> bool {
+        let mut id = child;
+        loop {
+            match self.arena.node(self.arena.resolve(id)) {
+                Node::Tag { child, .. } | Node::Atomic { child } | Node::Rule { child, .. } => id = *child,
+                Node::Until { delimiters } => {
+                    return delimiters.iter().all(|d| d.chars().any(|c| !alphabet.matches(c)));
+                }
+                _ => return true,
+            }
+        }
+    }
+
+    /// "Any text not containing a delimiter": one rule per state of the delimiters'
+    /// matching automaton (states are proper delimiter prefixes, as in Aho–Corasick).
+    fn until(&mut self, delimiters: &[String]) -> String {
+        let key = format!("until:{}", serde_json::to_string(delimiters).expect("strings serialize"));
+        if let Some(n) = self.b.memo.get(&key) {
+            return n.clone();
+        }
+        let delims: Vec<Vec<char>> = delimiters.iter().map(|d| d.chars().collect()).collect();
+        let contains_delim = |s: &[char]| delims.iter().any(|d| !d.is_empty() && s.windows(d.len()).any(|w| w == d.as_slice()));
+        // States: proper prefixes of delimiters that contain no delimiter.
+        let mut states: Vec<Vec<char>> = vec![Vec::new()];
+        for d in &delims {
+            for k in 1..d.len() {
+                let p = d[..k].to_vec();
+                if !contains_delim(&p) && !states.contains(&p) {
+                    states.push(p);
+                }
+            }
+        }
+        let mut alphabet: Vec<char> = delims.iter().flatten().copied().collect();
+        alphabet.sort_unstable();
+        alphabet.dedup();
+        // Target state of `s` + `c`, or None when a delimiter completes.
+        let step = |s: &[char], c: char| -> Option<usize> {
+            let mut t = s.to_vec();
+            t.push(c);
+            if delims.iter().any(|d| t.ends_with(d)) {
+                return None;
+            }
+            (0..=t.len()).find_map(|k| states.iter().position(|st| st.as_slice() == &t[k..]))
+        };
+        let base = self.b.reserve("until");
+        let names: Vec<String> =
+            (0..states.len()).map(|q| if q == 0 { base.clone() } else { self.b.reserve(&format!("{base}-s{q}")) }).collect();
+        self.b.memo.insert(key, base.clone());
+        for (q, s) in states.iter().enumerate() {
+            let mut by_target: Vec<(usize, Vec<char>)> = Vec::new();
+            let mut leaving: Vec<(char, char)> = Vec::new(); // chars not going to state 0
+            for &c in &alphabet {
+                let t = step(s, c);
+                if t != Some(0) {
+                    leaving.push((c, c));
+                }
+                if let Some(t) = t.filter(|&t| t != 0) {
+                    match by_target.iter_mut().find(|(x, _)| *x == t) {
+                        Some((_, cs)) => cs.push(c),
+                        None => by_target.push((t, vec![c])),
+                    }
+                }
+            }
+            let stay = format_class(&CharClass::from_ranges(leaving, true));
+            let mut alts: Vec<String> = Vec::new();
+            if q != 0 {
+                alts.push(format!("{stay} {}", names[0]));
+            }
+            for (t, cs) in by_target {
+                let class = if cs.len() == 1 {
+                    escape_literal(&cs[0].to_string())
+                } else {
+                    format_class(&CharClass::from_ranges(cs.iter().map(|&c| (c, c)).collect(), false))
+                };
+                alts.push(format!("{class} {}", names[t]));
+            }
+            let body = match (q, alts.is_empty()) {
+                (0, true) => format!("{stay}*"),
+                (0, false) => format!("{stay}* ({})?", alts.join(" | ")),
+                (_, _) => format!("({})?", alts.join(" | ")),
+            };
+            self.b.define(&names[q], &body);
+        }
+        base
+    }
+
+    fn json_char(&mut self) -> String {
+        self.b.add_rule("json-char", r#"[^"\\\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})"#)
+    }
+
+    /// RFC 8259 JSON, matching the parser's scanner: whitespace inside containers only.
+    fn json(&mut self, kind: JsonKind) -> String {
+        let ws = self.b.add_rule("json-ws", "[ \\t\\n\\r]*");
+        let ch = self.json_char();
+        let string = self.b.add_rule("json-string", &format!("\"\\\"\" {ch}* \"\\\"\""));
+        let number = self.b.add_rule("json-number", "\"-\"? (\"0\" | [1-9] [0-9]*) (\".\" [0-9]+)? ([eE] [-+]? [0-9]+)?");
+        let boolean = self.b.add_rule("json-bool", "\"true\" | \"false\"");
+        let null = self.b.add_rule("json-null", "\"null\"");
+        let (value, object, array) = match (self.b.memo.get("json:value"), self.b.memo.get("json:object"), self.b.memo.get("json:array")) {
+            (Some(v), Some(o), Some(a)) => (v.clone(), o.clone(), a.clone()),
+            _ => {
+                let v = self.b.reserve("json-value");
+                let o = self.b.reserve("json-object");
+                let a = self.b.reserve("json-array");
+                self.b.define(&v, &format!("{o} | {a} | {string} | {number} | {boolean} | {null}"));
+                self.b.define(
+                    &o,
+                    &format!("\"{{\" {ws} ({string} {ws} \":\" {ws} {v} {ws} (\",\" {ws} {string} {ws} \":\" {ws} {v} {ws})*)? \"}}\""),
+                );
+                self.b.define(&a, &format!("\"[\" {ws} ({v} {ws} (\",\" {ws} {v} {ws})*)? \"]\""));
+                self.b.memo.insert("json:value".into(), v.clone());
+                self.b.memo.insert("json:object".into(), o.clone());
+                self.b.memo.insert("json:array".into(), a.clone());
+                (v, o, a)
+            }
+        };
+        match kind {
+            JsonKind::Value => value,
+            JsonKind::Object => object,
+            JsonKind::Array => array,
+            JsonKind::String => string,
+            JsonKind::Number => number,
+            JsonKind::Bool => boolean,
+            JsonKind::Null => null,
+        }
+    }
+
+    /// Python literals as the parser's scanner reads them: either quote, `True`/`False`/
+    /// `None`, trailing commas, scalar dict keys, loose numbers (`+1`, `.5`, `1_000`, `1.`).
+    fn python(&mut self, kind: PythonKind) -> String {
+        let ws = self.b.add_rule("py-ws", "[ \\t\\n\\r]*");
+        let esc = r#""\\" ("x" [0-9a-fA-F]{2} | "u" [0-9a-fA-F]{4} | "U" [0-9a-fA-F]{8} | [^xuU])"#;
+        let string = self.b.add_rule("py-str", &format!(r#""\"" ([^"\\\n\r] | {esc})* "\"" | "'" ([^'\\\n\r] | {esc})* "'""#));
+        let number = self.b.add_rule(
+            "py-number",
+            r#"[-+]? ([0-9] [0-9_]* ("." ([0-9] [0-9_]*)?)? | "." [0-9] [0-9_]*) ([eE] [-+]? [0-9]+)?"#,
+        );
+        let boolean = self.b.add_rule("py-bool", "\"True\" | \"False\"");
+        let none = self.b.add_rule("py-none", "\"None\"");
+        let (value, dict, list) = match (self.b.memo.get("py:value"), self.b.memo.get("py:dict"), self.b.memo.get("py:list")) {
+            (Some(v), Some(o), Some(a)) => (v.clone(), o.clone(), a.clone()),
+            _ => {
+                let v = self.b.reserve("py-value");
+                let d = self.b.reserve("py-dict");
+                let l = self.b.reserve("py-list");
+                let key = format!("({string} | {number} | {boolean} | {none})");
+                self.b.define(&v, &format!("{d} | {l} | {string} | {number} | {boolean} | {none}"));
+                self.b.define(
+                    &d,
+                    &format!("\"{{\" {ws} ({key} {ws} \":\" {ws} {v} {ws} (\",\" {ws} {key} {ws} \":\" {ws} {v} {ws})* (\",\" {ws})?)? \"}}\""),
+                );
+                self.b.define(&l, &format!("\"[\" {ws} ({v} {ws} (\",\" {ws} {v} {ws})* (\",\" {ws})?)? \"]\""));
+                self.b.memo.insert("py:value".into(), v.clone());
+                self.b.memo.insert("py:dict".into(), d.clone());
+                self.b.memo.insert("py:list".into(), l.clone());
+                (v, d, l)
+            }
+        };
+        match kind {
+            PythonKind::Value => value,
+            PythonKind::Dict => dict,
+            PythonKind::List => list,
+            PythonKind::Str => string,
+            PythonKind::Number => number,
+            PythonKind::Bool => boolean,
+            PythonKind::None => none,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn full(arena: &Arena) -> Grammar {
+        let text = generate(arena, &GbnfOptions::default()).unwrap();
+        Grammar::parse(&text).unwrap()
+    }
+
+    #[test]
+    fn until_is_exact_for_overlapping_delimiters() {
+        for delims in [vec!["ab"], vec!["aab"], vec!["abab"], vec!["</tool_call>"], vec!["ab", "bc"], vec!["x", "yz", "xyzzy"]] {
+            let arena = Arena::build(|p| p.until_one_of(&delims)).unwrap();
+            let g = full(&arena);
+            // All strings over the delimiters' alphabet plus one other char, up to length 6.
+            let mut alphabet: Vec<char> = delims.iter().flat_map(|d| d.chars()).collect();
+            alphabet.sort_unstable();
+            alphabet.dedup();
+            alphabet.truncate(4);
+            alphabet.push('q');
+            let mut words = vec![String::new()];
+            for _ in 0..5 {
+                let next: Vec<String> = words.iter().flat_map(|w| alphabet.iter().map(move |c| format!("{w}{c}"))).collect();
+                words.extend(next.into_iter().filter(|w| w.len() <= 5));
+                words.sort();
+                words.dedup();
+            }
+            for w in &words {
+                let want = !delims.iter().any(|d| w.contains(d));
+                assert_eq!(g.accepts(w), want, "{delims:?} {w:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn lookahead_in_trigger_rules_is_an_error() {
+        let arena = Arena::build(|p| {
+            let t = p.trigger_rule("call", "<" + p.negate("x") + p.any());
+            p.rest() + t
+        })
+        .unwrap();
+        let e = generate(&arena, &GbnfOptions { lazy: true, ..Default::default() }).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Grammar);
+        assert!(e.detail().contains("`call`"), "{e}");
+        // Outside trigger rules, lookahead simply emits nothing.
+        let arena = Arena::build(|p| p.negate("x") + p.any()).unwrap();
+        assert!(full(&arena).accepts("x"));
+        // Behind a schema, it is fine.
+        let arena = Arena::build(|p| {
+            let inner = p.schema(p.negate("x") + p.json(), "args", serde_json::json!({"type": "integer"}), false);
+            p.trigger_rule("call", "<" + inner + ">")
+        })
+        .unwrap();
+        assert!(generate(&arena, &GbnfOptions { lazy: true, ..Default::default() }).is_ok());
+    }
+
+    #[test]
+    fn lazy_needs_triggers_and_emits_only_reachable_rules() {
+        let arena = Arena::build(|p| {
+            p.rule("unused", "u");
+            let args = p.rule("args", p.json_object());
+            let a = p.trigger_rule("call_a", "<a>" + args + "</a>");
+            let b = p.trigger_rule("call_b", "<b>" + p.json_number() + "</b>");
+            p.until("<") + p.optional(a | b)
+        })
+        .unwrap();
+        let lazy = generate(&arena, &GbnfOptions { lazy: true, ..Default::default() }).unwrap();
+        assert!(lazy.starts_with("root ::= call-a | call-b\n"), "{lazy}");
+        assert!(!lazy.contains("unused") && !lazy.contains("until"), "{lazy}");
+        let g = Grammar::parse(&lazy).unwrap();
+        assert!(g.accepts("<a>{\"k\": [1]}</a>") && g.accepts("<b>-1.5e3</b>") && !g.accepts("x<b>1</b>"));
+        let none = Arena::build(|p| p.rest()).unwrap();
+        assert!(generate(&none, &GbnfOptions { lazy: true, ..Default::default() }).is_err());
+    }
+
+    #[test]
+    fn names_are_sanitized_and_root_is_reserved() {
+        let arena = Arena::build(|p| {
+            let r = p.rule("root", "x");
+            let f = p.rule("read_file", "y");
+            r + f
+        })
+        .unwrap();
+        let text = generate(&arena, &GbnfOptions::default()).unwrap();
+        assert!(text.starts_with("root ::= root-2 read-file\n"), "{text}");
+    }
+}

@@ -1,0 +1,182 @@
+//! GBNF in llama.cpp's dialect: a parser and recognizer (our test oracle), a rule builder,
+//! and generation of grammars from an [`Arena`](crate::Arena).
+//!
+//! The dialect: `name ::= alternatives` rules (names of letters, digits and `-`), string
+//! literals, character classes (`[a-z]`, `[^"]`), `.`, rule references, groups, and the
+//! repetitions `* + ? {m} {m,} {m,n}` (counts up to [`MAX_REPETITION`]). A grammar needs a
+//! `root` rule and must not be left recursive.
+//!
+//! ```
+//! use peg_runtime::gbnf::Grammar;
+//! let g = Grammar::parse(r#"root ::= "<" [a-z]+ ">" | "x"{2,3}"#).unwrap();
+//! assert!(g.accepts("<tag>"));
+//! assert!(g.accepts("xxx"));
+//! assert!(!g.accepts("xxxx"));
+//! assert!(g.accepts_prefix("<ta"));
+//! assert!(!g.accepts_prefix("<1"));
+//! ```
+
+mod builder;
+mod generate;
+mod parse;
+mod recognize;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::OnceLock;
+
+pub use builder::{escape_class_char, escape_literal, format_class, repetition, sanitize_name, GrammarBuilder};
+pub use generate::{generate, GbnfOptions};
+pub use recognize::Recognizer;
+
+use crate::chars::CharClass;
+use crate::error::Error;
+
+/// llama.cpp's upper bound for a repetition count (`{m,n}` with `m, n <= 2000`).
+pub const MAX_REPETITION: u32 = 2000;
+
+/// One element of a sequence, before its repetition suffix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Element {
+    /// `"text"`: the exact characters (an empty literal matches the empty string).
+    Literal(String),
+    /// `[...]` or `[^...]`: one character of the class.
+    Class(CharClass),
+    /// `.`: any one character.
+    Any,
+    /// A reference to the rule of that name.
+    Ref(String),
+    /// `( alternatives )`.
+    Group(Vec<Sequence>),
+}
+
+/// An element with its repetition bounds (`max: None` is unbounded; plain elements are `{1,1}`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Item {
+    /// What is repeated.
+    pub element: Element,
+    /// Fewest repetitions.
+    pub min: u32,
+    /// Most repetitions, `None` for unbounded.
+    pub max: Option<u32>,
+}
+
+/// Items matched one after another; an empty sequence matches the empty string.
+pub type Sequence = Vec<Item>;
+
+/// A rule: its name and its alternatives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rule {
+    /// The rule's name.
+    pub name: String,
+    /// The alternatives, any of which matches.
+    pub alternatives: Vec<Sequence>,
+}
+
+/// A parsed, checked GBNF grammar. Every referenced rule exists, `root` exists, no rule is left
+/// recursive, and repetition counts are within [`MAX_REPETITION`].
+#[derive(Debug, Clone)]
+pub struct Grammar {
+    rules: Vec<Rule>,
+    index: HashMap<String, usize>,
+    compiled: OnceLock<Recognizer>,
+}
+
+impl PartialEq for Grammar {
+    fn eq(&self, other: &Grammar) -> bool {
+        self.rules == other.rules
+    }
+}
+
+impl Grammar {
+    /// Parses and checks GBNF text. Errors have kind [`ErrorKind::Grammar`](crate::ErrorKind::Grammar)
+    /// and name the line and column.
+    pub fn parse(text: &str) -> Result<Grammar, Error> {
+        let rules = parse::parse(text)?;
+        let index = rules.iter().enumerate().map(|(i, r)| (r.name.clone(), i)).collect();
+        Ok(Grammar { rules, index, compiled: OnceLock::new() })
+    }
+
+    /// The rules in definition order.
+    pub fn rules(&self) -> &[Rule] {
+        &self.rules
+    }
+
+    /// The rule named `name`.
+    pub fn rule(&self, name: &str) -> Option<&Rule> {
+        self.index.get(name).map(|&i| &self.rules[i])
+    }
+
+    /// The compiled recognizer for the `root` rule (built once, on first use).
+    pub fn recognizer(&self) -> &Recognizer {
+        self.compiled.get_or_init(|| Recognizer::new(self, "root").expect("root was checked at parse time"))
+    }
+
+    /// Whether the whole of `input` is in the language of `root`.
+    pub fn accepts(&self, input: &str) -> bool {
+        self.recognizer().accepts(input)
+    }
+
+    /// Whether `input` can still be completed into a string `root` accepts.
+    pub fn accepts_prefix(&self, input: &str) -> bool {
+        self.recognizer().accepts_prefix(input)
+    }
+}
+
+impl fmt::Display for Element {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Element::Literal(s) => f.write_str(&escape_literal(s)),
+            Element::Class(c) => f.write_str(&format_class(c)),
+            Element::Any => f.write_str("."),
+            Element::Ref(name) => f.write_str(name),
+            Element::Group(alts) => {
+                f.write_str("(")?;
+                write_alternatives(f, alts)?;
+                f.write_str(")")
+            }
+        }
+    }
+}
+
+impl fmt::Display for Item {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.element)?;
+        match (self.min, self.max) {
+            (1, Some(1)) => Ok(()),
+            (0, Some(1)) => f.write_str("?"),
+            (0, None) => f.write_str("*"),
+            (1, None) => f.write_str("+"),
+            (m, None) => write!(f, "{{{m},}}"),
+            (m, Some(n)) if m == n => write!(f, "{{{m}}}"),
+            (m, Some(n)) => write!(f, "{{{m},{n}}}"),
+        }
+    }
+}
+
+fn write_alternatives(f: &mut fmt::Formatter<'_>, alts: &[Sequence]) -> fmt::Result {
+    for (i, seq) in alts.iter().enumerate() {
+        if i > 0 {
+            f.write_str(" | ")?;
+        }
+        for (j, item) in seq.iter().enumerate() {
+            if j > 0 {
+                f.write_str(" ")?;
+            }
+            write!(f, "{item}")?;
+        }
+    }
+    Ok(())
+}
+
+impl fmt::Display for Grammar {
+    /// Writes the grammar back as GBNF text, one rule per line.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for rule in &self.rules {
+            write!(f, "{} ::= ", rule.name)?;
+            write_alternatives(f, &rule.alternatives)?;
+            f.write_str("\n")?;
+        }
+        Ok(())
+    }
+}
