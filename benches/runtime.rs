@@ -81,6 +81,16 @@ fn stream(arena: &Arc<Arena>, input: &[u8], chunk: usize) -> Outcome {
     s.finish().unwrap().result.outcome
 }
 
+/// Streaming with `update()`: the output is borrowed, not copied, after each chunk.
+fn stream_update(arena: &Arc<Arena>, input: &[u8], chunk: usize) -> Outcome {
+    let mut s = Session::new(arena.clone());
+    for c in input.chunks(chunk) {
+        s.push(c);
+        black_box(s.update().unwrap().result.end);
+    }
+    s.finish().unwrap().result.outcome
+}
+
 fn benches(c: &mut Criterion) {
     let arena = Arc::new(Arena::build(chat).unwrap());
 
@@ -105,6 +115,7 @@ fn benches(c: &mut Criterion) {
     g.throughput(Throughput::Bytes(input.len() as u64));
     g.bench_function("one_full_parse", |b| b.iter(|| arena.parse(black_box(&input), false).unwrap()));
     g.bench_function("session_4_byte_chunks", |b| b.iter(|| stream(&arena, black_box(&input), 4)));
+    g.bench_function("session_4_byte_chunks_update", |b| b.iter(|| stream_update(&arena, black_box(&input), 4)));
     g.finish();
 }
 

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use crate::arena::{Arena, Node};
 use crate::ast::AstNode;
 use crate::error::Error;
-use crate::parse::{finish_output_with_order, memoizable, Engine, Entry, Link, Memo, Outcome, ParseOptions, ParseOutput, Resume};
+use crate::parse::{finish_output_with_order, ParseResult, memoizable, Engine, Entry, Link, Memo, Outcome, ParseOptions, ParseOutput, Resume};
 
 /// A streaming parse over input that arrives in chunks.
 ///
@@ -39,6 +39,8 @@ pub struct Session {
     nodes: Vec<AstNode>,
     options: ParseOptions,
     frontier: Option<Frontier>,
+    /// The output of the last parse.
+    last: ParseOutput,
 }
 
 /// The last partial parse ended in need-more-input along a path on which nothing else touched
@@ -48,8 +50,7 @@ pub struct Session {
 struct Frontier {
     /// Leaf first, root last.
     links: Vec<Link>,
-    output: ParseOutput,
-    /// Per link: the index of its AST node in `output`, if it has one there.
+    /// Per link: the index of its AST node in the session's `last` output, if it has one there.
     out_index: Vec<Option<usize>>,
     /// The leaf's resume state (moved out of its memo entry while the frontier lives).
     leaf_resume: Option<Resume>,
@@ -63,7 +64,7 @@ impl Session {
 
     /// A session with explicit limits.
     pub fn with_options(arena: Arc<Arena>, options: ParseOptions) -> Session {
-        Session { arena, input: Vec::new(), memo: Memo::default(), nodes: Vec::new(), options, frontier: None }
+        Session { arena, input: Vec::new(), memo: Memo::default(), nodes: Vec::new(), options, frontier: None, last: empty_output() }
     }
 
     /// The grammar.
@@ -83,16 +84,41 @@ impl Session {
 
     /// Parses all input so far as partial input; equals `arena.parse(self.input(), true)`.
     pub fn parse(&mut self) -> Result<ParseOutput, Error> {
-        if let Some(out) = self.fast() {
-            return Ok(out);
+        self.update().cloned()
+    }
+
+    /// [`Session::parse`] without copying the output: the result is kept in the session and
+    /// borrowed. The cheapest way to follow a stream token by token.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use peg_runtime::{Arena, Outcome, Session};
+    /// let arena = Arc::new(Arena::build(|p| p.tag("content", p.until("<end>")) + "<end>").unwrap());
+    /// let mut s = Session::new(arena);
+    /// s.push(b"Hello, wor");
+    /// let out = s.update().unwrap();
+    /// assert_eq!(out.result.outcome, Outcome::NeedMoreInput);
+    /// assert_eq!(out.ast.nodes[0].end, 10);
+    /// ```
+    pub fn update(&mut self) -> Result<&ParseOutput, Error> {
+        if !self.fast() {
+            self.last = self.run(true)?;
         }
-        self.run(true)
+        Ok(&self.last)
     }
 
     /// Parses all input so far as complete input; equals `arena.parse(self.input(), false)`.
     /// The session stays usable: pushing more input afterwards continues the stream.
     pub fn finish(&mut self) -> Result<ParseOutput, Error> {
-        self.run(false)
+        let out = self.run(false)?;
+        self.last = out.clone();
+        Ok(out)
+    }
+
+    /// The output of the last [`parse`](Session::parse), [`update`](Session::update) or
+    /// [`finish`](Session::finish) (empty and failed before the first).
+    pub fn output(&self) -> &ParseOutput {
+        &self.last
     }
 
     /// Drops all input and memoized state.
@@ -101,11 +127,12 @@ impl Session {
         self.memo = Memo::default();
         self.nodes.clear();
         self.frontier = None;
+        self.last = empty_output();
     }
 
-    /// The frontier fast path; `None` when the slow path must run.
-    fn fast(&mut self) -> Option<ParseOutput> {
-        let f = self.frontier.as_mut()?;
+    /// The frontier fast path, updating `self.last`; false when the slow path must run.
+    fn fast(&mut self) -> bool {
+        let Some(f) = self.frontier.as_mut() else { return false };
         let arena = &*self.arena;
         let leaf = f.links[0];
         self.memo.generation += 1;
@@ -113,7 +140,7 @@ impl Session {
         let mut engine = Engine::new(arena, &self.input, true, self.options, &mut self.nodes, None);
         let Ok((r, resume)) = engine.eval(leaf.id, leaf.pos, f.leaf_resume.take()) else {
             self.frontier = None;
-            return None;
+            return false;
         };
         let resume = if r.touched { resume } else { None };
         if r.outcome != Outcome::NeedMoreInput {
@@ -124,7 +151,7 @@ impl Session {
             }
             self.frontier = None;
             self.memo.generation -= 1;
-            return None;
+            return false;
         }
         f.leaf_resume = resume;
         let (mut end, mut invalid) = (r.end, r.invalid);
@@ -142,7 +169,7 @@ impl Session {
                         n.invalid_utf8 = invalid;
                     }
                     if let Some(&k) = idx.as_ref() {
-                        let n = &mut f.output.ast.nodes[k];
+                        let n = &mut self.last.ast.nodes[k];
                         n.end = end;
                         n.invalid_utf8 = invalid;
                     }
@@ -150,8 +177,8 @@ impl Session {
                 _ => {}
             }
         }
-        f.output.result.end = end;
-        Some(f.output.clone())
+        self.last.result.end = end;
+        true
     }
 
     fn run(&mut self, partial: bool) -> Result<ParseOutput, Error> {
@@ -180,8 +207,12 @@ impl Session {
             let out_index = links.iter().map(|l| l.ast.and_then(|a| order.iter().position(|&o| o == a))).collect();
             let leaf = links[0];
             let leaf_resume = self.memo.map.get_mut(&(leaf.id.0, leaf.pos)).and_then(|e| e.resume.take());
-            self.frontier = Some(Frontier { links, output: output.clone(), out_index, leaf_resume });
+            self.frontier = Some(Frontier { links, out_index, leaf_resume });
         }
         Ok(output)
     }
+}
+
+fn empty_output() -> ParseOutput {
+    ParseOutput { result: ParseResult { outcome: Outcome::Fail, start: 0, end: 0 }, ast: Default::default() }
 }
