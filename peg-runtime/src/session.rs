@@ -10,10 +10,10 @@
 
 use std::sync::Arc;
 
-use crate::arena::{Arena, Node};
+use crate::arena::{Arena, Node, NodeId};
 use crate::ast::AstNode;
 use crate::error::Error;
-use crate::parse::{finish_output_with_order, ParseResult, memoizable, Engine, Entry, Link, Memo, Outcome, ParseOptions, ParseOutput, Resume};
+use crate::parse::{finish_output_with_order, memoizable, Engine, Entry, Memo, Outcome, ParseOptions, ParseOutput, ParseResult, Resume};
 
 /// A streaming parse over input that arrives in chunks.
 ///
@@ -43,15 +43,27 @@ pub struct Session {
     last: ParseOutput,
 }
 
+/// One step of moving the partial path's ends after the leaf grew.
+#[derive(Debug, Clone, Copy)]
+enum Op {
+    /// Lookahead: the span is empty at this position and holds no invalid bytes.
+    Reset(usize),
+    /// Bytes matched before the path child hold invalid UTF-8.
+    Invalid,
+    /// A tag/rule AST node: in the session's nodes, and at this index of the kept output.
+    Label { node: Option<u32>, out: Option<u32> },
+}
+
 /// The last partial parse ended in need-more-input along a path on which nothing else touched
 /// the end: the next parse only has to resume the leaf and, while it still needs more input,
 /// move the ends of the partial nodes on the path.
 #[derive(Debug)]
 struct Frontier {
-    /// Leaf first, root last.
-    links: Vec<Link>,
-    /// Per link: the index of its AST node in the session's `last` output, if it has one there.
-    out_index: Vec<Option<usize>>,
+    /// The leaf node and its position.
+    leaf: (NodeId, usize),
+    /// What each link above the leaf does to the leaf's (end, invalid), leaf to root; links that
+    /// pass the child's result through are left out.
+    ops: Vec<Op>,
     /// The leaf's resume state (moved out of its memo entry while the frontier lives).
     leaf_resume: Option<Resume>,
 }
@@ -134,20 +146,20 @@ impl Session {
     fn fast(&mut self) -> bool {
         let Some(f) = self.frontier.as_mut() else { return false };
         let arena = &*self.arena;
-        let leaf = f.links[0];
+        let (leaf, pos) = f.leaf;
         self.memo.generation += 1;
         let generation = self.memo.generation;
         let mut engine = Engine::new(arena, &self.input, true, self.options, &mut self.nodes, None);
-        let Ok((r, resume)) = engine.eval(leaf.id, leaf.pos, f.leaf_resume.take()) else {
+        let Some((r, resume)) = engine.eval_leaf(leaf, pos, f.leaf_resume.take()) else {
             self.frontier = None;
             return false;
         };
         let resume = if r.touched { resume } else { None };
         if r.outcome != Outcome::NeedMoreInput {
             // Leave the leaf's result to the slow path, which runs in this same generation.
-            if memoizable(arena.node(leaf.id)) {
+            if memoizable(arena.node(leaf)) {
                 let entry = Entry { res: r, generation, ast: Box::new([]), resume };
-                self.memo.map.insert((leaf.id.0, leaf.pos), entry);
+                self.memo.map.insert((leaf.0, pos), entry);
             }
             self.frontier = None;
             self.memo.generation -= 1;
@@ -155,26 +167,25 @@ impl Session {
         }
         f.leaf_resume = resume;
         let (mut end, mut invalid) = (r.end, r.invalid);
-        for (link, idx) in f.links.iter().zip(&f.out_index).skip(1) {
-            match arena.node(link.id) {
-                Node::Peek { .. } | Node::Negate { .. } => {
-                    end = link.pos;
+        for op in &f.ops {
+            match *op {
+                Op::Reset(at) => {
+                    end = at;
                     invalid = false;
                 }
-                Node::Sequence { .. } | Node::Repeat { .. } => invalid |= link.pre_invalid,
-                Node::Tag { .. } | Node::Rule { .. } => {
-                    if let Some(a) = link.ast {
-                        let n = &mut self.nodes[a.0 as usize];
+                Op::Invalid => invalid = true,
+                Op::Label { node, out } => {
+                    if let Some(a) = node {
+                        let n = &mut self.nodes[a as usize];
                         n.end = end;
                         n.invalid_utf8 = invalid;
                     }
-                    if let Some(&k) = idx.as_ref() {
-                        let n = &mut self.last.ast.nodes[k];
+                    if let Some(k) = out {
+                        let n = &mut self.last.ast.nodes[k as usize];
                         n.end = end;
                         n.invalid_utf8 = invalid;
                     }
                 }
-                _ => {}
             }
         }
         self.last.result.end = end;
@@ -184,8 +195,8 @@ impl Session {
     fn run(&mut self, partial: bool) -> Result<ParseOutput, Error> {
         if let Some(f) = self.frontier.take() {
             // Hand the leaf's latest state back to its memo entry.
-            let leaf = f.links[0];
-            if let Some(e) = self.memo.map.get_mut(&(leaf.id.0, leaf.pos)) {
+            let (leaf, pos) = f.leaf;
+            if let Some(e) = self.memo.map.get_mut(&(leaf.0, pos)) {
                 e.resume = f.leaf_resume;
             }
         }
@@ -204,10 +215,21 @@ impl Session {
             && links.last().is_some_and(|l| l.id == arena.resolve(arena.root()) && l.pos == 0)
             && links.iter().all(|l| l.clean);
         if usable {
-            let out_index = links.iter().map(|l| l.ast.and_then(|a| order.iter().position(|&o| o == a))).collect();
-            let leaf = links[0];
-            let leaf_resume = self.memo.map.get_mut(&(leaf.id.0, leaf.pos)).and_then(|e| e.resume.take());
-            self.frontier = Some(Frontier { links, out_index, leaf_resume });
+            let mut ops = Vec::new();
+            for l in &links[1..] {
+                match arena.node(l.id) {
+                    Node::Peek { .. } | Node::Negate { .. } => ops.push(Op::Reset(l.pos)),
+                    Node::Sequence { .. } | Node::Repeat { .. } if l.pre_invalid => ops.push(Op::Invalid),
+                    Node::Tag { .. } | Node::Rule { .. } => {
+                        let out = l.ast.and_then(|a| order.iter().position(|&o| o == a)).map(|k| k as u32);
+                        ops.push(Op::Label { node: l.ast.map(|a| a.0), out });
+                    }
+                    _ => {}
+                }
+            }
+            let leaf = (links[0].id, links[0].pos);
+            let leaf_resume = self.memo.map.get_mut(&(leaf.0 .0, leaf.1)).and_then(|e| e.resume.take());
+            self.frontier = Some(Frontier { leaf, ops, leaf_resume });
         }
         Ok(output)
     }

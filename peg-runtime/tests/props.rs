@@ -45,12 +45,19 @@ fn recursive<'a>(p: &'a Builder) -> Parser<'a> {
     p.zero_or_more(p.negate("[") + p.tag("pre", p.any())) + list + p.rest()
 }
 
+/// A tag around a sequence whose earlier parts may hold invalid UTF-8 while a later part grows.
+fn wrapped<'a>(p: &'a Builder) -> Parser<'a> {
+    let block = p.tag("block", p.chars("[^<]", 0, None) + "<" + p.tag("inner", p.until(">")) + ">");
+    p.zero_or_more(block) + p.tag("tail", p.rest())
+}
+
 fn grammars() -> Vec<Arc<Arena>> {
     vec![
         Arc::new(Arena::build(native).unwrap()),
         Arc::new(Arena::build(constructed).unwrap()),
         Arc::new(Arena::build(mixed).unwrap()),
         Arc::new(Arena::build(recursive).unwrap()),
+        Arc::new(Arena::build(wrapped).unwrap()),
     ]
 }
 
@@ -165,7 +172,7 @@ proptest! {
     }
 
     #[test]
-    fn any_accepted_input_has_no_failing_prefix(input in token_input(), g in 0usize..4) {
+    fn any_accepted_input_has_no_failing_prefix(input in token_input(), g in 0usize..5) {
         let arena = &grammars()[g];
         if arena.parse(&input, false).unwrap().result.outcome == Outcome::Success {
             check_prefixes(arena, &input)?;
@@ -173,7 +180,7 @@ proptest! {
     }
 
     #[test]
-    fn session_equals_one_shot(input in token_input(), g in 0usize..4, chunks in prop::collection::vec(1usize..9, 1..6)) {
+    fn session_equals_one_shot(input in token_input(), g in 0usize..5, chunks in prop::collection::vec(1usize..9, 1..6)) {
         check_session(&grammars()[g], &input, &chunks)?;
     }
 

@@ -429,6 +429,23 @@ impl<'e> Engine<'e> {
         Ok((r, None))
     }
 
+    /// Evaluates a leaf node (no children) on its own: the session's frontier fast path.
+    pub(crate) fn eval_leaf(&mut self, id: NodeId, pos: usize, resume: Option<Resume>) -> Option<(Res, Option<Resume>)> {
+        Some(match self.arena.node(id) {
+            Node::Literal { text } => (self.literal(text.as_bytes(), pos), None),
+            Node::Any => (self.any(pos), None),
+            Node::Chars { class, min, max } => self.chars(pos, resume, *min, *max, |c| class.matches(c)),
+            Node::Space => self.space(pos, resume),
+            Node::Until { delimiters } => self.until(id, delimiters, pos, resume),
+            Node::Rest => self.rest(pos, resume),
+            Node::Marker => self.marker(pos, resume),
+            Node::Json { kind } => self.scan(Dialect::Json, (*kind).into(), pos, resume),
+            Node::JsonStringContent => self.scan(Dialect::Json, Target::StringContent, pos, resume),
+            Node::Python { kind } => self.scan(Dialect::Python, (*kind).into(), pos, resume),
+            _ => return None,
+        })
+    }
+
     #[inline(never)]
     fn sequence(&mut self, children: &[NodeId], pos: usize) -> Result<Res, Error> {
         let mut p = pos;
