@@ -248,3 +248,65 @@ proptest! {
         }
     }
 }
+
+fn py_repr(v: &serde_json::Value, out: &mut String) {
+    use serde_json::Value;
+    match v {
+        Value::Null => out.push_str("None"),
+        Value::Bool(b) => out.push_str(if *b { "True" } else { "False" }),
+        Value::Number(n) => out.push_str(&n.to_string()),
+        Value::String(s) => {
+            out.push('\'');
+            for c in s.chars() {
+                match c {
+                    '\\' => out.push_str("\\\\"),
+                    '\'' => out.push_str("\\'"),
+                    '\n' => out.push_str("\\n"),
+                    c => out.push(c),
+                }
+            }
+            out.push('\'');
+        }
+        Value::Array(a) => {
+            out.push('[');
+            for x in a {
+                py_repr(x, out);
+                out.push_str(", ");
+            }
+            out.push(']');
+        }
+        Value::Object(o) => {
+            out.push('{');
+            for (k, x) in o {
+                py_repr(&Value::String(k.clone()), out);
+                out.push_str(": ");
+                py_repr(x, out);
+                out.push(',');
+            }
+            out.push('}');
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn python_literals_convert_to_the_same_json(v in json_value()) {
+        let mut py = String::new();
+        py_repr(&v, &mut py);
+        let r = peg_runtime::python::scan(py.as_bytes(), peg_runtime::PythonKind::Value, false);
+        prop_assert_eq!((r.outcome, r.end), (Outcome::Success, py.len()), "{}", py);
+        // Number text passes through unchanged, so compact serde_json output is the reference
+        // (comparing parsed values would hit serde_json's inexact float parsing).
+        let json = peg_runtime::python::to_json(&py).unwrap();
+        prop_assert_eq!(json, serde_json::to_string(&v).unwrap());
+    }
+
+    #[test]
+    fn python_to_json_never_panics(s in "[\\[\\]{}'\":, 0-9.eE+_TrueFalsNonx\\\\é-]{0,30}") {
+        if let Ok(json) = peg_runtime::python::to_json(&s) {
+            prop_assert!(serde_json::from_str::<serde_json::Value>(&json).is_ok(), "{} -> {}", s, json);
+        }
+    }
+}
