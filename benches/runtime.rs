@@ -117,6 +117,19 @@ fn benches(c: &mut Criterion) {
     g.bench_function("session_4_byte_chunks", |b| b.iter(|| stream(&arena, black_box(&input), 4)));
     g.bench_function("session_4_byte_chunks_update", |b| b.iter(|| stream_update(&arena, black_box(&input), 4)));
     g.finish();
+
+    // Linearity: streamed time per byte should stay flat as the argument grows, for a JSON
+    // argument and for plain content.
+    let mut g = c.benchmark_group("stream_scaling");
+    for kb in [16usize, 64, 256] {
+        let input = format!("<tool_call>\n{{\"name\": \"f\", \"arguments\": {}}}\n</tool_call>", json_args(kb * 1024)).into_bytes();
+        g.throughput(Throughput::Bytes(input.len() as u64));
+        g.bench_function(format!("json_{kb}k"), |b| b.iter(|| stream_update(&arena, black_box(&input), 4)));
+        let text = "Some plain content with <b>tags</b> and < signs. ".repeat(kb * 1024 / 50).into_bytes();
+        g.throughput(Throughput::Bytes(text.len() as u64));
+        g.bench_function(format!("content_{kb}k"), |b| b.iter(|| stream_update(&arena, black_box(&text), 4)));
+    }
+    g.finish();
 }
 
 criterion_group! {

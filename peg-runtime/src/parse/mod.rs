@@ -694,7 +694,10 @@ impl<'e> Engine<'e> {
         let limit = found.unwrap_or(n).min(n);
         let cut = (tail..limit).find(|&j| {
             let t = &input[j..];
-            delimiters.iter().any(|d| d.len() > t.len() && d.as_bytes().starts_with(t))
+            delimiters.iter().any(|d| {
+                let d = d.as_bytes();
+                d.len() > t.len() && d[0] == t[0] && d.starts_with(t)
+            })
         });
         let (outcome, end, touched) = match (found, cut) {
             (Some(k), None) => (Outcome::Success, k, false),
