@@ -4,6 +4,8 @@
 //! build the parser arena, grammar, triggers and prompt for a model.
 
 pub mod analysis;
+pub mod check;
+pub mod cli;
 pub mod generator;
 pub mod registry;
 pub mod template;
