@@ -13,8 +13,11 @@ fn template(name: &str) -> PathBuf {
     Path::new(SHARED).join("templates").join(format!("{name}.jinja"))
 }
 
+/// A fresh file: tests run in parallel, so every call gets its own directory.
 fn tmp(name: &str, contents: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("autoparser-cli-{}", std::process::id()));
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("autoparser-cli-{}-{n}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join(name);
     std::fs::write(&p, contents).unwrap();
