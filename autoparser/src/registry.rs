@@ -136,7 +136,7 @@ fn harmony_arena(req: &Request) -> Result<Arena, Error> {
                 Some((f.get("name")?.as_str()?.to_owned(), f.get("parameters").cloned().unwrap_or(serde_json::json!({"type": "object"}))))
             })
             .collect();
-        tools.sort_by(|x, y| y.0.len().cmp(&x.0.len()));
+        tools.sort_by_key(|t| std::cmp::Reverse(t.0.len()));
         for (name, schema) in &tools {
             let open = b.tag(tags::TOOL_OPEN, "to=functions." + b.tag(tags::TOOL_NAME, b.literal(name)));
             let args = b.tag(tags::TOOL_ARGS, b.schema(b.json(), &format!("{name}-args"), schema.clone(), false));
@@ -194,7 +194,7 @@ fn functionary_arena(req: &Request) -> Result<Arena, Error> {
                 Some((f.get("name")?.as_str()?.to_owned(), f.get("parameters").cloned().unwrap_or(serde_json::json!({"type": "object"}))))
             })
             .collect();
-        tools.sort_by(|x, y| y.0.len().cmp(&x.0.len()));
+        tools.sort_by_key(|t| std::cmp::Reverse(t.0.len()));
         for (name, schema) in &tools {
             let open = b.tag(tags::TOOL_OPEN, b.tag(tags::TOOL_NAME, b.literal(name)) + "\n");
             let args = b.tag(tags::TOOL_ARGS, b.schema(b.json(), &format!("{name}-args"), schema.clone(), false));

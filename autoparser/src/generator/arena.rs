@@ -79,11 +79,10 @@ pub fn trigger_words(a: &TemplateAnalysis) -> Vec<String> {
     let mut out: Vec<String> = first.into_iter().collect();
     let np = a.tools.function.name_prefix.trim();
     let np_is_marker = crate::analysis::segment::first_marker(np).is_some() || crate::analysis::text::open_tail(np).is_some();
-    if a.tools.format.mode != ToolFormat::JsonNative && np_is_marker {
-        if f.section_start.trim().is_empty() {
+    if a.tools.format.mode != ToolFormat::JsonNative && np_is_marker
+        && f.section_start.trim().is_empty() {
             out.push(np.to_owned());
         }
-    }
     out
 }
 
@@ -355,7 +354,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let f = &self.a.tools.format;
         let mut tools = self.tools();
         // Ordered choice: a name that prefixes another (`f` vs `f_with_opt`) must come last.
-        tools.sort_by(|x, y| y.0.len().cmp(&x.0.len()));
+        tools.sort_by_key(|t| std::cmp::Reverse(t.0.len()));
         let calls: Vec<Parser<'b>> = tools
             .iter()
             .map(|(n, s)| if f.mode == ToolFormat::JsonNative { self.json_call(n, s) } else { self.tag_call(n, s) })

@@ -161,6 +161,13 @@ fn continue_final(
 pub fn generate(r: &dyn Render, a: &TemplateAnalysis, req: &Request) -> Result<GeneratedParser, GenerateError> {
     let lenient = crate::analysis::Lenient(r);
     let r: &dyn Render = &lenient;
+    let normalized;
+    let req = if a.caps.supports_object_arguments {
+        normalized = req.with_object_arguments();
+        &normalized
+    } else {
+        req
+    };
     let (prompt, generation_prompt, prefill) = match (req.continue_final, req.messages.split_last()) {
         (ContinueFinal::None, _) | (_, None) => {
             let prompt = r.render(&req.context(req.add_generation_prompt)).map_err(GenerateError::Render)?;
