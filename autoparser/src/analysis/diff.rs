@@ -1,0 +1,191 @@
+//! Differential comparison of two renders: common prefix and suffix, and what differs.
+
+use serde::{Deserialize, Serialize};
+
+/// Two renders split into their common `prefix` and `suffix` and the differing middles.
+///
+/// ```
+/// use autoparser::analysis::diff::calculate_diff_split;
+/// let d = calculate_diff_split("<a>x</a>", "<a>yy</a>");
+/// assert_eq!((d.prefix.as_str(), d.left.as_str(), d.right.as_str(), d.suffix.as_str()), ("<a>", "x", "yy", "</a>"));
+/// // a marker cut by the common prefix moves whole into the differing parts
+/// let d = calculate_diff_split("<think>a", "<tool>a");
+/// assert_eq!((d.prefix.as_str(), d.left.as_str(), d.right.as_str()), ("", "<think>", "<tool>"));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiffSplit {
+    /// Common to both renders, at the start.
+    pub prefix: String,
+    /// Common to both renders, at the end.
+    pub suffix: String,
+    /// Only in the first render.
+    pub left: String,
+    /// Only in the second render.
+    pub right: String,
+}
+
+fn common_prefix_len(a: &str, b: &str) -> usize {
+    let n = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+    floor_boundary(a, n)
+}
+
+fn common_suffix_len(a: &str, b: &str) -> usize {
+    let n = a.bytes().rev().zip(b.bytes().rev()).take_while(|(x, y)| x == y).count();
+    // Back off to a char boundary of both strings (they share these bytes).
+    let mut n = n;
+    while n > 0 && !a.is_char_boundary(a.len() - n) {
+        n -= 1;
+    }
+    n
+}
+
+fn floor_boundary(s: &str, mut i: usize) -> usize {
+    while i > 0 && !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// Longest marker we will repair across a diff boundary.
+const MAX_MARKER: usize = 80;
+
+/// Where an unterminated marker begins at the end of `s`: an opening `<` or `[` after the last
+/// closing bracket, with marker-like text after it.
+fn open_marker_tail(s: &str) -> Option<usize> {
+    let start = s.rfind(['<', '['])?;
+    let tail = &s[start..];
+    if tail.len() > MAX_MARKER || tail.contains(['>', ']', '\n']) {
+        return None;
+    }
+    Some(start)
+}
+
+/// Length of a marker remainder at the start of `s`: text up to and including the first closing
+/// bracket, when no opening bracket comes first.
+fn close_marker_head(s: &str) -> Option<usize> {
+    let end = s.find(['>', ']'])?;
+    let head = &s[..end];
+    if end > MAX_MARKER || head.contains(['<', '[', '\n']) {
+        return None;
+    }
+    Some(end + 1)
+}
+
+/// Splits two renders into common prefix/suffix and differing middles, then moves markers cut
+/// in half by the prefix or suffix boundary into the middles until stable.
+pub fn calculate_diff_split(a: &str, b: &str) -> DiffSplit {
+    let p = common_prefix_len(a, b);
+    let s = common_suffix_len(&a[p..], &b[p..]);
+    let mut prefix = a[..p].to_owned();
+    let mut left = a[p..a.len() - s].to_owned();
+    let mut right = b[p..b.len() - s].to_owned();
+    let mut suffix = a[a.len() - s..].to_owned();
+    loop {
+        let mut changed = false;
+        if !left.is_empty() || !right.is_empty() {
+            // A marker opened in the prefix and closed inside the differing part.
+            if let Some(i) = open_marker_tail(&prefix) {
+                if left.contains(['>', ']']) || right.contains(['>', ']']) || close_marker_head(&suffix).is_some() {
+                    let moved = prefix.split_off(i);
+                    left.insert_str(0, &moved);
+                    right.insert_str(0, &moved);
+                    changed = true;
+                }
+            }
+            // A marker opened in the differing part and closed in the suffix.
+            let opened = |m: &str| open_marker_tail(m).is_some();
+            if let Some(n) = close_marker_head(&suffix) {
+                if opened(&left) || opened(&right) || (open_marker_tail(&prefix).is_some()) {
+                    let moved: String = suffix.drain(..n).collect();
+                    left.push_str(&moved);
+                    right.push_str(&moved);
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    DiffSplit { prefix, suffix, left, right }
+}
+
+/// The part of `s` before the first occurrence of `anchor` (all of `s` if absent).
+pub fn until_anchor<'s>(s: &'s str, anchor: &str) -> &'s str {
+    s.find(anchor).map_or(s, |i| &s[..i])
+}
+
+/// The part of `s` after the last occurrence of `anchor` (all of `s` if absent).
+pub fn after_anchor<'s>(s: &'s str, anchor: &str) -> &'s str {
+    s.rfind(anchor).map_or(s, |i| &s[i + anchor.len()..])
+}
+
+/// The common prefix of `s` with itself up to where `left` and `right` (two needles that both
+/// occur in renders) would start: the text of `s` before whichever of the anchors comes first.
+pub fn until_common_prefix<'s>(s: &'s str, left: &str, right: &str) -> &'s str {
+    let i = [s.find(left), s.find(right)].into_iter().flatten().min();
+    i.map_or(s, |i| &s[..i])
+}
+
+/// The text of `s` after the last of the two anchors.
+pub fn after_common_suffix<'s>(s: &'s str, left: &str, right: &str) -> &'s str {
+    let a = s.rfind(left).map(|i| i + left.len());
+    let b = s.rfind(right).map(|i| i + right.len());
+    match a.into_iter().chain(b).max() {
+        Some(i) => &s[i..],
+        None => s,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parts(d: &DiffSplit) -> (&str, &str, &str, &str) {
+        (&d.prefix, &d.left, &d.right, &d.suffix)
+    }
+
+    #[test]
+    fn plain_diff() {
+        let d = calculate_diff_split("hello world", "hello there world");
+        assert_eq!(parts(&d), ("hello ", "", "there ", "world"));
+    }
+
+    #[test]
+    fn identical() {
+        let d = calculate_diff_split("abc", "abc");
+        assert_eq!(parts(&d), ("abc", "", "", ""));
+    }
+
+    #[test]
+    fn fixes_split_tags() {
+        let d = calculate_diff_split("x<tool_call>{}</tool_call>", "x<tool_resp>{}</tool_resp>");
+        assert_eq!(d.prefix, "x");
+        assert_eq!(d.left, "<tool_call>{}</tool_call>");
+        assert_eq!(d.right, "<tool_resp>{}</tool_resp>");
+        let d = calculate_diff_split("<|im_start|>assistant\nA</think>", "<|im_start|>assistant\nB</think>");
+        assert_eq!(parts(&d), ("<|im_start|>assistant\n", "A", "B", "</think>"));
+        let d = calculate_diff_split("[TOOL_CALLS]a[ARGS]", "[TOOL_CALLS]b[ARGS]");
+        assert_eq!(parts(&d), ("[TOOL_CALLS]", "a", "b", "[ARGS]"));
+        // Suffix cut: `foo>` is the tail of `<function=foo>` vs `<function=barfoo>`.
+        let d = calculate_diff_split("<function=xfoo>", "<function=yfoo>");
+        assert_eq!(parts(&d), ("", "<function=xfoo>", "<function=yfoo>", ""));
+    }
+
+    #[test]
+    fn multibyte() {
+        let d = calculate_diff_split("<｜a｜>é", "<｜a｜>è");
+        assert_eq!(d.prefix, "<｜a｜>");
+        assert_eq!(d.left, "é");
+        let d = calculate_diff_split("aé", "bé");
+        assert_eq!(parts(&d), ("", "a", "b", "é"));
+    }
+
+    #[test]
+    fn anchors() {
+        assert_eq!(until_common_prefix("ab<x>FOO</x>BAR", "FOO", "BAR"), "ab<x>");
+        assert_eq!(after_common_suffix("FOO</x>BAR</y>", "FOO", "BAR"), "</y>");
+        assert_eq!(until_anchor("abc", "z"), "abc");
+        assert_eq!(after_anchor("a=b=c", "="), "c");
+    }
+}

@@ -1,0 +1,249 @@
+//! Differential template analysis: render variants of a conversation, compare them, and learn
+//! the markers around reasoning, content and tool calls.
+
+pub mod diff;
+pub mod probe;
+pub mod reasoning;
+pub mod segment;
+pub mod text;
+pub mod tools;
+pub mod types;
+
+#[cfg(test)]
+pub(crate) mod shim;
+
+pub use types::*;
+
+/// Why a template could not be analyzed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AnalysisError {
+    /// Even the simplest conversation does not render.
+    #[error("the template does not render a basic conversation: {0}")]
+    Render(String),
+    /// A tool-call phase failed on a template that renders tool calls.
+    #[error("tool-call analysis failed: {0}")]
+    Tools(String),
+}
+
+/// Analyzes a template through any renderer: phases R1-R3, C1, T1-T7, A1-A2.
+///
+/// ```
+/// # use autoparser::analysis::{analyze, Render, ToolFormat};
+/// struct Fixed;
+/// impl Render for Fixed {
+///     fn render(&self, ctx: &serde_json::Value) -> Result<String, String> {
+///         let mut out = String::new();
+///         for m in ctx["messages"].as_array().unwrap() {
+///             out += &format!("<|{}|>", m["role"].as_str().unwrap());
+///             if let Some(r) = m["reasoning_content"].as_str() { out += &format!("<think>{r}</think>"); }
+///             out += m["content"].as_str().unwrap_or("");
+///             for c in m["tool_calls"].as_array().into_iter().flatten() {
+///                 out += &format!("<tool_call>{}</tool_call>", serde_json::json!({
+///                     "name": c["function"]["name"], "arguments": c["function"]["arguments"]}));
+///             }
+///             out += "<|end|>";
+///         }
+///         if ctx["add_generation_prompt"] == true { out += "<|assistant|>"; }
+///         Ok(out)
+///     }
+/// }
+/// let a = analyze(&Fixed).unwrap();
+/// assert_eq!((a.reasoning.start.as_str(), a.reasoning.end.as_str()), ("<think>", "</think>"));
+/// assert_eq!(a.tools.format.mode, ToolFormat::JsonNative);
+/// assert_eq!(a.tools.format.per_call_start, "<tool_call>");
+/// ```
+pub fn analyze(r: &dyn Render) -> Result<TemplateAnalysis, AnalysisError> {
+    let mut p = probe::Probe::new(r);
+    let mut a = TemplateAnalysis::default();
+    // The basic conversation must render, with tools or without.
+    if let Err(e) = p.render_prompt(Some(true)) {
+        p.with_tools = false;
+        p.render_prompt(Some(true)).map_err(|_| AnalysisError::Render(e))?;
+    }
+    a.caps.supports_tools = p.with_tools && {
+        let with = p.render_prompt(Some(true)).ok();
+        let mut q = probe::Probe::new(r);
+        q.with_tools = false;
+        with.is_some() && with != q.render_prompt(Some(true)).ok()
+    };
+    a.caps.supports_system_role = {
+        let ctx = p.ctx(vec![serde_json::json!({"role": "system", "content": "SYSTEM_NEEDLE"}), p.base()[0].clone()], true, None);
+        r.render(&ctx).is_ok_and(|s| s.contains("SYSTEM_NEEDLE"))
+    };
+    a.reasoning = reasoning::analyze_reasoning(&p, &mut a.caps, &mut a.notes);
+    a.tools = match tools::analyze_tools(&mut p, &a.reasoning, &mut a.caps) {
+        Ok(t) => t,
+        Err(e) => {
+            a.notes.push(format!("tools: {e}"));
+            return Err(AnalysisError::Tools(e));
+        }
+    };
+    a.content = reasoning::analyze_content(&p, a.caps.supports_tool_calls, &a.reasoning);
+    // The end-of-turn marker (what follows plain content) is not part of the tool section.
+    if let Ok(r) = p.render_asst(&probe::Asst::content(probe::needle::CONTENT)) {
+        if let Some(i) = r.find(probe::needle::CONTENT) {
+            let after = &r[i + probe::needle::CONTENT.len()..];
+            let after = after.strip_prefix(a.content.end.as_str()).unwrap_or(after).trim_start();
+            if let Some(n) = segment::marker_len(after) {
+                let eot = &after[..n];
+                let se = &mut a.tools.format.section_end;
+                if let Some(k) = se.find(eot) {
+                    se.truncate(k);
+                    *se = se.trim().to_owned();
+                }
+                a.end_of_turn = eot.to_owned();
+            }
+        }
+    }
+    // Registered builders: fingerprints are matched against the template's own renders.
+    let mut renders = String::new();
+    for m in [probe::Asst::content(probe::needle::CONTENT), probe::Asst::calls(vec![probe::Call::first()])] {
+        if let Ok(s) = p.render_asst(&m) {
+            renders.push_str(&s);
+        }
+    }
+    if let Some(b) = crate::registry::detect(&renders) {
+        a.builder = Some(b.name().to_owned());
+        b.adjust(&mut a);
+    }
+    a.preserved_tokens = collect_preserved_tokens(&a);
+    Ok(a)
+}
+
+/// The union of all marker tokens in the analysis (what the tokenizer must not split).
+pub fn collect_preserved_tokens(a: &TemplateAnalysis) -> Vec<String> {
+    let t = &a.tools;
+    let all = [
+        &a.reasoning.start, &a.reasoning.end, &a.content.start, &a.content.end,
+        &t.format.section_start, &t.format.section_end, &t.format.per_call_start, &t.format.per_call_end,
+        &t.function.name_prefix, &t.function.name_suffix, &t.function.close,
+        &t.arguments.start, &t.arguments.end, &t.arguments.name_prefix, &t.arguments.name_suffix,
+        &t.arguments.value_prefix, &t.arguments.value_suffix, &t.call_id.prefix, &t.call_id.suffix,
+    ];
+    let mut out: Vec<String> = Vec::new();
+    for s in all {
+        let mut push = |m: &str| {
+            if !m.is_empty() && !out.iter().any(|x| x == m) {
+                out.push(m.to_owned());
+            }
+        };
+        for seg in segment::segmentize_markers(s) {
+            if seg.is_marker() {
+                push(&seg.value);
+            }
+        }
+        if let Some(i) = text::open_tail(s) {
+            push(&s[i..]);
+        }
+    }
+    out
+}
+
+/// Renders a template context (`messages`, `tools`, `add_generation_prompt`, `enable_thinking`,
+/// `bos_token`, ...) into text. The analysis depends only on this trait.
+pub trait Render {
+    /// Renders `ctx`; `Err` carries the template's error message.
+    fn render(&self, ctx: &serde_json::Value) -> Result<String, String>;
+}
+
+#[cfg(test)]
+pub(crate) mod test_util {
+    use super::shim::ShimTemplate;
+
+    pub fn templates_dir() -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/templates")
+    }
+
+    pub fn all_templates() -> Vec<(String, String)> {
+        let mut v: Vec<_> = std::fs::read_dir(templates_dir())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "jinja"))
+            .map(|p| (p.file_stem().unwrap().to_string_lossy().into_owned(), std::fs::read_to_string(&p).unwrap()))
+            .collect();
+        v.sort();
+        v
+    }
+
+    pub fn shim(src: &str) -> ShimTemplate {
+        ShimTemplate::new(src).unwrap()
+    }
+}
+
+#[cfg(test)]
+mod dump {
+    use super::probe::*;
+    use super::test_util::*;
+
+    #[test]
+    #[ignore]
+    fn dump_renders() {
+        let only = std::env::var("TPL").unwrap_or_default();
+        for (name, src) in all_templates() {
+            if !name.contains(&only) {
+                continue;
+            }
+            println!("===== {name}");
+            let t = match super::shim::ShimTemplate::new(&src) {
+                Ok(t) => t,
+                Err(e) => {
+                    println!("COMPILE ERR {e}");
+                    continue;
+                }
+            };
+            let p = Probe::new(&t);
+            let show = |label: &str, r: Result<String, String>| {
+                match r {
+                    Ok(s) => println!("--- {label}:\n{}", s.chars().rev().take(700).collect::<Vec<_>>().into_iter().rev().collect::<String>()),
+                    Err(e) => println!("--- {label}: ERR {e}"),
+                }
+            };
+            show("prompt think=true", p.render_prompt(Some(true)));
+            show("prompt think=false", p.render_prompt(Some(false)));
+            show("content+reasoning", p.render_asst(&Asst::content(needle::CONTENT).with_reasoning(needle::REASONING)));
+            show("two calls", p.render_asst(&Asst::calls(vec![Call::first(), Call::second()])));
+        }
+    }
+}
+
+#[cfg(test)]
+mod all_templates {
+    use super::test_util::*;
+
+    /// Prints our markers next to the reference's for every template (`--nocapture`).
+    #[test]
+    fn analyze_every_template() {
+        let only = std::env::var("TPL").unwrap_or_default();
+        let mut ok = 0;
+        let mut failed = Vec::new();
+        for (name, src) in all_templates() {
+            if !name.contains(&only) {
+                continue;
+            }
+            let Ok(t) = super::shim::ShimTemplate::new(&src) else { continue };
+            match super::analyze(&t) {
+                Ok(a) => {
+                    ok += 1;
+                    if let Ok(dir) = std::env::var("DUMP") {
+                        std::fs::create_dir_all(&dir).unwrap();
+                        std::fs::write(format!("{dir}/{name}.json"), a.to_json()).unwrap();
+                    }
+                    if std::env::var("SHOW").is_ok() {
+                        let refp = templates_dir().join(format!("../corpus/analysis/{name}.json"));
+                        let rf: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(refp).unwrap_or("{}".into())).unwrap();
+                        let ra = &rf["analysis"];
+                        println!("===== {name} (ref route {})", rf["route"]);
+                        println!("ours r={:?} {:?}..{:?} c={:?} {:?}..{:?}", a.reasoning.mode, a.reasoning.start, a.reasoning.end, a.content.mode, a.content.start, a.content.end);
+                        println!("ref  r={} {}..{} c={} {}..{}", ra["reasoning"]["mode"], ra["reasoning"]["start"], ra["reasoning"]["end"], ra["content"]["mode"], ra["content"]["start"], ra["content"]["end"]);
+                        println!("ours tools {}", serde_json::to_string(&a.tools).unwrap());
+                        println!("ref  tools {}", serde_json::to_string(&ra["tools"]).unwrap());
+                        println!("notes {:?}", a.notes);
+                    }
+                }
+                Err(e) => failed.push(format!("{name}: {e}")),
+            }
+        }
+        println!("analyzed {ok}, failed {}: {failed:#?}", failed.len());
+    }
+}

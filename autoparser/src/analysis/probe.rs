@@ -1,0 +1,173 @@
+//! Render probes: the contexts the analysis renders and compares.
+
+use serde_json::{json, Value};
+
+use super::diff::{calculate_diff_split, DiffSplit};
+use super::Render;
+
+/// Needles: distinctive values whose position in renders reveals the markers around them.
+pub mod needle {
+    /// The user's question.
+    pub const USER: &str = "USER_QUESTION_TEXT";
+    /// Assistant content.
+    pub const CONTENT: &str = "CONTENT_NEEDLE_TEXT";
+    /// Other assistant content.
+    pub const CONTENT2: &str = "OTHER_CONTENT_WORDS";
+    /// Reasoning.
+    pub const REASONING: &str = "REASONING_NEEDLE_TEXT";
+    /// First function name.
+    pub const FUN_A: &str = "foofoo";
+    /// Second function name.
+    pub const FUN_B: &str = "barbar";
+    /// First argument name.
+    pub const ARG_A: &str = "alpha";
+    /// Second argument name (shares no first or last character with the first).
+    pub const ARG_B: &str = "bravo";
+    /// First value.
+    pub const VAL_A: &str = "XXXX";
+    /// Second value.
+    pub const VAL_B: &str = "YYYY";
+    /// First call id.
+    pub const ID_A: &str = "call00001";
+    /// Second call id.
+    pub const ID_B: &str = "call99999";
+}
+use needle::*;
+
+/// One tool call for a probe message.
+#[derive(Debug, Clone)]
+pub struct Call {
+    /// Function name.
+    pub name: &'static str,
+    /// Arguments, in order.
+    pub args: Vec<(&'static str, &'static str)>,
+    /// Call id.
+    pub id: &'static str,
+}
+
+impl Call {
+    /// `foofoo(alpha="XXXX")` with id `call00001`.
+    pub fn first() -> Call {
+        Call { name: FUN_A, args: vec![(ARG_A, VAL_A)], id: ID_A }
+    }
+    /// `barbar(bravo="YYYY", alpha="XXXX")` with id `call99999`.
+    pub fn second() -> Call {
+        Call { name: FUN_B, args: vec![(ARG_B, VAL_B), (ARG_A, VAL_A)], id: ID_B }
+    }
+}
+
+/// An assistant message for probes.
+#[derive(Debug, Clone, Default)]
+pub struct Asst {
+    /// Content (None renders as null).
+    pub content: Option<String>,
+    /// Reasoning.
+    pub reasoning: Option<&'static str>,
+    /// Tool calls.
+    pub calls: Vec<Call>,
+}
+
+impl Asst {
+    /// Content only.
+    pub fn content(c: &str) -> Asst {
+        Asst { content: Some(c.to_owned()), ..Asst::default() }
+    }
+    /// Tool calls with empty content.
+    pub fn calls(calls: Vec<Call>) -> Asst {
+        Asst { content: Some(String::new()), calls, ..Asst::default() }
+    }
+    /// Adds reasoning.
+    pub fn with_reasoning(mut self, r: &'static str) -> Asst {
+        self.reasoning = Some(r);
+        self
+    }
+}
+
+/// Renders probe contexts through a [`Render`].
+pub struct Probe<'r> {
+    r: &'r dyn Render,
+    /// Pass tool-call arguments as objects (else as JSON strings).
+    pub object_args: bool,
+    /// Include the tool definitions in every context.
+    pub with_tools: bool,
+}
+
+fn tool_def(name: &str) -> Value {
+    json!({"type": "function", "function": {"name": name, "description": "A test function.",
+        "parameters": {"type": "object", "properties": {
+            ARG_A: {"type": "string", "description": "First."},
+            ARG_B: {"type": "string", "description": "Second."}},
+        "required": [ARG_A]}}})
+}
+
+impl<'r> Probe<'r> {
+    /// A probe over `r`.
+    pub fn new(r: &'r dyn Render) -> Probe<'r> {
+        Probe { r, object_args: true, with_tools: true }
+    }
+
+    /// The tool-call JSON of `c` as templates receive it.
+    pub fn call_json(&self, c: &Call) -> Value {
+        let mut args = serde_json::Map::new();
+        for (k, v) in &c.args {
+            args.insert((*k).into(), json!(v));
+        }
+        let args = if self.object_args { Value::Object(args) } else { json!(Value::Object(args).to_string()) };
+        json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": args}})
+    }
+
+    /// The message JSON of `a`.
+    pub fn asst_json(&self, a: &Asst) -> Value {
+        let mut m = json!({"role": "assistant", "content": a.content});
+        if let Some(r) = a.reasoning {
+            m["reasoning_content"] = json!(r);
+        }
+        if !a.calls.is_empty() {
+            m["tool_calls"] = Value::Array(a.calls.iter().map(|c| self.call_json(c)).collect());
+        }
+        m
+    }
+
+    /// A full render context.
+    pub fn ctx(&self, messages: Vec<Value>, agp: bool, thinking: Option<bool>) -> Value {
+        let tools = if self.with_tools { json!([tool_def(FUN_A), tool_def(FUN_B)]) } else { Value::Null };
+        let mut c = json!({
+            "messages": messages, "tools": tools, "add_generation_prompt": agp,
+            "bos_token": "", "eos_token": "",
+        });
+        if let Some(t) = thinking {
+            c["enable_thinking"] = json!(t);
+            c["thinking"] = json!(t);
+        }
+        c
+    }
+
+    /// `[user]`.
+    pub fn base(&self) -> Vec<Value> {
+        vec![json!({"role": "user", "content": USER})]
+    }
+
+    /// Renders `[user, assistant]` without a generation prompt.
+    pub fn render_asst(&self, a: &Asst) -> Result<String, String> {
+        let mut m = self.base();
+        m.push(self.asst_json(a));
+        self.r.render(&self.ctx(m, false, Some(true)))
+    }
+
+    /// Renders `[user]` with a generation prompt.
+    pub fn render_prompt(&self, thinking: Option<bool>) -> Result<String, String> {
+        self.r.render(&self.ctx(self.base(), true, thinking))
+    }
+
+    /// Renders any context.
+    pub fn render(&self, ctx: &Value) -> Result<String, String> {
+        self.r.render(ctx)
+    }
+
+    /// Diff of two assistant messages' renders.
+    pub fn compare(&self, a: &Asst, b: &Asst) -> Result<(DiffSplit, String, String), String> {
+        let ra = self.render_asst(a)?;
+        let rb = self.render_asst(b)?;
+        Ok((calculate_diff_split(&ra, &rb), ra, rb))
+    }
+}

@@ -1,0 +1,138 @@
+//! Phase 1 (R1-R3) reasoning markers and Phase 2 (C1) content markers.
+
+use super::diff::{calculate_diff_split, DiffSplit};
+use super::probe::{needle::*, Asst, Call, Probe};
+use super::segment::{first_marker, last_marker, marker_len};
+use super::text::*;
+use super::types::*;
+
+/// Whether `m` directly precedes the content in a content-only render: then it opens the turn,
+/// not the reasoning.
+fn is_turn_marker(p: &Probe, m: &str) -> bool {
+    match p.render_asst(&Asst::content(CONTENT)) {
+        Ok(r) => r.find(CONTENT).is_some_and(|i| r[..i].trim_end().ends_with(m)),
+        Err(_) => false,
+    }
+}
+
+/// Start and end markers around the reasoning needle in a diff whose right side added it.
+fn markers_around(p: &Probe, d: &DiffSplit) -> Option<(String, String)> {
+    let i = d.right.find(REASONING)?;
+    let pre = d.right[..i].trim();
+    let post = d.right[i + REASONING.len()..].trim();
+    let start = if !pre.is_empty() {
+        from_first_marker(pre).to_owned()
+    } else {
+        match last_marker(d.prefix.trim_end()) {
+            Some((k, m)) if k + m.len() == d.prefix.trim_end().len() && !is_turn_marker(p, m) => m.to_owned(),
+            _ => String::new(),
+        }
+    };
+    let end = if !post.is_empty() {
+        // The first marker (a following content opener belongs to content).
+        let e = match first_marker(post) {
+            Some((k, m)) => &post[..k + m.len()],
+            None => post,
+        };
+        if e.contains(CONTENT) {
+            return None;
+        }
+        e.to_owned()
+    } else {
+        let s = d.suffix.trim_start();
+        match marker_len(s) {
+            Some(n) if !s.starts_with(CONTENT) => s[..n].to_owned(),
+            _ => String::new(),
+        }
+    };
+    (!end.is_empty()).then_some((start, end))
+}
+
+/// The closing form of an opening tag: `<think>` -> `</think>`, `[THINK]` -> `[/THINK]`.
+fn closing_of(m: &str) -> Option<String> {
+    let (open, rest) = m.split_at(1);
+    if rest.starts_with('/') || rest.starts_with('|') || rest.starts_with('｜') {
+        return None;
+    }
+    Some(format!("{open}/{rest}"))
+}
+
+/// R1-R3.
+pub fn analyze_reasoning(p: &Probe, caps: &mut Capabilities, notes: &mut Vec<String>) -> ReasoningAnalysis {
+    let mut r = ReasoningAnalysis::default();
+    // R1: with vs without reasoning_content.
+    let a = Asst::content(CONTENT);
+    if let Ok((d, _, _)) = p.compare(&a, &a.clone().with_reasoning(REASONING)) {
+        if let Some((s, e)) = markers_around(p, &d) {
+            r = ReasoningAnalysis { mode: ReasoningMode::TagBased, start: s, end: e };
+        }
+    }
+    // R3: reasoning shown only next to tool calls.
+    if r.mode == ReasoningMode::None {
+        let a = Asst::calls(vec![Call::first()]);
+        if let Ok((d, _, _)) = p.compare(&a, &a.clone().with_reasoning(REASONING)) {
+            if let Some((s, e)) = markers_around(p, &d) {
+                r = ReasoningAnalysis { mode: ReasoningMode::ToolsOnly, start: s, end: e };
+            }
+        }
+    }
+    // R2: enable_thinking=false vs true in the generation prompt.
+    let (pf, pt) = (p.render_prompt(Some(false)), p.render_prompt(Some(true)));
+    if let (Ok(pf), Ok(pt)) = (pf, pt) {
+        caps.supports_thinking_toggle = pf != pt;
+        // Only the turn after the user's message: system prompts may mention markers.
+        let tail = |s: &str| s.rfind(USER).map_or(s.to_owned(), |i| s[i + USER.len()..].to_owned());
+        let (pf, pt) = (tail(&pf), tail(&pt));
+        let d = calculate_diff_split(&pf, &pt);
+        if r.mode == ReasoningMode::None {
+            let left: Vec<_> = super::segment::segmentize_markers(&d.left).into_iter().filter(|s| s.is_marker()).collect();
+            let right_marker = last_marker(d.right.trim_end()).filter(|(k, m)| k + m.len() == d.right.trim_end().len());
+            let prompt_tail = last_marker(pt.trim_end()).filter(|(k, m)| k + m.len() == pt.trim_end().len());
+            if left.len() >= 2 {
+                // Disabled thinking writes an empty block: both markers.
+                r = ReasoningAnalysis { mode: ReasoningMode::TagBased, start: left[0].value.clone(), end: left[left.len() - 1].value.clone() };
+            } else if let (Some((_, m)), 1) = (right_marker, left.len()) {
+                r = ReasoningAnalysis { mode: ReasoningMode::TagBased, start: m.to_owned(), end: left[0].value.clone() };
+            } else if let (1, Some((_, m))) = (left.len(), prompt_tail) {
+                // Disabled adds only the end marker after a start already in the prompt.
+                r = ReasoningAnalysis { mode: ReasoningMode::TagBased, start: m.to_owned(), end: left[0].value.clone() };
+            } else if let Some((_, m)) = right_marker.or(prompt_tail) {
+                // The prompt opens reasoning (`<think>`): the model closes it. A marker that
+                // also opens plain content must be confirmed: the template strips reasoning
+                // written before the closing form from history.
+                if let Some(end) = closing_of(m) {
+                    let mut msgs = p.base();
+                    msgs.push(p.asst_json(&Asst::content(&format!("{REASONING}{end}{CONTENT}"))));
+                    msgs.push(serde_json::json!({"role": "user", "content": "Next question"}));
+                    let stripped = p
+                        .render(&p.ctx(msgs, false, Some(true)))
+                        .is_ok_and(|s| s.contains(CONTENT) && !s.contains(REASONING));
+                    if stripped || !is_turn_marker(p, m) {
+                        notes.push(format!("reasoning end `{end}` derived from prompt-opened `{m}`"));
+                        r = ReasoningAnalysis { mode: ReasoningMode::TagBased, start: m.to_owned(), end };
+                    }
+                }
+            }
+        }
+    }
+    r
+}
+
+/// C1: content wrapping markers.
+pub fn analyze_content(p: &Probe, tools: bool, r: &ReasoningAnalysis) -> ContentAnalysis {
+    let mut c = ContentAnalysis::default();
+    let a = Asst::content(CONTENT);
+    let b = if tools { Asst::calls(vec![Call::first()]) } else { Asst::content("") };
+    let Ok((d, _, _)) = p.compare(&a, &b) else { return c };
+    let Some(i) = d.left.find(CONTENT) else { return c };
+    let pre = d.left[..i].trim();
+    let post = d.left[i + CONTENT.len()..].trim();
+    let start = last_marker(pre).filter(|(k, m)| k + m.len() == pre.len()).map(|(_, m)| m.to_owned());
+    let end = first_marker(post).filter(|(k, _)| *k == 0).map(|(_, m)| m.to_owned());
+    if let Some(s) = start.filter(|s| *s != r.start && *s != r.end) {
+        c.mode = ContentMode::AlwaysWrapped;
+        c.start = s;
+        c.end = end.unwrap_or_default();
+    }
+    c
+}

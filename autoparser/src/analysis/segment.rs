@@ -1,0 +1,179 @@
+//! Segmentation of rendered text into marker tokens and plain text.
+
+use serde::{Deserialize, Serialize};
+
+/// What a [`Segment`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SegmentKind {
+    /// A marker token: `<...>`, `[...]`, `<|...|>`, `<｜...｜>`.
+    Marker,
+    /// Anything else.
+    Text,
+}
+
+/// A piece of segmented text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Segment {
+    /// Marker or text.
+    pub kind: SegmentKind,
+    /// The exact text.
+    pub value: String,
+}
+
+impl Segment {
+    fn new(kind: SegmentKind, value: &str) -> Segment {
+        Segment { kind, value: value.to_owned() }
+    }
+    /// Whether this is a marker.
+    pub fn is_marker(&self) -> bool {
+        self.kind == SegmentKind::Marker
+    }
+}
+
+const MAX_MARKER: usize = 80;
+
+/// Length of the marker starting at `s[0..]`, if one does.
+///
+/// `<...>` markers start with a non-space character and hold no `<`, `>` or newline (so `a < b`
+/// and `<` in prose are not markers). `[...]` markers hold only word characters, `/`, `|`, `=`,
+/// `.`, `:` and `-`, so that JSON arrays are never taken for markers.
+pub fn marker_len(s: &str) -> Option<usize> {
+    let mut chars = s.char_indices();
+    let (_, open) = chars.next()?;
+    let (close, square) = match open {
+        '<' => ('>', false),
+        '[' => (']', true),
+        _ => return None,
+    };
+    let (_, first) = chars.next()?;
+    if first.is_whitespace() || first == close {
+        return None;
+    }
+    if square && !(first.is_alphabetic() || matches!(first, '/' | '|' | '_')) {
+        return None;
+    }
+    if !square && matches!(first, '<' | '=' | '\'' | '"') {
+        return None;
+    }
+    for (i, c) in s.char_indices().skip(1) {
+        if i > MAX_MARKER {
+            return None;
+        }
+        if c == close {
+            return Some(i + 1);
+        }
+        if c == '\n' || c == '<' || c == '[' || c == '>' || c == ']' {
+            return None;
+        }
+        if square && !(c.is_alphanumeric() || matches!(c, '_' | '/' | '|' | '=' | '.' | ':' | '-')) {
+            return None;
+        }
+    }
+    None
+}
+
+/// Splits `text` into markers and text runs, in order; concatenating the values gives `text`.
+///
+/// ```
+/// use autoparser::analysis::segment::segmentize_markers;
+/// let segs = segmentize_markers("<tool_call>\n{\"a\": [1]}</tool_call>");
+/// let v: Vec<_> = segs.iter().map(|s| (s.is_marker(), s.value.as_str())).collect();
+/// assert_eq!(v, [(true, "<tool_call>"), (false, "\n{\"a\": [1]}"), (true, "</tool_call>")]);
+/// ```
+pub fn segmentize_markers(text: &str) -> Vec<Segment> {
+    let mut out = Vec::new();
+    let mut text_start = 0;
+    let mut i = 0;
+    while i < text.len() {
+        let rest = &text[i..];
+        if let Some(n) = marker_len(rest) {
+            if text_start < i {
+                out.push(Segment::new(SegmentKind::Text, &text[text_start..i]));
+            }
+            out.push(Segment::new(SegmentKind::Marker, &rest[..n]));
+            i += n;
+            text_start = i;
+        } else {
+            i += rest.chars().next().map_or(1, char::len_utf8);
+        }
+    }
+    if text_start < text.len() {
+        out.push(Segment::new(SegmentKind::Text, &text[text_start..]));
+    }
+    out
+}
+
+/// Whether the whole of `s` is one marker.
+pub fn is_single_marker(s: &str) -> bool {
+    marker_len(s) == Some(s.len())
+}
+
+/// The first marker in `s` with its byte offset.
+pub fn first_marker(s: &str) -> Option<(usize, &str)> {
+    let mut i = 0;
+    while i < s.len() {
+        if let Some(n) = marker_len(&s[i..]) {
+            return Some((i, &s[i..i + n]));
+        }
+        i += s[i..].chars().next().map_or(1, char::len_utf8);
+    }
+    None
+}
+
+/// The last marker in `s` with its byte offset.
+pub fn last_marker(s: &str) -> Option<(usize, &str)> {
+    let mut last = None;
+    let mut i = 0;
+    while i < s.len() {
+        if let Some(n) = marker_len(&s[i..]) {
+            last = Some((i, &s[i..i + n]));
+            i += n;
+        } else {
+            i += s[i..].chars().next().map_or(1, char::len_utf8);
+        }
+    }
+    last
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seg(s: &str) -> Vec<(bool, String)> {
+        segmentize_markers(s).into_iter().map(|s| (s.is_marker(), s.value)).collect()
+    }
+
+    #[test]
+    fn kinds_of_markers() {
+        assert!(is_single_marker("<think>"));
+        assert!(is_single_marker("</think>"));
+        assert!(is_single_marker("<|im_start|>"));
+        assert!(is_single_marker("<｜tool▁calls▁begin｜>"));
+        assert!(is_single_marker("[TOOL_CALLS]"));
+        assert!(is_single_marker("[/THINK]"));
+        assert!(is_single_marker("<function=get_weather>"));
+        assert!(is_single_marker("<invoke name=\"x\">"));
+        assert!(!is_single_marker("[1, 2]"));
+        assert!(!is_single_marker("[\"a\"]"));
+        assert!(!is_single_marker("< b>"));
+        assert!(!is_single_marker("<>"));
+    }
+
+    #[test]
+    fn segments_roundtrip() {
+        for s in ["a < b and c > d", "<a>x</a>", "[TOOL_CALLS][{\"n\": 1}]", "<｜A｜>é<｜B｜>", "", "<<x>>"] {
+            let joined: String = segmentize_markers(s).into_iter().map(|s| s.value).collect();
+            assert_eq!(joined, s);
+        }
+        assert_eq!(seg("x<a>y"), [(false, "x".into()), (true, "<a>".into()), (false, "y".into())]);
+        assert_eq!(seg("a < b"), [(false, "a < b".into())]);
+    }
+
+    #[test]
+    fn first_last() {
+        assert_eq!(first_marker("ab<x>cd<y>"), Some((2, "<x>")));
+        assert_eq!(last_marker("ab<x>cd<y>e"), Some((7, "<y>")));
+        assert_eq!(first_marker("abc"), None);
+    }
+}

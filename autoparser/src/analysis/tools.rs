@@ -1,0 +1,497 @@
+//! Phase 3 and 4 (T1-T7, A1-A2): tool-call format, section/per-call markers, function markers,
+//! argument markers, call ids. Works on the rendered tool region of a one-call and a two-call
+//! message, located by needles.
+
+use serde_json::Value;
+
+use super::diff::calculate_diff_split;
+use super::probe::{needle::*, Asst, Call, Probe};
+use super::text::*;
+use super::types::*;
+
+/// Stands for a call id in normalized renders.
+const ID_MARK: &str = "\u{E000}";
+
+/// The tool region of `calls` rendered: what a message with these calls adds over an empty one.
+fn tool_region(p: &Probe, calls: Vec<Call>) -> Result<String, String> {
+    // Against a content needle (not empty content): an insertion next to an empty content can
+    // align ambiguously with the end-of-turn marker.
+    let empty = p.render_asst(&Asst::content(CONTENT))?;
+    let with = p.render_asst(&Asst::calls(calls))?;
+    let d = calculate_diff_split(&empty, &with);
+    Ok(d.right)
+}
+
+/// Strips an empty reasoning block (`<think></think>`) from the start of a tool region.
+fn strip_reasoning(h: &str, r: &ReasoningAnalysis) -> String {
+    if r.end.is_empty() {
+        return h.to_owned();
+    }
+    let t = h.trim_start();
+    let after_start = if r.start.is_empty() { Some(t) } else { t.strip_prefix(r.start.as_str()) };
+    if let Some(rest) = after_start {
+        if let Some(rest) = rest.trim_start().strip_prefix(r.end.as_str()) {
+            return rest.to_owned();
+        }
+    }
+    h.to_owned()
+}
+
+/// Result of T1: the tool region renders and how arguments were passed.
+pub struct ToolProbe {
+    /// One call, ids replaced by [`ID_MARK`].
+    pub one: String,
+    /// Two calls (if the template renders both).
+    pub two: Option<String>,
+    /// Whether ids appear in the output.
+    pub has_ids: bool,
+    /// Arguments were passed as objects.
+    pub object_args: bool,
+}
+
+fn normalize_ids(s: &str) -> String {
+    s.replace(ID_A, ID_MARK).replace(ID_B, ID_MARK)
+}
+
+/// T1: render tool calls; `None` if the template renders none.
+pub fn probe_tools(p: &mut Probe, r: &ReasoningAnalysis) -> Option<ToolProbe> {
+    for object_args in [true, false] {
+        p.object_args = object_args;
+        let Ok(one) = tool_region(p, vec![Call::first()]) else { continue };
+        if !one.contains(FUN_A) || !(one.contains(ARG_A) && one.contains(VAL_A)) {
+            continue;
+        }
+        // Arguments rendered as an escaped JSON string mean the template wants strings.
+        if object_args && one.contains(&format!("\\\"{ARG_A}\\\"")) {
+            continue;
+        }
+        let one = strip_reasoning(&one, r);
+        let two = tool_region(p, vec![Call::first(), Call::second()])
+            .ok()
+            .filter(|t| t.contains(FUN_A) && t.contains(FUN_B))
+            .map(|t| strip_reasoning(&t, r));
+        let has_ids = one.contains(ID_A);
+        return Some(ToolProbe {
+            one: normalize_ids(&one),
+            two: two.map(|t| normalize_ids(&t)),
+            has_ids,
+            object_args,
+        });
+    }
+    None
+}
+
+/// Classifies the format: the JSON heuristic on function and argument names.
+pub fn classify(h: &str) -> ToolFormat {
+    if in_json_context(h, FUN_A) {
+        ToolFormat::JsonNative
+    } else if in_json_context(h, ARG_A) || h.contains(&format!("'{ARG_A}'")) {
+        ToolFormat::TagWithJson
+    } else {
+        ToolFormat::TagWithTagged
+    }
+}
+
+/// The outermost JSON object holding `name` but not `not`, starting at or after `from`.
+fn call_object(h: &str, from: usize, name: &str, not: &str) -> Option<(usize, usize, Value)> {
+    let at = from + h[from..].find(&format!("\"{name}\""))?;
+    let mut best = None;
+    for (i, c) in h[from..at].char_indices() {
+        let i = from + i;
+        if c != '{' {
+            continue;
+        }
+        if let Some((v, end)) = json_at(h, i) {
+            if end > at && !h[i..end].contains(&format!("\"{not}\"")) {
+                best = Some((i, end, v));
+                break; // the first (outermost) start that parses wins
+            }
+        }
+    }
+    best
+}
+
+fn find_path(v: &Value, pred: &dyn Fn(&Value) -> bool, path: &mut Vec<String>) -> bool {
+    if let Value::Object(m) = v {
+        for (k, x) in m {
+            path.push(k.clone());
+            if pred(x) || find_path(x, pred, path) {
+                return true;
+            }
+            path.pop();
+        }
+    }
+    false
+}
+
+fn has_arg(v: &Value) -> bool {
+    match v {
+        Value::Object(m) => m.contains_key(ARG_A) || m.contains_key(ARG_B),
+        Value::String(s) => s.contains(&format!("\"{ARG_A}\"")) || s.contains(&format!("\"{ARG_B}\"")),
+        _ => false,
+    }
+}
+
+/// Per-call and section markers from the text before the first call, between two calls and
+/// after the last: sets section/per-call markers and the separator.
+fn split_structure(f: &mut ToolFormatAnalysis, before: &str, between: Option<&str>, after: &str) {
+    let Some(between) = between else {
+        f.section_start = before.trim().to_owned();
+        f.section_end = after.trim().to_owned();
+        return;
+    };
+    let cs_len = lcs(before, between);
+    let cs = &before[before.len() - cs_len..];
+    let (pcs, pcs_rel) = if has_marker(cs) || open_tail(cs).is_some() {
+        let p = from_first_marker(cs);
+        (p, cs_len - p.len())
+    } else {
+        ("", cs_len)
+    };
+    let cp_len = lcp(between, after);
+    let cp = &after[..cp_len];
+    let pce_end = if has_marker(cp) { to_last_marker(cp).len() } else { 0 };
+    let pce = &cp[..pce_end];
+    f.per_call_start = pcs.trim().to_owned();
+    f.per_call_end = pce.trim().to_owned();
+    f.section_start = before[..before.len() - cs_len + pcs_rel].trim().to_owned();
+    f.section_end = after[pce_end..].trim().to_owned();
+    let sep_end = between.len().saturating_sub(cs_len) + pcs_rel;
+    f.call_separator = between.get(pce_end..sep_end.max(pce_end)).unwrap_or("").trim().to_owned();
+}
+
+/// T1 JSON path: field names, array wrapping, section and per-call markers.
+fn analyze_json(t: &mut ToolAnalysis, tp: &ToolProbe) -> Result<(), String> {
+    let h = tp.two.as_deref().unwrap_or(&tp.one);
+    let (s1, e1, v) = call_object(h, 0, FUN_A, FUN_B).ok_or("no JSON object around the function name")?;
+    let f = &mut t.format;
+    let mut path = Vec::new();
+    if let Value::Object(m) = &v {
+        if m.contains_key(FUN_A) {
+            f.fun_name_is_key = true;
+        }
+        f.parameter_order = m.keys().cloned().collect();
+    }
+    if !f.fun_name_is_key {
+        if !find_path(&v, &|x| x.as_str() == Some(FUN_A), &mut path) {
+            return Err("function name not found in the call object".into());
+        }
+        f.name_field = path.last().cloned().unwrap_or_default();
+        f.function_field = if path.len() > 1 { path[0].clone() } else { String::new() };
+        path.clear();
+        if find_path(&v, &has_arg, &mut path) {
+            f.args_field = path.last().cloned().unwrap_or_default();
+            let mut cur = &v;
+            for k in &path {
+                cur = &cur[k];
+            }
+            f.args_as_string = cur.is_string();
+        }
+        path.clear();
+        if tp.has_ids {
+            if let Value::Object(m) = &v {
+                f.id_field = m.iter().find(|(_, x)| x.as_str() == Some(ID_MARK)).map(|(k, _)| k.clone()).unwrap_or_default();
+            }
+        }
+    }
+    // Array wrapping: `[` right before the first call, parsing as an array past it.
+    let pre = h[..s1].trim_end();
+    let mut start = s1;
+    let mut end_all = e1;
+    if pre.ends_with('[') {
+        let lb = pre.len() - 1;
+        if let Some((Value::Array(_), end)) = json_at(h, lb) {
+            f.tools_array_wrapped = true;
+            start = lb;
+            end_all = end;
+        }
+    }
+    match tp.two.as_deref() {
+        Some(h2) => {
+            let (s2, e2, _) = call_object(h2, e1, FUN_B, FUN_A).ok_or("second call object not found")?;
+            if !f.tools_array_wrapped {
+                end_all = e2;
+            }
+            let between = &h2[e1..s2];
+            if f.tools_array_wrapped {
+                f.section_start = h2[..start].trim().to_owned();
+                f.section_end = h2[end_all..].trim().to_owned();
+                f.call_separator = between.trim().to_owned();
+            } else {
+                split_structure(f, &h2[..start], Some(between), &h2[end_all..]);
+            }
+        }
+        None => split_structure(f, &h[..start], None, &h[end_all..]),
+    }
+    Ok(())
+}
+
+/// Splits a common text following an argument value into (value suffix, rest).
+fn value_suffix_len(z1: &str, z2: &str) -> usize {
+    let cp = common_prefix(z1, z2);
+    if has_marker(cp) {
+        to_last_marker(cp).len()
+    } else {
+        // No marker: the suffix is the shared punctuation (e.g. a quote) without whitespace.
+        cp.trim_end().len()
+    }
+}
+
+/// T2-T7, A1-A2 for tag-based formats.
+fn analyze_tagged(t: &mut ToolAnalysis, tp: &ToolProbe) -> Result<(), String> {
+    let mode = t.format.mode;
+    let h1 = &tp.one;
+    let pa1 = h1.find(FUN_A).ok_or("function name missing")?;
+    // Text before each function name: the common suffix is per-call start + name prefix.
+    let (section_before, ps, after_b, body_a) = match tp.two.as_deref() {
+        Some(h2) => {
+            let pa = h2.find(FUN_A).ok_or("function name missing")?;
+            let pb = h2.find(FUN_B).ok_or("second function name missing")?;
+            let p = &h2[..pa];
+            let m = &h2[pa + FUN_A.len()..pb];
+            let ps_len = lcs(p, m);
+            let ps = &p[p.len() - ps_len..];
+            // Snap the shared piece to start at a marker.
+            let snapped = if has_marker(ps) || open_tail(ps).is_some() { from_first_marker(ps) } else { ps.trim_start() };
+            let cut = snapped.len();
+            (
+                p[..p.len() - cut].to_owned(),
+                snapped.to_owned(),
+                h2[pb + FUN_B.len()..].to_owned(),
+                m[..m.len() - cut].to_owned(),
+            )
+        }
+        None => {
+            let p = &h1[..pa1];
+            let (structure, np) = split_name_prefix(p);
+            (structure.to_owned(), np.to_owned(), String::new(), h1[pa1 + FUN_A.len()..].to_owned())
+        }
+    };
+    // Per-call start vs name prefix, with a call id possibly between them.
+    let (pcs_part, name_prefix) = if let Some(k) = ps.find(ID_MARK) {
+        let (np_struct, np) = split_name_prefix(&ps[k + ID_MARK.len()..]);
+        t.call_id = ToolCallIdAnalysis {
+            pos: CallIdPosition::PreFuncName,
+            prefix: ps[..k].rsplit_once(|c| c == '>' || c == ']').map_or("", |(_, x)| x).to_owned(),
+            suffix: np_struct.trim().to_owned(),
+        };
+        let pcs_end = k - t.call_id.prefix.len();
+        (ps[..pcs_end].to_owned(), np.to_owned())
+    } else if tp.two.is_some() {
+        let (a, b) = split_name_prefix(&ps);
+        (a.to_owned(), b.to_owned())
+    } else {
+        (String::new(), ps.clone())
+    };
+    t.function.name_prefix = name_prefix;
+    let pcs = pcs_part.trim().to_owned();
+    t.format.section_start = section_before.trim().to_owned();
+    t.format.per_call_start = pcs;
+
+    // After the name: name suffix (with an id between name and arguments), then arguments.
+    let body_b = if tp.two.is_some() { after_b.clone() } else { String::new() };
+    let (args1_start, args2_start);
+    let arg_name_prefix;
+    if mode == ToolFormat::TagWithJson {
+        let brace = |s: &str| -> Option<usize> {
+            s.char_indices().filter(|(_, c)| *c == '{').map(|(i, _)| i).find(|&i| json_at(s, i).is_some_and(|(v, _)| has_arg(&v)))
+        };
+        args1_start = brace(&body_a).ok_or("argument object not found")?;
+        args2_start = if tp.two.is_some() { brace(&body_b) } else { None };
+        arg_name_prefix = String::new();
+    } else {
+        let ia = body_a.find(ARG_A).ok_or("argument name missing")?;
+        // Arg name prefix: shared text before each argument name within call two.
+        let prefix = match tp.two.as_deref() {
+            Some(_) => {
+                let ib = body_b.find(ARG_B).ok_or("second argument missing")?;
+                let vb = body_b[ib..].find(VAL_B).map(|k| ib + k).ok_or("second value missing")?;
+                let ia2 = body_b[vb..].find(ARG_A).map(|k| vb + k).ok_or("argument missing in call two")?;
+                let cs = common_suffix(&body_b[..ib], &body_b[vb + VAL_B.len()..ia2]);
+                let (_, np) = split_name_prefix(cs);
+                if np.is_empty() { from_first_marker(cs).to_owned() } else { np.to_owned() }
+            }
+            None => split_name_prefix(&body_a[..ia]).1.to_owned(),
+        };
+        args1_start = ia - prefix.len().min(ia);
+        args2_start = body_b.find(ARG_B).map(|ib| ib - prefix.len().min(ib));
+        arg_name_prefix = prefix;
+    }
+    let x = &body_a[..args1_start];
+    if let Some(k) = x.find(ID_MARK) {
+        // Id between name and arguments: everything around it belongs to the id markers.
+        t.call_id = ToolCallIdAnalysis {
+            pos: CallIdPosition::BetweenFuncAndArgs,
+            prefix: x[..k].trim().to_owned(),
+            suffix: x[k + ID_MARK.len()..].trim().to_owned(),
+        };
+        t.function.name_suffix = String::new();
+    } else {
+        let (ns, rest) = split_name_suffix(x);
+        t.function.name_suffix = ns.to_owned();
+        t.arguments.start = rest.trim().to_owned();
+    }
+    let _ = args2_start;
+
+    // Arguments and what follows them.
+    let (rest1, rest2);
+    if mode == ToolFormat::TagWithJson {
+        let (_, end1) = json_at(&body_a, args1_start).ok_or("argument object does not parse")?;
+        rest1 = body_a[end1..].to_owned();
+        rest2 = match args2_start.and_then(|s| json_at(&body_b, s)) {
+            Some((_, end2)) => Some(body_b[end2..].to_owned()),
+            None => None,
+        };
+    } else {
+        t.arguments.name_prefix = arg_name_prefix.trim_start().to_owned();
+        // A1/A2 on call one: name suffix and value prefix, between `alpha` and `XXXX`.
+        let ia = body_a.find(ARG_A).ok_or("argument name missing")?;
+        let va = body_a[ia..].find(VAL_A).map(|k| ia + k).ok_or("argument value missing")?;
+        let y = &body_a[ia + ARG_A.len()..va];
+        let (ns, vp) = if starts_with_marker(y) {
+            let n = super::segment::marker_len(y).unwrap_or(0);
+            (&y[..n], &y[n..])
+        } else {
+            split_name_suffix(y)
+        };
+        t.arguments.name_suffix = ns.to_owned();
+        t.arguments.value_prefix = vp.to_owned();
+        let z_a = &body_a[va + VAL_A.len()..];
+        match tp.two.as_deref() {
+            Some(_) => {
+                let ib = body_b.find(ARG_B).ok_or("second argument missing")?;
+                let vb = body_b[ib..].find(VAL_B).map(|k| ib + k).ok_or("second value missing")?;
+                let ia2 = body_b[vb..].find(ARG_A).map(|k| vb + k).ok_or("argument missing")?;
+                let z1 = &body_b[vb + VAL_B.len()..ia2 - arg_name_prefix.len().min(ia2 - vb - VAL_B.len())];
+                let va2 = body_b[ia2..].find(VAL_A).map(|k| ia2 + k).ok_or("value missing")?;
+                let z2 = &body_b[va2 + VAL_A.len()..];
+                let n = value_suffix_len(z1, z2);
+                t.arguments.value_suffix = z1[..n].to_owned();
+                t.arguments.separator = z1[n..].trim().to_owned();
+                rest1 = z_a[n.min(z_a.len())..].to_owned();
+                rest2 = Some(z2[n..].to_owned());
+            }
+            None => {
+                let n = if has_marker(z_a) { first_marker_end(z_a) } else { 0 };
+                t.arguments.value_suffix = z_a[..n].to_owned();
+                rest1 = z_a[n..].to_owned();
+                rest2 = None;
+            }
+        }
+    }
+    // rest1 = [args end] close + per-call end + separator; rest2 = the same + section end.
+    let tail = match &rest2 {
+        Some(r2) => {
+            let cp = common_prefix(&rest1, r2);
+            let n = if has_marker(cp) { to_last_marker(cp).len() } else { 0 };
+            t.format.call_separator = rest1[n..].trim().to_owned();
+            t.format.section_end = r2[n..].trim().to_owned();
+            rest1[..n].to_owned()
+        }
+        None => rest1.clone(),
+    };
+    let mut markers: Vec<String> = super::segment::segmentize_markers(&tail)
+        .into_iter()
+        .filter(|s| !s.value.trim().is_empty())
+        .map(|s| s.value.trim().to_owned())
+        .collect();
+    if tp.two.is_none() {
+        // One call only: the last marker closes the section (or the call).
+        if !t.format.per_call_start.is_empty() && !markers.is_empty() {
+            t.format.per_call_end = markers.pop().unwrap_or_default();
+        }
+        t.function.close = markers.concat();
+        if !t.format.section_start.is_empty() && t.format.per_call_start.is_empty() && !t.function.close.is_empty() {
+            t.format.section_end = std::mem::take(&mut t.function.close);
+        }
+    } else {
+        if !t.format.per_call_start.is_empty() && !markers.is_empty() {
+            t.format.per_call_end = markers.pop().unwrap_or_default();
+        }
+        if !t.arguments.start.is_empty() && !markers.is_empty() {
+            t.arguments.end = markers.remove(0);
+        }
+        t.function.close = markers.concat();
+    }
+    Ok(())
+}
+
+fn first_marker_end(s: &str) -> usize {
+    super::segment::first_marker(s).map_or(0, |(i, m)| i + m.len())
+}
+
+/// Runs the tool phases.
+pub fn analyze_tools(p: &mut Probe, r: &ReasoningAnalysis, caps: &mut Capabilities) -> Result<ToolAnalysis, String> {
+    let mut t = ToolAnalysis::default();
+    let Some(tp) = probe_tools(p, r) else {
+        return Ok(t);
+    };
+    caps.supports_tool_calls = true;
+    caps.supports_object_arguments = tp.object_args;
+    caps.supports_parallel_tool_calls = tp.two.is_some();
+    t.format.mode = classify(&tp.one);
+    match t.format.mode {
+        ToolFormat::JsonNative => analyze_json(&mut t, &tp)?,
+        _ => analyze_tagged(&mut t, &tp)?,
+    }
+    Ok(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(one: &str, two: Option<&str>) -> ToolAnalysis {
+        let tp = ToolProbe { one: normalize_ids(one), two: two.map(normalize_ids), has_ids: one.contains(ID_A), object_args: true };
+        let mut t = ToolAnalysis::default();
+        t.format.mode = classify(&tp.one);
+        match t.format.mode {
+            ToolFormat::JsonNative => analyze_json(&mut t, &tp).unwrap(),
+            _ => analyze_tagged(&mut t, &tp).unwrap(),
+        }
+        t
+    }
+
+    #[test]
+    fn hermes_json() {
+        let c1 = r#"{"name": "foofoo", "arguments": {"alpha": "XXXX"}}"#;
+        let c2 = r#"{"name": "barbar", "arguments": {"bravo": "YYYY", "alpha": "XXXX"}}"#;
+        let t = run(&format!("<tool_call>\n{c1}\n</tool_call>"), Some(&format!("<tool_call>\n{c1}\n</tool_call>\n<tool_call>\n{c2}\n</tool_call>")));
+        assert_eq!(t.format.mode, ToolFormat::JsonNative);
+        assert_eq!(t.format.per_call_start, "<tool_call>");
+        assert_eq!(t.format.per_call_end, "</tool_call>");
+        assert_eq!(t.format.section_start, "");
+        assert_eq!(t.format.name_field, "name");
+        assert_eq!(t.format.args_field, "arguments");
+    }
+
+    #[test]
+    fn qwen_coder_tagged() {
+        let c1 = "<tool_call>\n<function=foofoo>\n<parameter=alpha>\nXXXX\n</parameter>\n</function>\n</tool_call>";
+        let c2 = "<tool_call>\n<function=barbar>\n<parameter=bravo>\nYYYY\n</parameter>\n<parameter=alpha>\nXXXX\n</parameter>\n</function>\n</tool_call>";
+        let t = run(c1, Some(&format!("{c1}\n{c2}")));
+        assert_eq!(t.format.mode, ToolFormat::TagWithTagged);
+        assert_eq!(t.format.per_call_start, "<tool_call>");
+        assert_eq!(t.format.per_call_end, "</tool_call>");
+        assert_eq!(t.function.name_prefix, "<function=");
+        assert_eq!(t.function.name_suffix, ">");
+        assert_eq!(t.function.close, "</function>");
+        assert_eq!(t.arguments.name_prefix, "<parameter=");
+        assert_eq!(t.arguments.name_suffix, ">");
+        assert_eq!(t.arguments.value_prefix, "\n");
+        assert_eq!(t.arguments.value_suffix, "\n</parameter>");
+    }
+
+    #[test]
+    fn mistral_ids() {
+        let t = run(
+            "[TOOL_CALLS]foofoo[CALL_ID]call00001[ARGS]{\"alpha\": \"XXXX\"}",
+            Some("[TOOL_CALLS]foofoo[CALL_ID]call00001[ARGS]{\"alpha\": \"XXXX\"}[TOOL_CALLS]barbar[CALL_ID]call99999[ARGS]{\"bravo\": \"YYYY\", \"alpha\": \"XXXX\"}"),
+        );
+        assert_eq!(t.format.mode, ToolFormat::TagWithJson);
+        assert_eq!(t.format.per_call_start, "[TOOL_CALLS]");
+        assert_eq!(t.call_id.pos, CallIdPosition::BetweenFuncAndArgs);
+        assert_eq!(t.call_id.prefix, "[CALL_ID]");
+        assert_eq!(t.call_id.suffix, "[ARGS]");
+    }
+}

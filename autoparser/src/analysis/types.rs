@@ -1,0 +1,247 @@
+//! The analysis result: how a template writes reasoning, content and tool calls.
+//!
+//! Field names follow the reference analysis dumps (`corpus/analysis/*.json`) where sensible.
+
+use serde::{Deserialize, Serialize};
+
+/// How the model writes reasoning.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ReasoningMode {
+    /// No reasoning markers found.
+    #[default]
+    None,
+    /// `start` reasoning `end`; `start` may be empty (delimiter style: reasoning ends at `end`).
+    TagBased,
+    /// Reasoning only appears in messages with tool calls.
+    ToolsOnly,
+}
+
+/// How the model wraps its content.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ContentMode {
+    /// No markers.
+    #[default]
+    Plain,
+    /// Always `start` content `end`.
+    AlwaysWrapped,
+    /// Wrapped only when reasoning is present.
+    WrappedWithReasoning,
+}
+
+/// How the model writes tool calls.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ToolFormat {
+    /// No tool calls.
+    #[default]
+    None,
+    /// The whole call is JSON: `{"name": "f", "arguments": {...}}`.
+    JsonNative,
+    /// Name in markers, arguments one JSON object: `<function=f>{...}</function>`.
+    TagWithJson,
+    /// Name and each argument in markers: `<parameter=a>value</parameter>`.
+    TagWithTagged,
+}
+
+/// Where a call id sits in a tag-based call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum CallIdPosition {
+    /// No call id in the output.
+    #[default]
+    None,
+    /// Before the function name.
+    PreFuncName,
+    /// Between function name and arguments.
+    BetweenFuncAndArgs,
+    /// After the arguments.
+    PostArgs,
+}
+
+/// What the template supports, found by rendering probes.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Capabilities {
+    /// Tool definitions change the prompt.
+    pub supports_tools: bool,
+    /// Assistant tool calls are rendered.
+    pub supports_tool_calls: bool,
+    /// Two tool calls in one message are both rendered.
+    pub supports_parallel_tool_calls: bool,
+    /// Tool call arguments may be passed as objects (else as JSON strings).
+    pub supports_object_arguments: bool,
+    /// A system message is rendered.
+    pub supports_system_role: bool,
+    /// `enable_thinking` changes the generation prompt.
+    pub supports_thinking_toggle: bool,
+}
+
+/// Reasoning markers.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReasoningAnalysis {
+    /// The mode.
+    pub mode: ReasoningMode,
+    /// Start marker, e.g. `<think>` (empty for delimiter style).
+    pub start: String,
+    /// End marker, e.g. `</think>`.
+    pub end: String,
+}
+
+/// Content markers.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContentAnalysis {
+    /// The mode.
+    pub mode: ContentMode,
+    /// Start marker, e.g. `<response>`.
+    pub start: String,
+    /// End marker, e.g. `</response>`.
+    pub end: String,
+    /// The template needs a non-null content with tool calls.
+    pub requires_nonnull_content: bool,
+}
+
+/// Markers and JSON fields of the tool-call section.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolFormatAnalysis {
+    /// The format.
+    pub mode: ToolFormat,
+    /// Opens the section holding all calls.
+    pub section_start: String,
+    /// Closes the section.
+    pub section_end: String,
+    /// Opens each call.
+    pub per_call_start: String,
+    /// Closes each call.
+    pub per_call_end: String,
+    /// Between two calls.
+    pub call_separator: String,
+    /// JSON: the function name is the key, `{"f": {...}}`.
+    pub fun_name_is_key: bool,
+    /// JSON: calls are in an array `[{...}, {...}]`.
+    pub tools_array_wrapped: bool,
+    /// JSON: nesting key, `{"function": {"name": ...}}` (empty when flat).
+    pub function_field: String,
+    /// JSON: the name key.
+    pub name_field: String,
+    /// JSON: the arguments key.
+    pub args_field: String,
+    /// JSON: the call id key (string ids).
+    pub id_field: String,
+    /// JSON: order of the fields as rendered.
+    pub parameter_order: Vec<String>,
+    /// JSON: arguments are stringified JSON (`"arguments": "{...}"`).
+    pub args_as_string: bool,
+    /// Arguments use Python literals (`{'a': 'b'}`, `True`).
+    pub uses_python_dicts: bool,
+}
+
+impl Default for ToolFormatAnalysis {
+    fn default() -> Self {
+        ToolFormatAnalysis {
+            mode: ToolFormat::None,
+            section_start: String::new(),
+            section_end: String::new(),
+            per_call_start: String::new(),
+            per_call_end: String::new(),
+            call_separator: String::new(),
+            fun_name_is_key: false,
+            tools_array_wrapped: false,
+            function_field: String::new(),
+            name_field: "name".into(),
+            args_field: "arguments".into(),
+            id_field: String::new(),
+            parameter_order: Vec::new(),
+            args_as_string: false,
+            uses_python_dicts: false,
+        }
+    }
+}
+
+/// Markers around the function name.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolFunctionAnalysis {
+    /// Before the name, e.g. `<function=`.
+    pub name_prefix: String,
+    /// After the name, e.g. `>\n`.
+    pub name_suffix: String,
+    /// Closes the function, e.g. `</function>`.
+    pub close: String,
+}
+
+/// Markers of the arguments.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolArgumentsAnalysis {
+    /// Opens the arguments container (tag formats), e.g. `<arguments>`.
+    pub start: String,
+    /// Closes the container.
+    pub end: String,
+    /// Before an argument name, e.g. `<parameter=`.
+    pub name_prefix: String,
+    /// After an argument name, e.g. `>\n`.
+    pub name_suffix: String,
+    /// Before a value.
+    pub value_prefix: String,
+    /// After a value, e.g. `\n</parameter>\n`.
+    pub value_suffix: String,
+    /// Between two arguments.
+    pub separator: String,
+}
+
+/// Call id markers.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCallIdAnalysis {
+    /// Position.
+    pub pos: CallIdPosition,
+    /// Before the id.
+    pub prefix: String,
+    /// After the id.
+    pub suffix: String,
+}
+
+/// Everything about tool calls.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolAnalysis {
+    /// Section, per-call markers and JSON fields.
+    pub format: ToolFormatAnalysis,
+    /// Function name markers.
+    pub function: ToolFunctionAnalysis,
+    /// Argument markers.
+    pub arguments: ToolArgumentsAnalysis,
+    /// Call id markers.
+    pub call_id: ToolCallIdAnalysis,
+}
+
+/// The result of analyzing one template. Cheap to clone, serializable, cached per template.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TemplateAnalysis {
+    /// A registered model-specific builder that handles this template, if any.
+    pub builder: Option<String>,
+    /// Capabilities.
+    pub caps: Capabilities,
+    /// Reasoning.
+    pub reasoning: ReasoningAnalysis,
+    /// Content.
+    pub content: ContentAnalysis,
+    /// Tool calls.
+    pub tools: ToolAnalysis,
+    /// The marker ending an assistant turn after plain content (e.g. `<|im_end|>`), if any.
+    pub end_of_turn: String,
+    /// Marker tokens the tokenizer must keep whole.
+    pub preserved_tokens: Vec<String>,
+    /// Extra stop strings.
+    pub additional_stops: Vec<String>,
+    /// Notes from analysis steps that found nothing or failed softly (for debugging).
+    pub notes: Vec<String>,
+}
+
+impl TemplateAnalysis {
+    /// Serializes to JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("analysis serializes")
+    }
+    /// Deserializes from [`TemplateAnalysis::to_json`] output.
+    pub fn from_json(s: &str) -> Result<TemplateAnalysis, serde_json::Error> {
+        serde_json::from_str(s)
+    }
+}

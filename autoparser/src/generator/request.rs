@@ -1,0 +1,102 @@
+//! A chat request, as the generator needs it.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// `tool_choice` of a request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolChoice {
+    /// The model may call tools or answer.
+    #[default]
+    Auto,
+    /// The model must call a tool.
+    Required,
+    /// The model must not call tools.
+    None,
+}
+
+/// Where reasoning goes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasoningFormat {
+    /// Reasoning stays in the content, markers and all.
+    None,
+    /// Reasoning is extracted into `reasoning_content` (`auto`, `deepseek`).
+    #[default]
+    Extract,
+}
+
+/// The inputs of one request.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Request {
+    /// OpenAI-style messages.
+    pub messages: Vec<Value>,
+    /// OpenAI-style tool definitions.
+    pub tools: Vec<Value>,
+    /// Tool choice.
+    pub tool_choice: ToolChoice,
+    /// Several calls allowed in one message.
+    pub parallel_tool_calls: bool,
+    /// A JSON schema the response must follow (`response_format`), if any.
+    pub json_schema: Option<Value>,
+    /// Reasoning extraction.
+    pub reasoning_format: ReasoningFormat,
+    /// Thinking on or off (passed to the template as `enable_thinking`).
+    pub enable_thinking: bool,
+    /// Append the generation prompt.
+    pub add_generation_prompt: bool,
+    /// Extra template variables (`chat_template_kwargs`), `bos_token`, `eos_token`, ...
+    pub extra_context: serde_json::Map<String, Value>,
+}
+
+impl Request {
+    /// Reads the `inputs` object of a corpus case (`messages`, `tools`, `tool_choice`,
+    /// `parallel_tool_calls`, `json_schema`, `reasoning_format`, `enable_thinking`,
+    /// `add_generation_prompt`, `chat_template_kwargs`).
+    pub fn from_inputs(inputs: &Value) -> Request {
+        let s = |k: &str| inputs.get(k).and_then(Value::as_str).unwrap_or("");
+        let json_schema = match inputs.get("json_schema") {
+            Some(Value::String(t)) if !t.trim().is_empty() => serde_json::from_str(t).ok(),
+            Some(v @ Value::Object(_)) => Some(v.clone()),
+            _ => None,
+        };
+        let mut extra = serde_json::Map::new();
+        if let Some(Value::Object(m)) = inputs.get("chat_template_kwargs") {
+            extra.extend(m.clone());
+        }
+        Request {
+            messages: inputs.get("messages").and_then(Value::as_array).cloned().unwrap_or_default(),
+            tools: inputs.get("tools").and_then(Value::as_array).cloned().unwrap_or_default(),
+            tool_choice: match s("tool_choice") {
+                "required" => ToolChoice::Required,
+                "none" => ToolChoice::None,
+                _ => ToolChoice::Auto,
+            },
+            parallel_tool_calls: inputs.get("parallel_tool_calls").and_then(Value::as_bool).unwrap_or(false),
+            json_schema,
+            reasoning_format: if s("reasoning_format") == "none" { ReasoningFormat::None } else { ReasoningFormat::Extract },
+            enable_thinking: inputs.get("enable_thinking").and_then(Value::as_bool).unwrap_or(true),
+            add_generation_prompt: inputs.get("add_generation_prompt").and_then(Value::as_bool).unwrap_or(true),
+            extra_context: extra,
+        }
+    }
+
+    /// The template context for this request.
+    pub fn context(&self, add_generation_prompt: bool) -> Value {
+        let mut c = serde_json::json!({
+            "messages": self.messages,
+            "add_generation_prompt": add_generation_prompt,
+            "enable_thinking": self.enable_thinking,
+            "bos_token": "",
+            "eos_token": "",
+        });
+        if !self.tools.is_empty() {
+            c["tools"] = Value::Array(self.tools.clone());
+        }
+        for (k, v) in &self.extra_context {
+            c[k] = v.clone();
+        }
+        c
+    }
+}
