@@ -9,7 +9,11 @@ mod builder;
 mod json_text;
 mod mapper;
 mod message;
+mod parser;
+mod stream;
 
 pub use builder::{tags, ConstructedBuilder, NativeBuilder, SimpleBuilder};
 pub use json_text::close_partial_json;
 pub use message::{ChatDelta, ChatMessage, ChatToolCall, ToolCallDelta};
+pub use parser::{ChatParseOptions, ChatParser, Diagnostic, ParsedMessage, ToolSpec};
+pub use stream::ChatStream;
