@@ -19,7 +19,7 @@ fn runtime_arena_equals_expansion_time_arena() {
 
 #[test]
 fn tools_are_spliced_in() {
-    let tools = hermes::Tool::from_openai(&serde_json::json!([
+    let tools = peg_runtime::__macro_support::tools_from_openai(&serde_json::json!([
         {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}},
         {"type": "function", "function": {"name": "search", "parameters": {"type": "object"}}}
     ]));
@@ -54,7 +54,7 @@ fn gbnf_constants_match_runtime_generation() {
     assert_eq!(hermes::GBNF_LAZY.unwrap(), generate(&hermes::arena(&[]).unwrap(), &lazy).unwrap());
     assert_eq!(hermes::gbnf(&[], false).unwrap(), hermes::GBNF);
     assert!(kitchen_sink::GBNF_LAZY.is_none());
-    let tools = hermes::Tool::from_openai(&serde_json::json!([
+    let tools = peg_runtime::__macro_support::tools_from_openai(&serde_json::json!([
         {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
     ]));
     let text = hermes::gbnf(&tools, false).unwrap();

@@ -5,9 +5,7 @@
 //!
 //! ```
 //! use chat_peg::formats::hermes;
-//! let tools = hermes::Tool::from_openai(&serde_json::json!([
-//!     {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}
-//! ]));
+//! let tools = vec![hermes::Tool::new("get_weather", serde_json::json!({"type": "object"}))];
 //! let input = br#"Sure.<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>"#;
 //! let out = hermes::Parser::new(&tools).parse(input, false).unwrap();
 //! let name = out.ast.find_by_tag("tool_name")[0];
@@ -39,13 +37,12 @@ chat_peg! {
         root = #content(until("<tool_call>", "<function=")) (tool_call _)* end;
         trigger rule tool_call = #tool(
             #tool_open(("<tool_call>" _)? "<function=") each_tool(
-                #tool_name(tool_name) ">" _ (argument _)*
+                #tool_name(tool_name) ">" _ (each_arg(#tool_arg(
+                    #tool_arg_open("<parameter=") #tool_arg_name(arg_name) ">" "\n"?
+                    #tool_arg_string_value(arg_schema(until("\n</parameter>", "</parameter>"))) "\n"?
+                    #tool_arg_close("</parameter>")
+                )) _)*
             ) #tool_close("</function>" (_ "</tool_call>")?)
-        );
-        rule argument = #tool_arg(
-            #tool_arg_open("<parameter=") #tool_arg_name(["^>\n"]+) ">" "\n"?
-            #tool_arg_string_value(until("\n</parameter>", "</parameter>")) "\n"?
-            #tool_arg_close("</parameter>")
         );
     }
 }
@@ -57,7 +54,7 @@ chat_peg! {
     /// makes a tool call whose body is the JSON arguments; other recipients (built-in tools)
     /// are skipped.
     pub grammar gpt_oss {
-        root = message (separator message)* _ end;
+        root = message (separator? message)* _ end;
         rule separator = ("<|end|>" / "<|call|>" / "<|return|>")? "<|start|>assistant";
         rule message = tool_call / forwarded / analysis / text / builtin;
         trigger rule tool_call = #tool(each_tool(
@@ -67,7 +64,8 @@ chat_peg! {
         )) ("<|call|>" / "<|end|>")?;
         rule channel = ["a-z"]+;
         rule constrain = _ "<|constrain|>" ["a-zA-Z0-9_"]+;
-        rule forwarded = "<|channel|>" channel " to=" recipient;
+        // A header handing over to another header (`commentary to=assistant<|channel|>final...`).
+        rule forwarded = "<|channel|>" channel " to=" recipient &"<|channel|>";
         rule recipient = ["^<\n "]+;
         rule analysis = "<|channel|>analysis<|message|>" #reasoning(body);
         rule text = "<|channel|>" ("final" / "commentary") constrain? "<|message|>" #content(body);
