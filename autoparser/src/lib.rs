@@ -2,8 +2,13 @@
 //!
 //! Render any chat template as Hugging Face does, analyze it by differential rendering, and
 //! build the parser arena, grammar, triggers and prompt for a model.
+//!
+//! The flow: [`template`] renders, [`analysis`] learns the markers once per template,
+//! [`generator`] builds the parser arena, grammar and prompt per request, [`registry`] holds
+//! the few model-specific builders, and [`check`] judges the golden corpus.
 
 pub mod analysis;
+pub mod check;
 pub mod generator;
 pub mod registry;
 pub mod template;

@@ -7,36 +7,7 @@ use super::request::{ReasoningFormat, Request, ToolChoice};
 use crate::analysis::{ContentMode, ReasoningMode, TemplateAnalysis, ToolFormat};
 
 /// The semantic tags of the chat shapes (the chat mapper reads these).
-pub mod tags {
-    /// Reasoning text.
-    pub const REASONING: &str = "reasoning";
-    /// Content text.
-    pub const CONTENT: &str = "content";
-    /// A whole tool call.
-    pub const TOOL: &str = "tool";
-    /// Start of a call.
-    pub const TOOL_OPEN: &str = "tool_open";
-    /// End of a call.
-    pub const TOOL_CLOSE: &str = "tool_close";
-    /// Call id.
-    pub const TOOL_ID: &str = "tool_id";
-    /// Function name.
-    pub const TOOL_NAME: &str = "tool_name";
-    /// Arguments as one JSON object.
-    pub const TOOL_ARGS: &str = "tool_args";
-    /// One argument.
-    pub const TOOL_ARG: &str = "tool_arg";
-    /// Start of an argument.
-    pub const TOOL_ARG_OPEN: &str = "tool_arg_open";
-    /// End of an argument.
-    pub const TOOL_ARG_CLOSE: &str = "tool_arg_close";
-    /// Argument name.
-    pub const TOOL_ARG_NAME: &str = "tool_arg_name";
-    /// Raw string value.
-    pub const TOOL_ARG_STRING_VALUE: &str = "tool_arg_string_value";
-    /// JSON value.
-    pub const TOOL_ARG_JSON_VALUE: &str = "tool_arg_json_value";
-}
+pub use peg_runtime::chat::tags;
 
 /// A literal that tolerates whitespace differences: surrounding whitespace of `s` is optional.
 fn lit<'a>(b: &'a Builder, s: &str) -> Parser<'a> {
