@@ -51,6 +51,12 @@ pub enum AnalysisError {
 /// assert_eq!(a.tools.format.per_call_start, "<tool_call>");
 /// ```
 pub fn analyze(r: &dyn Render) -> Result<TemplateAnalysis, AnalysisError> {
+    // A bug in a phase must not take the caller down: report it as an error.
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| analyze_inner(r)))
+        .unwrap_or_else(|_| Err(AnalysisError::Tools("internal error during analysis".into())))
+}
+
+fn analyze_inner(r: &dyn Render) -> Result<TemplateAnalysis, AnalysisError> {
     let lenient = Lenient(r);
     let r: &dyn Render = &lenient;
     let mut p = probe::Probe::new(r);

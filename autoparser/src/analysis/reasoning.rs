@@ -140,6 +140,28 @@ pub fn analyze_reasoning(p: &Probe, caps: &mut Capabilities, notes: &mut Vec<Str
             }
         }
     }
+    // R5: markers the prompt introduces only when thinking is on (instructions such as
+    // "write your thoughts in <think></think>"): an opening/closing pair.
+    for with_tools in [true, false] {
+        if r.mode != ReasoningMode::None {
+            break;
+        }
+        let mut q = p.clone_with_tools(with_tools);
+        q.object_args = p.object_args;
+        if let (Ok(pf), Ok(pt)) = (q.render_prompt(Some(false)), q.render_prompt(Some(true))) {
+            let before: Vec<String> = super::segment::segmentize_markers(&pf).into_iter().filter(|s| s.is_marker()).map(|s| s.value).collect();
+            let added: Vec<String> = super::segment::segmentize_markers(&pt)
+                .into_iter()
+                .filter(|s| s.is_marker() && !before.contains(&s.value))
+                .map(|s| s.value)
+                .collect();
+            let pair = added.iter().find_map(|m| closing_of(m).filter(|c| added.contains(c)).map(|c| (m.clone(), c)));
+            if let Some((start, end)) = pair {
+                notes.push(format!("reasoning `{start}`..`{end}` introduced by the thinking prompt"));
+                r = ReasoningAnalysis { mode: ReasoningMode::TagBased, start, end };
+            }
+        }
+    }
     r
 }
 
