@@ -159,6 +159,11 @@ fn continue_final(
 
 /// Builds the parser, prompt and triggers for `req`.
 pub fn generate(r: &dyn Render, a: &TemplateAnalysis, req: &Request) -> Result<GeneratedParser, GenerateError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| generate_inner(r, a, req)))
+        .unwrap_or_else(|_| Err(GenerateError::Arena("internal error during generation".into())))
+}
+
+fn generate_inner(r: &dyn Render, a: &TemplateAnalysis, req: &Request) -> Result<GeneratedParser, GenerateError> {
     let lenient = crate::analysis::Lenient(r);
     let r: &dyn Render = &lenient;
     let normalized;
