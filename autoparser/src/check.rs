@@ -220,11 +220,11 @@ pub fn run_corpus(corpus_dir: &std::path::Path, templates_dir: &std::path::Path)
         };
         let entry = cache.entry(source.clone()).or_insert_with(|| {
             let t = ChatTemplate::from_source(&source, "", "").map_err(|e| e.to_string())?;
-            let a = crate::analysis::analyze(&t).map_err(|e| e.to_string())?;
+            let a = crate::analysis::analyze_template(&t).map_err(|e| e.to_string())?;
             Ok((t, a))
         });
         let outcome = match entry {
-            Ok((t, a)) => run_parse_case(&case, t, a),
+            Ok((t, a)) => run_parse_case(&case, &crate::analysis::TemplateRender(t), a),
             Err(e) => CaseOutcome {
                 id: case.get("id").and_then(Value::as_str).unwrap_or("").to_owned(),
                 passed: false,

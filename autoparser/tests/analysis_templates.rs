@@ -1,6 +1,6 @@
 //! Template analysis and generation over every template of `../shared/templates`.
 
-use autoparser::analysis::{analyze, TemplateAnalysis};
+use autoparser::analysis::{analyze_template as analyze, TemplateAnalysis, TemplateRender};
 use autoparser::generator::{generate, Request, ToolChoice};
 use autoparser::template::ChatTemplate;
 use serde_json::json;
@@ -63,7 +63,7 @@ fn every_template_generates_parser_and_grammar() {
                 enable_thinking: true,
                 ..Request::default()
             };
-            let g = generate(&t, &a, &req).unwrap_or_else(|e| panic!("{name} {choice:?}: {e}"));
+            let g = generate(&TemplateRender(&t), &a, &req).unwrap_or_else(|e| panic!("{name} {choice:?}: {e}"));
             if let Some(grammar) = &g.grammar {
                 peg_runtime::gbnf::Grammar::parse(grammar).unwrap_or_else(|e| panic!("{name}: grammar: {e}"));
             }
@@ -95,7 +95,7 @@ fn round_trip_reasoning_and_two_tool_calls() {
             enable_thinking: true,
             ..Request::default()
         };
-        let g = generate(&t, &a, &req).unwrap();
+        let g = generate(&TemplateRender(&t), &a, &req).unwrap();
         let full = match t.render(&req.context_with(&[user, asst], false)) {
             Ok(f) => f,
             Err(_) => continue,
@@ -157,9 +157,35 @@ fn odd_templates_never_panic() {
                 add_generation_prompt: true,
                 ..Request::default()
             };
-            if let Err(e) = generate(&t, &a, &req) {
+            if let Err(e) = generate(&TemplateRender(&t), &a, &req) {
                 assert!(!e.to_string().contains("internal error"), "{src:?}: {e}");
             }
         }
     }
+}
+
+/// Analysis runs once per template; generation per request is much cheaper. Prints timings.
+#[test]
+fn analysis_and_generation_timings() {
+    let all = templates();
+    let t0 = std::time::Instant::now();
+    let analyses: Vec<_> = all.iter().map(|(_, t)| analyze(t).unwrap()).collect();
+    let analysis = t0.elapsed();
+    let req = Request {
+        messages: vec![json!({"role": "user", "content": "What is the weather in Paris?"})],
+        tools: tools(),
+        parallel_tool_calls: true,
+        add_generation_prompt: true,
+        ..Request::default()
+    };
+    let t1 = std::time::Instant::now();
+    for ((_, t), a) in all.iter().zip(&analyses) {
+        generate(&TemplateRender(t), a, &req).unwrap();
+    }
+    let generation = t1.elapsed();
+    println!(
+        "analysis {:?}/template, generation {:?}/request (prompt, arena, GBNF)",
+        analysis / all.len() as u32,
+        generation / all.len() as u32
+    );
 }

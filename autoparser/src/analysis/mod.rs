@@ -159,20 +159,48 @@ pub fn collect_preserved_tokens(a: &TemplateAnalysis) -> Vec<String> {
 /// variables that serving stacks pass.
 pub struct Lenient<'r>(pub &'r dyn Render);
 
+/// Context keys the analysis and generation always decide themselves.
+const KNOWN_KEYS: &[&str] = &[
+    "messages", "tools", "add_generation_prompt", "bos_token", "eos_token", "enable_thinking", "thinking",
+    "documents", "now", "tool_choice", "parallel_tool_calls", "continue_final_message",
+    // engine globals and functions
+    "namespace", "range", "dict", "lipsum", "cycler", "joiner", "raise_exception", "strftime_now", "loop",
+    "true", "false", "none", "True", "False", "None",
+];
+
 impl Render for Lenient<'_> {
     fn render(&self, ctx: &serde_json::Value) -> Result<String, String> {
         let mut ctx = ctx.clone();
         let mut last = self.0.render(&ctx);
-        for _ in 0..4 {
+        for attempt in 0..4 {
             let Err(e) = &last else { break };
-            let Some(name) = e.split('`').nth(1).filter(|_| e.contains("is undefined")) else { break };
-            if !ctx.is_object() || ctx.get(name).is_some() {
+            if !e.contains("undefined") || !ctx.is_object() {
                 break;
             }
-            ctx[name] = serde_json::Value::String(String::new());
+            match e.split('`').nth(1).filter(|_| e.contains("is undefined")) {
+                Some(name) if ctx.get(name).is_none() => ctx[name] = serde_json::Value::String(String::new()),
+                // Unnamed (release builds of the engine): fill every unknown free variable once.
+                _ if attempt == 0 => {
+                    let mut filled = false;
+                    for v in self.0.free_variables() {
+                        if !KNOWN_KEYS.contains(&v.as_str()) && ctx.get(&v).is_none() {
+                            ctx[v.as_str()] = serde_json::Value::String(String::new());
+                            filled = true;
+                        }
+                    }
+                    if !filled {
+                        break;
+                    }
+                }
+                _ => break,
+            }
             last = self.0.render(&ctx);
         }
         last
+    }
+
+    fn free_variables(&self) -> Vec<String> {
+        self.0.free_variables()
     }
 }
 
@@ -181,6 +209,30 @@ impl Render for Lenient<'_> {
 pub trait Render {
     /// Renders `ctx`; `Err` carries the template's error message.
     fn render(&self, ctx: &serde_json::Value) -> Result<String, String>;
+
+    /// Variables the template reads (a hint for retrying renders that fail on an undefined
+    /// variable when the error does not name it). Default: none known.
+    fn free_variables(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// A [`ChatTemplate`](crate::template::ChatTemplate) as a [`Render`] that also reports the
+/// template's free variables.
+pub struct TemplateRender<'t>(pub &'t crate::template::ChatTemplate);
+
+impl Render for TemplateRender<'_> {
+    fn render(&self, ctx: &serde_json::Value) -> Result<String, String> {
+        self.0.render(ctx).map_err(|e| e.to_string())
+    }
+    fn free_variables(&self) -> Vec<String> {
+        self.0.variables(false).into_iter().collect()
+    }
+}
+
+/// [`analyze`] for a [`ChatTemplate`](crate::template::ChatTemplate).
+pub fn analyze_template(t: &crate::template::ChatTemplate) -> Result<TemplateAnalysis, AnalysisError> {
+    analyze(&TemplateRender(t))
 }
 
 #[cfg(test)]
@@ -265,7 +317,7 @@ mod all_templates {
                     continue;
                 }
             };
-            match super::analyze(&t) {
+            match super::analyze_template(&t) {
                 Ok(a) => {
                     ok += 1;
                     if let Ok(dir) = std::env::var("DUMP") {
