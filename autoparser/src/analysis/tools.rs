@@ -496,6 +496,14 @@ pub fn analyze_tools(p: &mut Probe, r: &ReasoningAnalysis, caps: &mut Capabiliti
         ToolFormat::JsonNative => analyze_json(&mut t, &tp)?,
         _ => analyze_tagged(&mut t, &tp)?,
     }
+    // Where content goes when a message has both.
+    let mut both = Asst::calls(vec![Call::first()]);
+    both.content = Some(CONTENT.to_owned());
+    if let Ok(s) = p.render_asst(&both) {
+        if let (Some(c), Some(f)) = (s.rfind(CONTENT), s.rfind(FUN_A)) {
+            t.format.content_after_calls = c > f;
+        }
+    }
     if t.format.mode == ToolFormat::TagWithTagged {
         detect_literal_values(&mut t);
         if !t.arguments.value_is_literal {

@@ -344,6 +344,11 @@ impl<'a, 'b> Ctx<'a, 'b> {
 
     /// The whole tool section.
     fn tool_section(&self) -> Parser<'b> {
+        self.tool_section_then(self.b.eps())
+    }
+
+    /// The tool section followed by `after`, in one trigger rule.
+    fn tool_section_then(&self, after: Parser<'b>) -> Parser<'b> {
         let b = self.b;
         let f = &self.a.tools.format;
         let call = self.any_call();
@@ -355,7 +360,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
         if !f.section_end.trim().is_empty() {
             sec = sec + b.optional(lit(b, &f.section_end));
         }
-        b.trigger_rule("tool-calls", sec + b.space())
+        b.trigger_rule("tool-calls", sec + b.space() + after)
     }
 
     fn tools_on(&self) -> bool {
@@ -386,8 +391,13 @@ impl<'a, 'b> Ctx<'a, 'b> {
         if !self.tools_on() {
             return reasoning + self.content(&[]) + b.end();
         }
-        let section = self.tool_section();
         let triggers = trigger_words(self.a);
+        let section = if self.a.tools.format.content_after_calls && !triggers.is_empty() {
+            // Content the template writes after the calls.
+            self.tool_section_then(b.optional(self.content(&triggers)))
+        } else {
+            self.tool_section()
+        };
         if self.req.tool_choice == ToolChoice::Required {
             // Calls are required; a short preamble before a marked call is still content.
             if triggers.is_empty() {
