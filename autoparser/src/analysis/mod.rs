@@ -1,5 +1,26 @@
 //! Differential template analysis: render variants of a conversation, compare them, and learn
 //! the markers around reasoning, content and tool calls.
+//!
+//! Every phase renders *probes* ([`probe`]): a user turn plus an assistant message holding
+//! distinctive needles (a content text, a reasoning text, calls to `foofoo`/`barbar` with
+//! arguments `alpha`/`bravo`, ids `call00001`/`call99999`). Comparing two renders
+//! ([`diff::calculate_diff_split`], with tag-boundary fixing) and segmenting text into markers
+//! ([`segment`]) locates the markers around each needle. The only heuristic is JSON detection.
+//!
+//! - R1-R5 (reasoning): with vs without reasoning (as a field, under its common names, or as a
+//!   typed content part); reasoning next to tool calls only (tools-only); thinking off vs on in
+//!   the generation prompt; history stripping of a conventional end marker; marker pairs the
+//!   thinking prompt introduces.
+//! - C1 (content): content-only vs tool-call output; the end-of-turn marker.
+//! - T1-T7 (tools): the tool region of one and of two calls; JSON-native field names, array
+//!   wrapping, section vs per-call markers, separator, function name markers (with call
+//!   indices), argument container, call-id position; where content goes relative to calls.
+//! - A1-A3 (arguments): name and value markers, literal-valued calls (`f(a='x')`), markers of
+//!   non-string values (`string="false">`).
+//!
+//! The result, [`TemplateAnalysis`], is computed once per template, serializes to JSON, and
+//! feeds [`crate::generator`] per request. Formats the diff cannot express are handled by
+//! builders registered in [`crate::registry`], matched on the template's own renders.
 
 pub mod diff;
 pub mod probe;

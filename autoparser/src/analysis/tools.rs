@@ -39,7 +39,7 @@ fn strip_reasoning(h: &str, r: &ReasoningAnalysis) -> String {
 
 /// Result of T1: the tool region renders and how arguments were passed.
 pub struct ToolProbe {
-    /// One call, ids replaced by [`ID_MARK`].
+    /// One call, ids replaced by a private-use placeholder character.
     pub one: String,
     /// Two calls (if the template renders both).
     pub two: Option<String>,
