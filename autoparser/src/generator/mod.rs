@@ -158,6 +158,43 @@ fn continue_final(
 }
 
 /// Builds the parser, prompt and triggers for `req`.
+///
+/// ```
+/// # use autoparser::analysis::{analyze, Render};
+/// # use autoparser::generator::{generate, Request, GrammarTrigger};
+/// # struct Fixed;
+/// # impl Render for Fixed {
+/// #     fn render(&self, ctx: &serde_json::Value) -> Result<String, String> {
+/// #         let mut out = String::new();
+/// #         for m in ctx["messages"].as_array().unwrap() {
+/// #             out += &format!("<|{}|>", m["role"].as_str().unwrap());
+/// #             if let Some(r) = m["reasoning_content"].as_str() { out += &format!("<think>{r}</think>"); }
+/// #             out += m["content"].as_str().unwrap_or("");
+/// #             for c in m["tool_calls"].as_array().into_iter().flatten() {
+/// #                 out += &format!("<tool_call>{}</tool_call>", serde_json::json!({
+/// #                     "name": c["function"]["name"], "arguments": c["function"]["arguments"]}));
+/// #             }
+/// #             out += "<|end|>";
+/// #         }
+/// #         if ctx["add_generation_prompt"] == true { out += "<|assistant|>"; }
+/// #         Ok(out)
+/// #     }
+/// # }
+/// let analysis = analyze(&Fixed).unwrap(); // once per template
+/// let req = Request {
+///     messages: vec![serde_json::json!({"role": "user", "content": "Weather?"})],
+///     tools: vec![serde_json::json!({"type": "function", "function": {"name": "get_weather",
+///         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}})],
+///     add_generation_prompt: true,
+///     ..Request::default()
+/// };
+/// let g = generate(&Fixed, &analysis, &req).unwrap(); // per request
+/// assert_eq!(g.generation_prompt, "<|assistant|>");
+/// assert_eq!(g.grammar_triggers, [GrammarTrigger::Word("<tool_call>".into())]);
+/// let out = r#"<think>Let me check.</think><tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>"#;
+/// let parsed = g.arena.parse(out.as_bytes(), false).unwrap();
+/// assert_eq!(parsed.result.outcome, peg_runtime::Outcome::Success);
+/// ```
 pub fn generate(r: &dyn Render, a: &TemplateAnalysis, req: &Request) -> Result<GeneratedParser, GenerateError> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| generate_inner(r, a, req)))
         .unwrap_or_else(|_| Err(GenerateError::Arena("internal error during generation".into())))
