@@ -59,9 +59,12 @@ fn gpt_oss_input(calls: usize) -> String {
     s
 }
 
+/// Name, input, the specialized parse (returns the AST size), the arena of the same grammar.
+type Case = (&'static str, String, Box<dyn Fn(&[u8]) -> usize>, chat_peg::peg_runtime::Arena);
+
 fn bench(c: &mut Criterion) {
     let tools = tools();
-    let cases: Vec<(&str, String, Box<dyn Fn(&[u8]) -> usize>, chat_peg::peg_runtime::Arena)> = vec![
+    let cases: Vec<Case> = vec![
         (
             "hermes",
             hermes_input(20),
