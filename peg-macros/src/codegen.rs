@@ -380,7 +380,7 @@ pub fn parser_items(g: &Grammar) -> TokenStream {
             /// Parses `input` from its start. `partial`: the input may continue (streaming).
             /// `Err` only when rule calls nest deeper than the limit.
             pub fn parse(&self, input: &[u8], partial: bool) -> ::std::result::Result<#k::ParseOutput, #k::Error> {
-                let mut st = __State { input, partial, tools: &self.tools, depth: 0, buf: #s::AstBuf::default() };
+                let mut st = __State { input, partial, tools: &self.tools, depth: 0, buf: #s::AstBuf::for_input(input.len()) };
                 let r = st.root(0)?;
                 ::std::result::Result::Ok(st.buf.finish(r))
             }
