@@ -84,13 +84,15 @@ fn chunks(s: &str) -> Vec<&str> {
     out
 }
 
-fn stream_all(parser: &ChatParser, pieces: &[&str]) -> usize {
+/// Streams all pieces; returns the number of deltas and of parses run.
+fn stream_all(parser: &ChatParser, pieces: &[&str]) -> (usize, usize) {
     let mut s = parser.stream();
     let mut n = 0;
     for p in pieces {
         n += s.push(p).unwrap().len();
     }
-    n + s.finish().unwrap().0.len()
+    n += s.finish().unwrap().0.len();
+    (n, s.parse_count())
 }
 
 fn bench(c: &mut Criterion) {
@@ -109,14 +111,17 @@ fn bench(c: &mut Criterion) {
         }
         let one = t.elapsed() / reps;
         let t = Instant::now();
+        let mut stats = (0, 0);
         for _ in 0..reps {
-            black_box(stream_all(&parser, &pieces));
+            stats = black_box(stream_all(&parser, &pieces));
         }
         let st = t.elapsed() / reps;
         println!(
-            "{shape}: {} bytes, {} chunks: one-shot {:?}, stream {:?}, ratio {:.2}x",
+            "{shape}: {} bytes, {} chunks, {} deltas, {} parses: one-shot {:?}, stream {:?}, ratio {:.2}x",
             output.len(),
             pieces.len(),
+            stats.0,
+            stats.1,
             one,
             st,
             st.as_secs_f64() / one.as_secs_f64()

@@ -127,11 +127,9 @@ impl PyToJson {
                         out.push_str(&held);
                     }
                 }
-                if c.is_ascii_alphanumeric() || c == '_' {
-                    if !self.ident.is_empty() || !c.is_ascii_digit() {
-                        self.ident.push(c);
-                        return;
-                    }
+                if (c.is_ascii_alphanumeric() || c == '_') && (!self.ident.is_empty() || !c.is_ascii_digit()) {
+                    self.ident.push(c);
+                    return;
                 }
                 self.flush_ident(out);
                 match c {
@@ -182,6 +180,15 @@ impl PyToJson {
                     }
                 }
             }
+        }
+    }
+
+    /// The quote of the string the text is inside (not mid-escape), if any.
+    pub(crate) fn open_quote(&self) -> Option<char> {
+        match self.state {
+            PyState::Dq => Some('"'),
+            PyState::Sq => Some('\''),
+            _ => None,
         }
     }
 
@@ -300,7 +307,7 @@ pub fn close_partial_json(text: &str) -> Option<String> {
     let mut candidates = Vec::new();
     if in_string && !string_is_key {
         // Drop a dangling escape so the added quote is not escaped.
-        let mut body = &text[..];
+        let mut body = text;
         let tail = &text[string_start..];
         if let Some(pos) = tail.rfind('\\') {
             let after = &tail[pos + 1..];

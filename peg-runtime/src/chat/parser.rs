@@ -9,6 +9,7 @@ use crate::chat::builder::tags;
 use crate::chat::json_text::close_partial_json;
 use crate::chat::mapper::{ArgType, Context, Driver, MessageSink, Sink};
 use crate::chat::message::ChatMessage;
+use crate::chat::predict::Predictor;
 use crate::chat::stream::ChatStream;
 use crate::error::{Error, ErrorKind};
 use crate::parse::{Outcome, ParseOutput};
@@ -103,6 +104,7 @@ pub(crate) struct Inner {
     pub arena: Arc<Arena>,
     pub options: ChatParseOptions,
     pub cx: Context,
+    pub predict: Predictor,
 }
 
 /// Maps model output to an assistant message with a grammar whose nodes carry the chat tags
@@ -152,7 +154,8 @@ impl ChatParser {
             let types = props.iter().filter_map(|(k, v)| Some((k.clone(), ArgType::of(v)?))).collect();
             cx.arg_types.insert(tool.name.clone(), types);
         }
-        ChatParser { inner: Arc::new(Inner { arena, options, cx }) }
+        let predict = Predictor::new(&arena);
+        ChatParser { inner: Arc::new(Inner { arena, options, cx, predict }) }
     }
 
     /// The options the parser was made with.

@@ -1,10 +1,12 @@
 //! Streaming: feed output chunk by chunk, get deltas as soon as text is certain.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use crate::chat::mapper::{DeltaSink, Driver};
 use crate::chat::message::{ChatDelta, ChatMessage};
 use crate::chat::parser::{fold_parse, Diagnostic, Inner, ParsedMessage};
+use crate::chat::predict::{string_growth, until_extends, Growth};
 use crate::error::{Error, ErrorKind};
 use crate::session::Session;
 
@@ -37,6 +39,7 @@ pub struct ChatStream {
     /// Input length of the last parse that fit the grammar.
     viable: usize,
     diagnostic: Option<Diagnostic>,
+    parses: usize,
 }
 
 impl ChatStream {
@@ -51,7 +54,14 @@ impl ChatStream {
             state: State::Parsing,
             viable: 0,
             diagnostic: None,
+            parses: 0,
         }
+    }
+
+    /// How many parses the stream has run. Chunks known to only extend the text the input
+    /// ends in (no delimiter, quote or escape in them) are folded without one.
+    pub fn parse_count(&self) -> usize {
+        self.parses
     }
 
     /// The message the deltas so far add up to.
@@ -64,10 +74,23 @@ impl ChatStream {
     pub fn push(&mut self, chunk: &str) -> Result<Vec<ChatDelta>, Error> {
         self.check_open()?;
         let mut sink = DeltaSink::default();
+        if chunk.is_empty() {
+            return Ok(Vec::new());
+        }
+        let growth = match self.state {
+            State::Parsing => self.predicted_growth(chunk),
+            _ => None,
+        };
         self.session.push(chunk.as_bytes());
-        match self.state {
-            State::Fallback => self.driver.fold.extra_content(chunk, &mut sink),
+        match (&self.state, growth) {
+            (State::Fallback, _) => self.driver.fold.extra_content(chunk, &mut sink),
+            (_, Some(text)) => {
+                // The next parse would only extend the growing node: fold that without it.
+                self.driver.grow(&text, &self.inner.cx, &mut sink);
+                self.viable = self.session.input().len();
+            }
             _ => {
+                self.parses += 1;
                 let out = self.session.parse();
                 self.step(out, true, &mut sink)?;
             }
@@ -80,6 +103,7 @@ impl ChatStream {
         self.check_open()?;
         let mut sink = DeltaSink::default();
         if let State::Parsing = self.state {
+            self.parses += 1;
             let out = self.session.finish();
             self.step(out, false, &mut sink)?;
         }
@@ -87,6 +111,26 @@ impl ChatStream {
         self.state = State::Finished;
         let deltas = self.record(sink);
         Ok((deltas, ParsedMessage { message: self.message.clone(), diagnostic: self.diagnostic.clone() }))
+    }
+
+    /// If the text node the input ends in is known to take `chunk` (after the unread tail a
+    /// parse left out, such as a possible delimiter start): the text to fold.
+    fn predicted_growth<'c>(&self, chunk: &'c str) -> Option<Cow<'c, str>> {
+        let (kind, read) = self.driver.growing()?;
+        let input = self.session.input();
+        let tail = std::str::from_utf8(input.get(read..)?).ok()?;
+        let text = if tail.is_empty() { Cow::Borrowed(chunk) } else { Cow::Owned(format!("{tail}{chunk}")) };
+        let n = match kind.text_tag().and_then(|t| self.inner.predict.growth(t))? {
+            Growth::Until(delimiters) => until_extends(delimiters, text.as_bytes()).then_some(text.len())?,
+            Growth::JsonString => string_growth(self.driver.fold.open_quote(kind)?, &text)?,
+        };
+        Some(match text {
+            Cow::Borrowed(t) => Cow::Borrowed(&t[..n]),
+            Cow::Owned(mut t) => {
+                t.truncate(n);
+                Cow::Owned(t)
+            }
+        })
     }
 
     fn check_open(&self) -> Result<(), Error> {
