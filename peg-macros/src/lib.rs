@@ -1,8 +1,8 @@
 //! `chat_peg!`: grammars written in Rust source, checked at compile time and compiled to a
 //! specialized parser, the equivalent runtime arena and GBNF.
 //!
-//! The pipeline follows rust-peg: tokens -> grammar AST ([`grammar`]) -> static checks
-//! ([`analysis`]) -> code generation ([`lower`] for the arena, `codegen` for the parser).
+//! The pipeline follows rust-peg: tokens -> grammar AST (`grammar`) -> static checks
+//! (`analysis`) -> code generation (`lower` for the arena, `codegen` for the parser).
 //!
 //! # Grammar reference
 //!
