@@ -140,6 +140,8 @@ fn expand(g: &grammar::Grammar) -> proc_macro2::TokenStream {
     let warnings = a.warnings.iter().map(|w| warning(w.span, &w.name, &w.message));
     quote! {
         #(#attrs)*
+        // A private grammar module need not use every generated item.
+        #[allow(dead_code, unused_imports)]
         #vis mod #name {
             pub use #k::__macro_support::Tool;
 
