@@ -135,6 +135,17 @@ enum St {
     Done,
 }
 
+/// Bytes that need no attention inside a string: printable ASCII other than quotes and `\\`.
+const PLAIN: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0x20;
+    while b < 0x80 {
+        t[b] = b != b'"' as usize && b != b'\'' as usize && b != b'\\' as usize;
+        b += 1;
+    }
+    t
+};
+
 const WORDS: [&[u8]; 6] = [b"true", b"false", b"null", b"True", b"False", b"None"];
 
 /// A resumable scanner: create it at a position, [`run`](Scanner::run) it on the input, and if the
@@ -169,19 +180,24 @@ impl Scanner {
     pub fn run(&mut self, input: &[u8], partial: bool) -> ScanResult {
         let py = self.dialect == Dialect::Python;
         let n = input.len();
+        // The cursor lives in a register; `self.pos` is written back wherever `run` returns.
+        let mut pos = self.pos;
         macro_rules! fail {
-            () => {
-                return ScanResult { outcome: Outcome::Fail, end: self.pos, touched_end: false, invalid_utf8: self.invalid }
-            };
+            () => {{
+                self.pos = pos;
+                return ScanResult { outcome: Outcome::Fail, end: pos, touched_end: false, invalid_utf8: self.invalid };
+            }};
         }
         loop {
             if self.st == St::Done {
-                return ScanResult { outcome: Outcome::Success, end: self.pos, touched_end: false, invalid_utf8: self.invalid };
+                self.pos = pos;
+                return ScanResult { outcome: Outcome::Success, end: pos, touched_end: false, invalid_utf8: self.invalid };
             }
-            if self.pos >= n {
+            if pos >= n {
+                self.pos = pos;
                 return self.at_eof(n, partial);
             }
-            let b = input[self.pos];
+            let b = input[pos];
             match self.st {
                 St::Start => {
                     let ok = match self.target {
@@ -197,45 +213,45 @@ impl Scanner {
                     if !ok {
                         fail!();
                     }
-                    if !self.value_start(b, py) {
+                    if !self.value_start(b, py, &mut pos) {
                         fail!();
                     }
                 }
                 St::Value | St::ArrFirst | St::ArrNext | St::ObjFirst | St::Key | St::Colon | St::After => {
                     if is_ws(b) {
-                        self.pos += 1;
-                        while self.pos < n && is_ws(input[self.pos]) {
-                            self.pos += 1;
+                        pos += 1;
+                        while pos < n && is_ws(input[pos]) {
+                            pos += 1;
                         }
                         continue;
                     }
                     match self.st {
                         St::Value => {
-                            if !self.value_start(b, py) {
+                            if !self.value_start(b, py, &mut pos) {
                                 fail!();
                             }
                         }
                         St::ArrFirst | St::ArrNext => {
                             if b == b']' && (self.st == St::ArrFirst || py) {
-                                self.pos += 1;
+                                pos += 1;
                                 self.stack.pop();
                                 self.complete();
-                            } else if !self.value_start(b, py) {
+                            } else if !self.value_start(b, py, &mut pos) {
                                 fail!();
                             }
                         }
                         St::ObjFirst | St::Key => {
                             if b == b'}' && (self.st == St::ObjFirst || py) {
-                                self.pos += 1;
+                                pos += 1;
                                 self.stack.pop();
                                 self.complete();
                             } else if py {
                                 // Dict keys: any scalar literal.
-                                if b == b'{' || b == b'[' || !self.value_start(b, py) {
+                                if b == b'{' || b == b'[' || !self.value_start(b, py, &mut pos) {
                                     fail!();
                                 }
                             } else if b == b'"' {
-                                self.pos += 1;
+                                pos += 1;
                                 self.st = St::Str { quote: b'"' };
                             } else {
                                 fail!();
@@ -245,26 +261,47 @@ impl Scanner {
                             if b != b':' {
                                 fail!();
                             }
-                            self.pos += 1;
+                            pos += 1;
                             if let Some(top) = self.stack.last_mut() {
                                 *top = Frame::Member;
                             }
                             self.st = St::Value;
+                            // Common layout `: value`: dispatch the value without another loop turn.
+                            if pos < n && input[pos] == b' ' {
+                                pos += 1;
+                            }
+                            if pos < n && !is_ws(input[pos]) && !self.value_start(input[pos], py, &mut pos) {
+                                fail!();
+                            }
                         }
                         St::After => match (b, self.stack.last()) {
                             (b',', Some(Frame::Array)) => {
-                                self.pos += 1;
+                                pos += 1;
                                 self.st = St::ArrNext;
+                                if pos < n && input[pos] == b' ' {
+                                    pos += 1;
+                                }
+                                // `, value`: dispatch directly (`]` after a comma is left to ArrNext).
+                                if pos < n && !is_ws(input[pos]) && input[pos] != b']' && !self.value_start(input[pos], py, &mut pos) {
+                                    fail!();
+                                }
                             }
                             (b',', Some(Frame::Member)) => {
-                                self.pos += 1;
+                                pos += 1;
                                 if let Some(top) = self.stack.last_mut() {
                                     *top = Frame::Key;
                                 }
                                 self.st = St::Key;
+                                if pos < n && input[pos] == b' ' {
+                                    pos += 1;
+                                }
+                                if !py && pos < n && input[pos] == b'"' {
+                                    pos += 1;
+                                    self.st = St::Str { quote: b'"' };
+                                }
                             }
                             (b']', Some(Frame::Array)) | (b'}', Some(Frame::Member)) => {
-                                self.pos += 1;
+                                pos += 1;
                                 self.stack.pop();
                                 self.complete();
                             }
@@ -274,31 +311,40 @@ impl Scanner {
                     }
                 }
                 St::Str { quote } => {
-                    // Fast path: skip a run of plain ASCII up to the next quote or backslash.
-                    let rest = &input[self.pos..];
-                    let stop = memchr::memchr2(quote, b'\\', rest).unwrap_or(rest.len());
-                    let run = &rest[..stop];
-                    if run.is_ascii() && !run.iter().any(|&c| c < 0x20) {
-                        self.pos += stop;
-                        if self.pos >= n {
-                            continue;
-                        }
-                    } else if !self.str_slow(input, quote, py, self.pos + stop) {
-                        fail!();
-                    } else {
+                    // Fast path: plain printable ASCII, byte by byte (strings are mostly short).
+                    let mut i = pos;
+                    while i < n && PLAIN[input[i] as usize] {
+                        i += 1;
+                    }
+                    pos = i;
+                    if i >= n {
                         continue;
                     }
-                    let b = input[self.pos];
+                    let b = input[i];
+                    if b != quote && b != b'\\' {
+                        if b == b'"' || b == b'\'' {
+                            // The other quote character.
+                            pos += 1;
+                        } else {
+                            // Control or non-ASCII: the careful path, up to the next quote/backslash.
+                            let limit = memchr::memchr2(quote, b'\\', &input[i..]).map_or(n, |k| i + k);
+                            if !self.str_slow(input, quote, py, limit, &mut pos) {
+                                fail!();
+                            }
+                        }
+                        continue;
+                    }
+                    let b = input[pos];
                     if b == quote {
                         if self.target == Target::StringContent && self.stack.is_empty() {
                             self.st = St::Done;
                             continue;
                         }
-                        self.pos += 1;
+                        pos += 1;
                         self.complete();
                     } else {
-                        self.pending = self.pos;
-                        self.pos += 1;
+                        self.pending = pos;
+                        pos += 1;
                         self.st = St::Esc { quote };
                     }
                 }
@@ -322,13 +368,13 @@ impl Scanner {
                             _ => fail!(),
                         }
                     }
-                    self.pos += 1;
+                    pos += 1;
                 }
                 St::Hex { quote, left } => {
                     if !b.is_ascii_hexdigit() {
                         fail!();
                     }
-                    self.pos += 1;
+                    pos += 1;
                     self.st = if left == 1 { St::Str { quote } } else { St::Hex { quote, left: left - 1 } };
                 }
                 St::Utf8 { quote, left, lo, hi } => {
@@ -338,7 +384,7 @@ impl Scanner {
                         self.st = St::Str { quote };
                         continue;
                     }
-                    self.pos += 1;
+                    pos += 1;
                     self.st = if left == 1 { St::Str { quote } } else { St::Utf8 { quote, left: left - 1, lo: 0x80, hi: 0xBF } };
                 }
                 St::Num(s) => {
@@ -360,17 +406,17 @@ impl Scanner {
                     };
                     match next {
                         Some(ns) => {
-                            self.pos += 1;
+                            pos += 1;
                             self.st = St::Num(ns);
                             // Digit runs are the common case.
                             if matches!(ns, Num::Int | Num::Frac | Num::Exp) {
-                                while self.pos < n && input[self.pos].is_ascii_digit() {
-                                    self.pos += 1;
+                                while pos < n && input[pos].is_ascii_digit() {
+                                    pos += 1;
                                 }
                             }
                         }
                         None => {
-                            let r = self.num_end(s, py);
+                            let r = self.num_end(s, py, pos);
                             if r.outcome == Outcome::Fail {
                                 return r;
                             }
@@ -379,10 +425,15 @@ impl Scanner {
                 }
                 St::Word { word, i } => {
                     let w = WORDS[word as usize];
+                    if input[pos..].starts_with(&w[i as usize..]) {
+                        pos += w.len() - i as usize;
+                        self.complete();
+                        continue;
+                    }
                     if b != w[i as usize] {
                         fail!();
                     }
-                    self.pos += 1;
+                    pos += 1;
                     if i as usize + 1 == w.len() {
                         self.complete();
                     } else {
@@ -395,12 +446,13 @@ impl Scanner {
     }
 
     /// A number ended before byte `self.pos` (not consumed). Fail result if it is incomplete.
-    fn num_end(&mut self, s: Num, py: bool) -> ScanResult {
+    fn num_end(&mut self, s: Num, py: bool, pos: usize) -> ScanResult {
         if Self::num_final(s, py) {
             self.complete();
-            ScanResult { outcome: Outcome::Success, end: self.pos, touched_end: false, invalid_utf8: self.invalid }
+            ScanResult { outcome: Outcome::Success, end: pos, touched_end: false, invalid_utf8: self.invalid }
         } else {
-            ScanResult { outcome: Outcome::Fail, end: self.pos, touched_end: false, invalid_utf8: self.invalid }
+            self.pos = pos;
+            ScanResult { outcome: Outcome::Fail, end: pos, touched_end: false, invalid_utf8: self.invalid }
         }
     }
 
@@ -409,7 +461,7 @@ impl Scanner {
     }
 
     /// Dispatches the first byte of a value (not yet consumed). False if no value starts with it.
-    fn value_start(&mut self, b: u8, py: bool) -> bool {
+    fn value_start(&mut self, b: u8, py: bool, pos: &mut usize) -> bool {
         let st = match b {
             b'{' => {
                 self.stack.push(Frame::Key);
@@ -434,7 +486,7 @@ impl Scanner {
             b'N' if py => St::Word { word: 5, i: 1 },
             _ => return false,
         };
-        self.pos += 1;
+        *pos += 1;
         self.st = st;
         true
     }
@@ -450,16 +502,16 @@ impl Scanner {
 
     /// Byte-wise string scanning up to `limit` (the next quote/backslash or the end): control
     /// characters and UTF-8. Leaves `self.st` consistent. False on a hard error.
-    fn str_slow(&mut self, input: &[u8], quote: u8, py: bool, limit: usize) -> bool {
-        while self.pos < limit {
-            let b = input[self.pos];
+    fn str_slow(&mut self, input: &[u8], quote: u8, py: bool, limit: usize, pos: &mut usize) -> bool {
+        while *pos < limit {
+            let b = input[*pos];
             if b < 0x20 {
                 if !py || b == b'\n' || b == b'\r' {
                     return false;
                 }
-                self.pos += 1;
+                *pos += 1;
             } else if b < 0x80 {
-                self.pos += 1;
+                *pos += 1;
             } else {
                 let (left, lo, hi) = match b {
                     0xC2..=0xDF => (1, 0x80, 0xBF),
@@ -471,26 +523,26 @@ impl Scanner {
                     0xF4 => (3, 0x80, 0x8F),
                     _ => {
                         self.invalid = true;
-                        self.pos += 1;
+                        *pos += 1;
                         continue;
                     }
                 };
-                self.pending = self.pos;
-                self.pos += 1;
+                self.pending = *pos;
+                *pos += 1;
                 // Finish the sequence inline when it is complete in the input.
                 let mut left = left;
                 let (mut lo, mut hi) = (lo, hi);
                 loop {
-                    if self.pos >= input.len() {
+                    if *pos >= input.len() {
                         self.st = St::Utf8 { quote, left, lo, hi };
                         return true;
                     }
-                    let c = input[self.pos];
+                    let c = input[*pos];
                     if c < lo || c > hi {
                         self.invalid = true;
                         break;
                     }
-                    self.pos += 1;
+                    *pos += 1;
                     left -= 1;
                     if left == 0 {
                         break;
@@ -563,6 +615,20 @@ mod tests {
         // A value followed by other text ends where the value ends.
         assert_eq!(full("01"), (Outcome::Success, 1));
         assert_eq!(full("{} x"), (Outcome::Success, 2));
+    }
+
+    #[test]
+    fn separator_fast_paths() {
+        for ok in ["{\"a\":  1, \"b\": [1, 2,\n3], \"c\":\t{}}", "[1, [], {}, \"x\", -1, true]", "{\"a\": {\"b\": null}}"] {
+            assert!(is_valid(ok.as_bytes()), "{ok}");
+        }
+        for bad in ["[1, ]", "{\"a\": 1, }", "{\"a\": , }", "[1, , 2]", "{\"a\": 1, b}"] {
+            assert!(!is_valid(bad.as_bytes()), "{bad}");
+        }
+        let py = |s: &str| Scanner::new(Dialect::Python, Target::Value, 0).run(s.as_bytes(), false);
+        for ok in ["[1, ]", "{'a': 1, }", "{'a': 1, 2: 'b'}", "['x', \"y\"]"] {
+            assert_eq!(py(ok).end, ok.len(), "{ok}");
+        }
     }
 
     #[test]

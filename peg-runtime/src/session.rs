@@ -10,10 +10,10 @@
 
 use std::sync::Arc;
 
-use crate::arena::Arena;
+use crate::arena::{Arena, Node, NodeId};
 use crate::ast::AstNode;
 use crate::error::Error;
-use crate::parse::{finish_output, Engine, Memo, ParseOptions, ParseOutput};
+use crate::parse::{finish_output_with_order, memoizable, Engine, Entry, Memo, Outcome, ParseOptions, ParseOutput, ParseResult, Resume};
 
 /// A streaming parse over input that arrives in chunks.
 ///
@@ -38,6 +38,34 @@ pub struct Session {
     memo: Memo,
     nodes: Vec<AstNode>,
     options: ParseOptions,
+    frontier: Option<Frontier>,
+    /// The output of the last parse.
+    last: ParseOutput,
+}
+
+/// One step of moving the partial path's ends after the leaf grew.
+#[derive(Debug, Clone, Copy)]
+enum Op {
+    /// Lookahead: the span is empty at this position and holds no invalid bytes.
+    Reset(usize),
+    /// Bytes matched before the path child hold invalid UTF-8.
+    Invalid,
+    /// A tag/rule AST node: in the session's nodes, and at this index of the kept output.
+    Label { node: Option<u32>, out: Option<u32> },
+}
+
+/// The last partial parse ended in need-more-input along a path on which nothing else touched
+/// the end: the next parse only has to resume the leaf and, while it still needs more input,
+/// move the ends of the partial nodes on the path.
+#[derive(Debug)]
+struct Frontier {
+    /// The leaf node and its position.
+    leaf: (NodeId, usize),
+    /// What each link above the leaf does to the leaf's (end, invalid), leaf to root; links that
+    /// pass the child's result through are left out.
+    ops: Vec<Op>,
+    /// The leaf's resume state (moved out of its memo entry while the frontier lives).
+    leaf_resume: Option<Resume>,
 }
 
 impl Session {
@@ -48,7 +76,7 @@ impl Session {
 
     /// A session with explicit limits.
     pub fn with_options(arena: Arc<Arena>, options: ParseOptions) -> Session {
-        Session { arena, input: Vec::new(), memo: Memo::default(), nodes: Vec::new(), options }
+        Session { arena, input: Vec::new(), memo: Memo::default(), nodes: Vec::new(), options, frontier: None, last: empty_output() }
     }
 
     /// The grammar.
@@ -68,13 +96,41 @@ impl Session {
 
     /// Parses all input so far as partial input; equals `arena.parse(self.input(), true)`.
     pub fn parse(&mut self) -> Result<ParseOutput, Error> {
-        self.run(true)
+        self.update().cloned()
+    }
+
+    /// [`Session::parse`] without copying the output: the result is kept in the session and
+    /// borrowed. The cheapest way to follow a stream token by token.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use peg_runtime::{Arena, Outcome, Session};
+    /// let arena = Arc::new(Arena::build(|p| p.tag("content", p.until("<end>")) + "<end>").unwrap());
+    /// let mut s = Session::new(arena);
+    /// s.push(b"Hello, wor");
+    /// let out = s.update().unwrap();
+    /// assert_eq!(out.result.outcome, Outcome::NeedMoreInput);
+    /// assert_eq!(out.ast.nodes[0].end, 10);
+    /// ```
+    pub fn update(&mut self) -> Result<&ParseOutput, Error> {
+        if !self.fast() {
+            self.last = self.run(true)?;
+        }
+        Ok(&self.last)
     }
 
     /// Parses all input so far as complete input; equals `arena.parse(self.input(), false)`.
     /// The session stays usable: pushing more input afterwards continues the stream.
     pub fn finish(&mut self) -> Result<ParseOutput, Error> {
-        self.run(false)
+        let out = self.run(false)?;
+        self.last = out.clone();
+        Ok(out)
+    }
+
+    /// The output of the last [`parse`](Session::parse), [`update`](Session::update) or
+    /// [`finish`](Session::finish) (empty and failed before the first).
+    pub fn output(&self) -> &ParseOutput {
+        &self.last
     }
 
     /// Drops all input and memoized state.
@@ -82,21 +138,103 @@ impl Session {
         self.input.clear();
         self.memo = Memo::default();
         self.nodes.clear();
+        self.frontier = None;
+        self.last = empty_output();
+    }
+
+    /// The frontier fast path, updating `self.last`; false when the slow path must run.
+    fn fast(&mut self) -> bool {
+        let Some(f) = self.frontier.as_mut() else { return false };
+        let arena = &*self.arena;
+        let (leaf, pos) = f.leaf;
+        self.memo.generation += 1;
+        let generation = self.memo.generation;
+        let mut engine = Engine::new(arena, &self.input, true, self.options, &mut self.nodes, None);
+        let Some((r, resume)) = engine.eval_leaf(leaf, pos, f.leaf_resume.take()) else {
+            self.frontier = None;
+            return false;
+        };
+        let resume = if r.touched { resume } else { None };
+        if r.outcome != Outcome::NeedMoreInput {
+            // Leave the leaf's result to the slow path, which runs in this same generation.
+            if memoizable(arena.node(leaf)) {
+                let entry = Entry { res: r, generation, ast: Box::new([]), resume };
+                self.memo.map.insert((leaf.0, pos), entry);
+            }
+            self.frontier = None;
+            self.memo.generation -= 1;
+            return false;
+        }
+        f.leaf_resume = resume;
+        let (mut end, mut invalid) = (r.end, r.invalid);
+        for op in &f.ops {
+            match *op {
+                Op::Reset(at) => {
+                    end = at;
+                    invalid = false;
+                }
+                Op::Invalid => invalid = true,
+                Op::Label { node, out } => {
+                    if let Some(a) = node {
+                        let n = &mut self.nodes[a as usize];
+                        n.end = end;
+                        n.invalid_utf8 = invalid;
+                    }
+                    if let Some(k) = out {
+                        let n = &mut self.last.ast.nodes[k as usize];
+                        n.end = end;
+                        n.invalid_utf8 = invalid;
+                    }
+                }
+            }
+        }
+        self.last.result.end = end;
+        true
     }
 
     fn run(&mut self, partial: bool) -> Result<ParseOutput, Error> {
-        self.memo.generation = self.memo.generation.wrapping_add(1);
-        let arena = &*self.arena;
-        let mut engine = Engine::new(arena, &self.input, partial, self.options, &mut self.nodes, Some(&mut self.memo));
-        let r = engine.parse_node(arena.root(), 0);
-        let roots = std::mem::take(&mut engine.out);
-        drop(engine);
-        match r {
-            Ok(r) => Ok(finish_output(&self.nodes, &roots, r)),
-            Err(e) => {
-                // Entries written before the error are consistent; nothing to undo.
-                Err(e)
+        if let Some(f) = self.frontier.take() {
+            // Hand the leaf's latest state back to its memo entry.
+            let (leaf, pos) = f.leaf;
+            if let Some(e) = self.memo.map.get_mut(&(leaf.0, pos)) {
+                e.resume = f.leaf_resume;
             }
         }
+        self.memo.generation += 1;
+        let arena = &*self.arena;
+        let mut engine = Engine::new(arena, &self.input, partial, self.options, &mut self.nodes, Some(&mut self.memo));
+        // Entries written before an error are consistent; nothing to undo.
+        let r = engine.parse_node(arena.root(), 0)?;
+        let roots = std::mem::take(&mut engine.out);
+        let links = std::mem::take(&mut engine.chain);
+        drop(engine);
+        let (output, order) = finish_output_with_order(&self.nodes, &roots, r);
+        let usable = partial
+            && r.outcome == Outcome::NeedMoreInput
+            && links.first().is_some_and(|l| arena.node(l.id).children().is_empty() && !matches!(arena.node(l.id), Node::Ref { .. }))
+            && links.last().is_some_and(|l| l.id == arena.resolve(arena.root()) && l.pos == 0)
+            && links.iter().all(|l| l.clean);
+        if usable {
+            let mut ops = Vec::new();
+            for l in &links[1..] {
+                match arena.node(l.id) {
+                    Node::Peek { .. } | Node::Negate { .. } => ops.push(Op::Reset(l.pos)),
+                    Node::Sequence { .. } | Node::Repeat { .. } if l.pre_invalid => ops.push(Op::Invalid),
+                    Node::Tag { .. } | Node::Rule { .. } => {
+                        let out = l.ast.and_then(|a| order.iter().position(|&o| o == a)).map(|k| k as u32);
+                        ops.push(Op::Label { node: l.ast.map(|a| a.0), out });
+                    }
+                    _ => {}
+                }
+            }
+            let leaf = (links[0].id, links[0].pos);
+            let leaf_resume = self.memo.map.get_mut(&(leaf.0 .0, leaf.1)).and_then(|e| e.resume.take());
+            self.frontier = Some(Frontier { leaf, ops, leaf_resume });
+        }
+        Ok(output)
     }
+}
+
+fn empty_output() -> ParseOutput {
+    ParseOutput { result: ParseResult { outcome: Outcome::Fail, start: 0, end: 0 }, ast: Default::default() }
 }

@@ -45,12 +45,19 @@ fn recursive<'a>(p: &'a Builder) -> Parser<'a> {
     p.zero_or_more(p.negate("[") + p.tag("pre", p.any())) + list + p.rest()
 }
 
+/// A tag around a sequence whose earlier parts may hold invalid UTF-8 while a later part grows.
+fn wrapped<'a>(p: &'a Builder) -> Parser<'a> {
+    let block = p.tag("block", p.chars("[^<]", 0, None) + "<" + p.tag("inner", p.until(">")) + ">");
+    p.zero_or_more(block) + p.tag("tail", p.rest())
+}
+
 fn grammars() -> Vec<Arc<Arena>> {
     vec![
         Arc::new(Arena::build(native).unwrap()),
         Arc::new(Arena::build(constructed).unwrap()),
         Arc::new(Arena::build(mixed).unwrap()),
         Arc::new(Arena::build(recursive).unwrap()),
+        Arc::new(Arena::build(wrapped).unwrap()),
     ]
 }
 
@@ -69,8 +76,8 @@ fn json_value() -> impl Strategy<Value = serde_json::Value> {
     let leaf = prop_oneof![
         Just(Value::Null),
         any::<bool>().prop_map(Value::Bool),
-        any::<i32>().prop_map(|i| Value::from(i)),
-        (-1e6f64..1e6).prop_map(|f| Value::from(f)),
+        any::<i32>().prop_map(Value::from),
+        (-1e6f64..1e6).prop_map(Value::from),
         "[a-z \"\\\\é✓\n]{0,12}".prop_map(Value::String),
     ];
     leaf.prop_recursive(4, 24, 4, |inner| {
@@ -135,9 +142,13 @@ fn check_session(arena: &Arc<Arena>, input: &[u8], chunks: &[usize]) -> Result<(
         let k = (*sizes.next().unwrap()).min(input.len() - at);
         s.push(&input[at..at + k]);
         at += k;
-        let got = s.parse().unwrap();
+        let got = if at % 2 == 0 { s.parse().unwrap() } else { s.update().unwrap().clone() };
         let want = arena.parse(&input[..at], true).unwrap();
         prop_assert_eq!(got, want, "after {} bytes of {:?}", at, String::from_utf8_lossy(input));
+        if k.is_multiple_of(3) {
+            // Finishing mid-stream and then pushing more must not disturb the session.
+            prop_assert_eq!(s.finish().unwrap(), arena.parse(&input[..at], false).unwrap(), "finish after {} bytes", at);
+        }
     }
     prop_assert_eq!(s.finish().unwrap(), arena.parse(input, false).unwrap());
     Ok(())
@@ -161,7 +172,7 @@ proptest! {
     }
 
     #[test]
-    fn any_accepted_input_has_no_failing_prefix(input in token_input(), g in 0usize..4) {
+    fn any_accepted_input_has_no_failing_prefix(input in token_input(), g in 0usize..5) {
         let arena = &grammars()[g];
         if arena.parse(&input, false).unwrap().result.outcome == Outcome::Success {
             check_prefixes(arena, &input)?;
@@ -169,7 +180,7 @@ proptest! {
     }
 
     #[test]
-    fn session_equals_one_shot(input in token_input(), g in 0usize..4, chunks in prop::collection::vec(1usize..9, 1..6)) {
+    fn session_equals_one_shot(input in token_input(), g in 0usize..5, chunks in prop::collection::vec(1usize..9, 1..6)) {
         check_session(&grammars()[g], &input, &chunks)?;
     }
 
@@ -179,5 +190,123 @@ proptest! {
         let arenas = grammars();
         check_session(&arenas[0], &input, &c)?;
         check_session(&arenas[1], &input2, &c)?;
+    }
+}
+
+fn mutated_json() -> impl Strategy<Value = Vec<u8>> {
+    let edit = (any::<prop::sample::Index>(), prop::sample::select(b"{}[]\",:0-1eE.+ tfnarsul\\x".to_vec()), 0u8..3);
+    (json_value(), any::<bool>(), prop::collection::vec(edit, 0..3)).prop_map(|(v, pretty, edits)| {
+        let mut s = if pretty { serde_json::to_vec_pretty(&v) } else { serde_json::to_vec(&v) }.unwrap();
+        for (at, byte, op) in edits {
+            let i = at.index(s.len() + 1);
+            match op {
+                0 => s.insert(i, byte),
+                1 if i < s.len() => {
+                    s.remove(i);
+                }
+                _ if i < s.len() => s[i] = byte,
+                _ => {}
+            }
+        }
+        s
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn json_scanner_agrees_with_serde_json(input in mutated_json()) {
+        // Invalid UTF-8 inside strings is kept and flagged by design; serde_json rejects it.
+        prop_assume!(std::str::from_utf8(&input).is_ok());
+        let ours = peg_runtime::json::is_valid(&input);
+        let parsed = serde_json::from_slice::<serde_json::Value>(&input);
+        // serde_json rejects numbers beyond f64 range, which the JSON grammar allows.
+        prop_assume!(!matches!(&parsed, Err(e) if e.to_string().contains("out of range")));
+        let theirs = parsed.is_ok();
+        prop_assert_eq!(ours, theirs, "{:?}", String::from_utf8_lossy(&input));
+    }
+
+    #[test]
+    fn json_scanner_resumes_over_any_chunking(input in mutated_json(), chunks in prop::collection::vec(1usize..7, 1..4)) {
+        use peg_runtime::json::{Dialect, Scanner, Target};
+        let want = Scanner::new(Dialect::Json, Target::Value, 0).run(&input, false);
+        let mut sc = Scanner::new(Dialect::Json, Target::Value, 0);
+        let mut at = 0;
+        let mut sizes = chunks.iter().cycle();
+        loop {
+            let r = sc.run(&input[..at], true);
+            let fresh = Scanner::new(Dialect::Json, Target::Value, 0).run(&input[..at], true);
+            prop_assert_eq!(r, fresh);
+            if !r.touched_end || at == input.len() {
+                break;
+            }
+            at = (at + sizes.next().unwrap()).min(input.len());
+        }
+        if want.touched_end || at == input.len() {
+            prop_assert_eq!(sc.run(&input, false), want);
+        }
+    }
+}
+
+fn py_repr(v: &serde_json::Value, out: &mut String) {
+    use serde_json::Value;
+    match v {
+        Value::Null => out.push_str("None"),
+        Value::Bool(b) => out.push_str(if *b { "True" } else { "False" }),
+        Value::Number(n) => out.push_str(&n.to_string()),
+        Value::String(s) => {
+            out.push('\'');
+            for c in s.chars() {
+                match c {
+                    '\\' => out.push_str("\\\\"),
+                    '\'' => out.push_str("\\'"),
+                    '\n' => out.push_str("\\n"),
+                    c => out.push(c),
+                }
+            }
+            out.push('\'');
+        }
+        Value::Array(a) => {
+            out.push('[');
+            for x in a {
+                py_repr(x, out);
+                out.push_str(", ");
+            }
+            out.push(']');
+        }
+        Value::Object(o) => {
+            out.push('{');
+            for (k, x) in o {
+                py_repr(&Value::String(k.clone()), out);
+                out.push_str(": ");
+                py_repr(x, out);
+                out.push(',');
+            }
+            out.push('}');
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn python_literals_convert_to_the_same_json(v in json_value()) {
+        let mut py = String::new();
+        py_repr(&v, &mut py);
+        let r = peg_runtime::python::scan(py.as_bytes(), peg_runtime::PythonKind::Value, false);
+        prop_assert_eq!((r.outcome, r.end), (Outcome::Success, py.len()), "{}", py);
+        // Number text passes through unchanged, so compact serde_json output is the reference
+        // (comparing parsed values would hit serde_json's inexact float parsing).
+        let json = peg_runtime::python::to_json(&py).unwrap();
+        prop_assert_eq!(json, serde_json::to_string(&v).unwrap());
+    }
+
+    #[test]
+    fn python_to_json_never_panics(s in "[\\[\\]{}'\":, 0-9.eE+_TrueFalsNonx\\\\é-]{0,30}") {
+        if let Ok(json) = peg_runtime::python::to_json(&s) {
+            prop_assert!(serde_json::from_str::<serde_json::Value>(&json).is_ok(), "{} -> {}", s, json);
+        }
     }
 }

@@ -5,6 +5,7 @@
 //! (looked at the end, so a longer input could change it), and whether the matched bytes hold
 //! invalid UTF-8. See `DESIGN.md` for the rules.
 
+mod dump;
 pub(crate) mod utf8;
 
 use std::collections::HashMap;
@@ -141,18 +142,25 @@ impl Arena {
 }
 
 pub(crate) fn finish_output(nodes: &[AstNode], roots: &[AstId], r: Res) -> ParseOutput {
-    let ast = if r.outcome == Outcome::Fail { Ast::default() } else { canonical(nodes, roots) };
-    ParseOutput { result: ParseResult { outcome: r.outcome, start: 0, end: r.end }, ast }
+    finish_output_with_order(nodes, roots, r).0
+}
+
+/// Also returns, for each output node, the id it had in `nodes`.
+pub(crate) fn finish_output_with_order(nodes: &[AstNode], roots: &[AstId], r: Res) -> (ParseOutput, Vec<AstId>) {
+    let (ast, order) = if r.outcome == Outcome::Fail { (Ast::default(), Vec::new()) } else { canonical(nodes, roots) };
+    (ParseOutput { result: ParseResult { outcome: r.outcome, start: 0, end: r.end }, ast }, order)
 }
 
 /// Copies the nodes reachable from `roots` into a fresh AST numbered in pre-order, so that
 /// equal parses give equal ASTs however they were computed.
-fn canonical(nodes: &[AstNode], roots: &[AstId]) -> Ast {
+fn canonical(nodes: &[AstNode], roots: &[AstId]) -> (Ast, Vec<AstId>) {
     let mut ast = Ast::default();
+    let mut order = Vec::new();
     let mut stack: Vec<(AstId, Option<usize>)> = roots.iter().rev().map(|&r| (r, None)).collect();
     while let Some((old, parent)) = stack.pop() {
         let n = &nodes[old.0 as usize];
         let new = ast.nodes.len();
+        order.push(old);
         ast.nodes.push(AstNode { children: Vec::with_capacity(n.children.len()), ..n.clone_shallow() });
         match parent {
             Some(p) => ast.nodes[p].children.push(AstId(new as u32)),
@@ -160,7 +168,7 @@ fn canonical(nodes: &[AstNode], roots: &[AstId]) -> Ast {
         }
         stack.extend(n.children.iter().rev().map(|&c| (c, Some(new))));
     }
-    ast
+    (ast, order)
 }
 
 impl AstNode {
@@ -221,10 +229,10 @@ pub(crate) enum Resume {
 /// end-touching results the resume state.
 #[derive(Debug)]
 pub(crate) struct Entry {
-    res: Res,
-    generation: u64,
-    ast: Box<[AstId]>,
-    resume: Option<Resume>,
+    pub(crate) res: Res,
+    pub(crate) generation: u64,
+    pub(crate) ast: Box<[AstId]>,
+    pub(crate) resume: Option<Resume>,
 }
 
 #[derive(Default, Clone, Copy)]
@@ -276,6 +284,24 @@ pub(crate) struct Engine<'e> {
     /// The top-level AST ids produced by the calls in progress (a stack shared by all frames).
     pub(crate) out: Vec<AstId>,
     memo: Option<&'e mut Memo>,
+    /// Session partial parses: the path of the need-more-input result, leaf first.
+    pub(crate) chain: Vec<Link>,
+    /// Set by a combinator right before it passes a child's need-more-input up:
+    /// (something else it ran touched the end, the bytes it matched before that child are invalid).
+    pre: (bool, bool),
+}
+
+/// One node on the path from the root to the leaf that needed more input.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Link {
+    pub id: NodeId,
+    pub pos: usize,
+    /// Nothing but the path child touched the end: the node's result follows from the child's.
+    pub clean: bool,
+    /// Invalid UTF-8 in what the node matched before the path child.
+    pub pre_invalid: bool,
+    /// The AST node a `tag`/`rule` link created.
+    pub ast: Option<AstId>,
 }
 
 impl<'e> Engine<'e> {
@@ -298,6 +324,8 @@ impl<'e> Engine<'e> {
             nodes,
             out: Vec::new(),
             memo,
+            chain: Vec::new(),
+            pre: (false, false),
         }
     }
 
@@ -326,6 +354,12 @@ impl<'e> Engine<'e> {
         let r = self.eval(id, pos, resume);
         self.depth -= 1;
         let (res, resume) = r?;
+        let pre = std::mem::take(&mut self.pre);
+        if res.outcome == Outcome::NeedMoreInput && self.partial && self.memo.is_some() {
+            let labeled = matches!(self.arena.node(id), Node::Tag { .. } | Node::Rule { .. });
+            let ast = if labeled { self.out.last().copied() } else { None };
+            self.chain.push(Link { id, pos, clean: !pre.0, pre_invalid: pre.1, ast });
+        }
         if res.outcome == Outcome::Fail {
             self.out.truncate(mark);
             if self.memo.is_none() {
@@ -346,7 +380,7 @@ impl<'e> Engine<'e> {
         Ok(res)
     }
 
-    fn eval(&mut self, id: NodeId, pos: usize, resume: Option<Resume>) -> Result<(Res, Option<Resume>), Error> {
+    pub(crate) fn eval(&mut self, id: NodeId, pos: usize, resume: Option<Resume>) -> Result<(Res, Option<Resume>), Error> {
         let arena = self.arena;
         let n = self.input.len();
         let r = match arena.node(id) {
@@ -395,6 +429,23 @@ impl<'e> Engine<'e> {
         Ok((r, None))
     }
 
+    /// Evaluates a leaf node (no children) on its own: the session's frontier fast path.
+    pub(crate) fn eval_leaf(&mut self, id: NodeId, pos: usize, resume: Option<Resume>) -> Option<(Res, Option<Resume>)> {
+        Some(match self.arena.node(id) {
+            Node::Literal { text } => (self.literal(text.as_bytes(), pos), None),
+            Node::Any => (self.any(pos), None),
+            Node::Chars { class, min, max } => self.chars(pos, resume, *min, *max, |c| class.matches(c)),
+            Node::Space => self.space(pos, resume),
+            Node::Until { delimiters } => self.until(id, delimiters, pos, resume),
+            Node::Rest => self.rest(pos, resume),
+            Node::Marker => self.marker(pos, resume),
+            Node::Json { kind } => self.scan(Dialect::Json, (*kind).into(), pos, resume),
+            Node::JsonStringContent => self.scan(Dialect::Json, Target::StringContent, pos, resume),
+            Node::Python { kind } => self.scan(Dialect::Python, (*kind).into(), pos, resume),
+            _ => return None,
+        })
+    }
+
     #[inline(never)]
     fn sequence(&mut self, children: &[NodeId], pos: usize) -> Result<Res, Error> {
         let mut p = pos;
@@ -402,6 +453,7 @@ impl<'e> Engine<'e> {
         let mut invalid = false;
         for &c in children {
             let r = self.parse_node(c, p)?;
+            self.pre = (touched, invalid);
             touched |= r.touched;
             invalid |= r.invalid;
             match r.outcome {
@@ -417,6 +469,7 @@ impl<'e> Engine<'e> {
         let mut touched = false;
         for &c in children {
             let r = self.parse_node(c, pos)?;
+            self.pre = (touched, false);
             touched |= r.touched;
             if r.outcome != Outcome::Fail {
                 return Ok(Res { touched, ..r });
@@ -525,6 +578,7 @@ impl<'e> Engine<'e> {
             }
             let before = (count, p, self.out.len() - mark, invalid);
             let r = self.parse_node(child, p)?;
+            self.pre = (touched, invalid);
             if r.touched && !touched {
                 touched = true;
                 snapshot = Some(before);
@@ -640,7 +694,10 @@ impl<'e> Engine<'e> {
         let limit = found.unwrap_or(n).min(n);
         let cut = (tail..limit).find(|&j| {
             let t = &input[j..];
-            delimiters.iter().any(|d| d.len() > t.len() && d.as_bytes().starts_with(t))
+            delimiters.iter().any(|d| {
+                let d = d.as_bytes();
+                d.len() > t.len() && d[0] == t[0] && d.starts_with(t)
+            })
         });
         let (outcome, end, touched) = match (found, cut) {
             (Some(k), None) => (Outcome::Success, k, false),
@@ -730,7 +787,7 @@ impl<'e> Engine<'e> {
 }
 
 /// Whether a node's results are worth a memo entry: cheap leaves are recomputed instead.
-fn memoizable(node: &Node) -> bool {
+pub(crate) fn memoizable(node: &Node) -> bool {
     !matches!(
         node,
         Node::Eps | Node::Start | Node::End | Node::Literal { .. } | Node::Any | Node::Schema { .. } | Node::Gbnf { .. } | Node::Atomic { .. }

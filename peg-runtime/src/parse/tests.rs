@@ -300,3 +300,42 @@ fn output_serializes() {
     let back: ParseOutput = serde_json::from_str(&text).unwrap();
     assert_eq!(back, out);
 }
+
+#[test]
+fn arena_serde_round_trip_is_stable_and_parses_the_same() {
+    let a = arena(|p| {
+        let item = p.rule("item", p.chars("[0-9]", 1, None) | p.rule_ref("list") | p.json_string());
+        let list = p.trigger_rule("list", "[" + p.optional(item + p.zero_or_more("," + p.rule_ref("item"))) + "]");
+        p.start()
+            + p.peek("[")
+            + p.negate("]")
+            + p.atomic(p.tag("l", list))
+            + p.repeat(p.any(), 0, Some(3))
+            + p.space()
+            + p.schema(p.optional(p.json()), "s", serde_json::json!({"type": "object"}), true)
+            + p.gbnf(p.optional(p.python()), "[a-z]+")
+            + p.optional(p.marker())
+            + p.tag("u", p.until_one_of(["<end>", "</x>"]))
+            + p.chars("[^\\n]", 0, Some(4))
+            + p.optional("\"" + p.json_string_content() + "\"")
+            + p.eps()
+            + p.tag("r", p.rest())
+            + p.end()
+    });
+    let text = a.to_json();
+    let back = Arena::from_json(&text).unwrap();
+    assert_eq!(back, a);
+    assert_eq!(back.to_json(), text);
+    assert_eq!(back.dump(), a.dump());
+    let via_serde: Arena = serde_json::from_str(&serde_json::to_string(&a).unwrap()).unwrap();
+    assert_eq!(via_serde, a);
+    for input in ["[1,[2,\"x\"]]abc {\"k\": 1}<x>tail<end>more", "[1]", "[1,[2"] {
+        for partial in [false, true] {
+            assert_eq!(back.parse(input.as_bytes(), partial).unwrap(), a.parse(input.as_bytes(), partial).unwrap());
+        }
+    }
+    assert_eq!(a.parse(b"[1,[2,\"x\"]]abc", false).unwrap().result.outcome, Success);
+    // Malformed data is an error, not a panic.
+    assert!(Arena::from_json("{\"nodes\": [], \"rules\": [], \"root\": 3}").is_err());
+    assert!(Arena::from_json("{\"nodes\": [{\"type\": \"ref\", \"name\": \"x\"}], \"rules\": [], \"root\": 0}").is_err());
+}
