@@ -59,9 +59,12 @@ fn gpt_oss_input(calls: usize) -> String {
     s
 }
 
+/// Name, input, the specialized parse (returns the AST size), the arena of the same grammar.
+type Case = (&'static str, String, Box<dyn Fn(&[u8]) -> usize>, chat_peg::peg_runtime::Arena);
+
 fn bench(c: &mut Criterion) {
     let tools = tools();
-    let cases: Vec<(&str, String, Box<dyn Fn(&[u8]) -> usize>, chat_peg::peg_runtime::Arena)> = vec![
+    let cases: Vec<Case> = vec![
         (
             "hermes",
             hermes_input(20),
@@ -102,5 +105,37 @@ fn bench(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, bench);
+/// Streaming the Hermes input in 16-byte chunks, a partial parse after each: the generated
+/// `Session` (re-parses all input so far) against the runtime's incremental `Session`.
+fn stream(c: &mut Criterion) {
+    let tools = tools();
+    let input = hermes_input(20);
+    let arena = std::sync::Arc::new(hermes::arena(&tools).unwrap());
+    let parser = hermes::Parser::new(&tools);
+    let mut g = c.benchmark_group("hermes_stream_16b");
+    g.throughput(Throughput::Bytes(input.len() as u64));
+    g.bench_function("macro", |b| {
+        b.iter(|| {
+            let mut s = hermes::Session::new(parser.clone());
+            for chunk in input.as_bytes().chunks(16) {
+                s.push(chunk);
+                black_box(s.parse().unwrap());
+            }
+            s.finish().unwrap().ast.len()
+        })
+    });
+    g.bench_function("arena", |b| {
+        b.iter(|| {
+            let mut s = chat_peg::peg_runtime::Session::new(arena.clone());
+            for chunk in input.as_bytes().chunks(16) {
+                s.push(chunk);
+                black_box(s.parse().unwrap());
+            }
+            s.finish().unwrap().ast.len()
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench, stream);
 criterion_main!(benches);

@@ -165,3 +165,51 @@ fn gbnf_snapshots() {
     insta::assert_snapshot!("qwen3_coder_gbnf_lazy_with_tool", qwen3_coder::gbnf(&tools, true).unwrap());
     insta::assert_snapshot!("gpt_oss_gbnf_lazy_with_tool", gpt_oss::gbnf(&tools, true).unwrap());
 }
+
+mod fragments {
+    //! Specialized parser and arena agree on random splices of each format's tokens, whole and
+    //! every prefix as partial input.
+
+    use super::*;
+    use proptest::prelude::*;
+
+    const HARMONY: &[&str] = &[
+        "<|channel|>", "analysis", "final", "commentary", "<|message|>", "<|end|>", "<|start|>assistant", "<|call|>",
+        " to=functions.get_weather", " to=python", " <|constrain|>json", "{\"city\": \"Paris\"}", "text", " ", "\n",
+    ];
+    const QWEN: &[&str] = &[
+        "<tool_call>", "\n", "<function=get_weather>", "<function=other>", "<parameter=city>", "<parameter=days>",
+        "Paris", "3", "</parameter>", "</function>", "</tool_call>", "text ",
+    ];
+    const HERMES: &[&str] = &["<tool_call>", "</tool_call>", "{", "}", "\"name\": \"get_weather\"", ",", "\"arguments\": ", "{\"city\": 1}", " ", "hi"];
+
+    fn splice(list: &'static [&'static str]) -> impl Strategy<Value = String> {
+        proptest::collection::vec(proptest::sample::select(list), 0..12).prop_map(|v| v.concat())
+    }
+
+    fn check(format: Format, input: &str) {
+        let tools = vec![ToolSpec::new("get_weather", serde_json::json!({"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}))];
+        let arena = (format.arena)(&tools).unwrap();
+        let b = input.as_bytes();
+        assert_eq!((format.parse)(&tools, b, false), arena.parse(b, false).unwrap(), "{input:?}");
+        for e in 0..=b.len() {
+            assert_eq!((format.parse)(&tools, &b[..e], true), arena.parse(&b[..e], true).unwrap(), "{:?}", &input.as_bytes()[..e]);
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+        #[test]
+        fn gpt_oss_agrees(input in splice(HARMONY)) {
+            check(format_of("openai-gpt-oss-120b").unwrap(), &input);
+        }
+        #[test]
+        fn qwen3_coder_agrees(input in splice(QWEN)) {
+            check(format_of("Qwen3-Coder").unwrap(), &input);
+        }
+        #[test]
+        fn hermes_agrees(input in splice(HERMES)) {
+            check(format_of("NousResearch-Hermes-3-Llama-3.1-8B-tool_use").unwrap(), &input);
+        }
+    }
+}

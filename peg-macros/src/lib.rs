@@ -1,8 +1,8 @@
 //! `chat_peg!`: grammars written in Rust source, checked at compile time and compiled to a
 //! specialized parser, the equivalent runtime arena and GBNF.
 //!
-//! The pipeline follows rust-peg: tokens -> grammar AST ([`grammar`]) -> static checks
-//! ([`analysis`]) -> code generation ([`lower`] for the arena, `codegen` for the parser).
+//! The pipeline follows rust-peg: tokens -> grammar AST (`grammar`) -> static checks
+//! (`analysis`) -> code generation (`lower` for the arena, `codegen` for the parser).
 //!
 //! # Grammar reference
 //!
@@ -140,6 +140,8 @@ fn expand(g: &grammar::Grammar) -> proc_macro2::TokenStream {
     let warnings = a.warnings.iter().map(|w| warning(w.span, &w.name, &w.message));
     quote! {
         #(#attrs)*
+        // A private grammar module need not use every generated item.
+        #[allow(dead_code, unused_imports)]
         #vis mod #name {
             pub use #k::__macro_support::Tool;
 

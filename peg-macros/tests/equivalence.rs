@@ -169,3 +169,25 @@ fn grammars_really_match() {
     let out = kitchen_sink::parse(SINK[0].as_bytes(), false).unwrap();
     assert_eq!(out.result.outcome, peg_runtime::Outcome::Success);
 }
+
+peg_macros::chat_peg! {
+    /// Recursion through rules: nested brackets with a rule per level.
+    grammar nested {
+        root = value end;
+        rule value = "[" _ (item _)* "]" / #leaf(["0-9"]+);
+        rule item = value ","?;
+    }
+}
+
+#[test]
+fn deep_nesting_is_an_error_not_a_stack_overflow() {
+    let ok = b"[1, [2, [3]], []]";
+    let arena = nested::arena(&[]).unwrap();
+    assert_eq!(nested::parse(ok, false).unwrap(), arena.parse(ok, false).unwrap());
+    assert_eq!(nested::parse(ok, false).unwrap().result.outcome, peg_runtime::Outcome::Success);
+    let deep = "[".repeat(100_000);
+    for partial in [false, true] {
+        let err = nested::parse(deep.as_bytes(), partial).unwrap_err();
+        assert_eq!(err.kind(), peg_runtime::ErrorKind::TooDeep);
+    }
+}

@@ -383,10 +383,16 @@ pub struct AstBuf {
 }
 
 impl AstBuf {
+    /// A buffer sized for an input of `len` bytes (bounded, so huge inputs do not over-reserve).
+    pub fn for_input(len: usize) -> AstBuf {
+        let n = (len / 32).clamp(8, 1024);
+        AstBuf { nodes: Vec::with_capacity(n), out: Vec::with_capacity(n) }
+    }
+
     /// Closes a tag or rule node over the ids pushed since `mark`.
     #[inline]
     pub fn close(&mut self, mark: usize, tag: Option<Arc<str>>, rule: Option<Arc<str>>, start: usize, r: Res) {
-        let children: Vec<AstId> = self.out.drain(mark..).collect();
+        let children: Vec<AstId> = if mark == self.out.len() { Vec::new() } else { self.out.drain(mark..).collect() };
         let id = AstId(self.nodes.len() as u32);
         self.nodes.push(AstNode {
             tag,
@@ -409,23 +415,28 @@ impl AstBuf {
 
     /// The output of a whole parse, with the AST in pre-order like the engine's.
     pub fn finish(self, r: Res) -> ParseOutput {
-        let ast = if r.outcome == Outcome::Fail { Ast::default() } else { canonical(&self.nodes, &self.out) };
+        let ast = if r.outcome == Outcome::Fail { Ast::default() } else { canonical(self.nodes, &self.out) };
         ParseOutput { result: ParseResult { outcome: r.outcome, start: 0, end: r.end }, ast }
     }
 }
 
-fn canonical(nodes: &[AstNode], roots: &[AstId]) -> Ast {
-    let mut ast = Ast::default();
+/// Renumbers the nodes reachable from `roots` in pre-order, moving them (labels and child
+/// vectors are reused, not cloned).
+fn canonical(mut nodes: Vec<AstNode>, roots: &[AstId]) -> Ast {
+    let mut ast = Ast { nodes: Vec::with_capacity(nodes.len()), roots: Vec::with_capacity(roots.len()) };
     let mut stack: Vec<(AstId, Option<usize>)> = roots.iter().rev().map(|&r| (r, None)).collect();
     while let Some((old, parent)) = stack.pop() {
-        let n = &nodes[old.0 as usize];
+        let n = &mut nodes[old.0 as usize];
         let new = ast.nodes.len();
+        stack.extend(n.children.iter().rev().map(|&c| (c, Some(new))));
+        let mut children = std::mem::take(&mut n.children);
+        children.clear();
         ast.nodes.push(AstNode {
-            tag: n.tag.clone(),
-            rule: n.rule.clone(),
+            tag: n.tag.take(),
+            rule: n.rule.take(),
             start: n.start,
             end: n.end,
-            children: Vec::with_capacity(n.children.len()),
+            children,
             partial: n.partial,
             invalid_utf8: n.invalid_utf8,
         });
@@ -433,7 +444,6 @@ fn canonical(nodes: &[AstNode], roots: &[AstId]) -> Ast {
             Some(p) => ast.nodes[p].children.push(AstId(new as u32)),
             None => ast.roots.push(AstId(new as u32)),
         }
-        stack.extend(n.children.iter().rev().map(|&c| (c, Some(new))));
     }
     ast
 }
