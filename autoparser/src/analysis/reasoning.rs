@@ -140,6 +140,23 @@ pub fn analyze_reasoning(p: &Probe, caps: &mut Capabilities, notes: &mut Vec<Str
             }
         }
     }
+    // R6: an empty block the template writes right before plain content (`<think></think>`).
+    if r.mode == ReasoningMode::None {
+        if let Ok(s) = p.render_asst(&Asst::content(CONTENT)) {
+            if let Some(i) = s.find(CONTENT) {
+                let before = s[..i].trim_end();
+                if let Some((k, end)) = last_marker(before).filter(|(k, m)| k + m.len() == before.len()) {
+                    let b2 = before[..k].trim_end();
+                    if let Some((_, start)) = last_marker(b2).filter(|(k2, m)| k2 + m.len() == b2.len()) {
+                        if closing_of(start).as_deref() == Some(end) {
+                            notes.push(format!("reasoning `{start}`..`{end}` from the empty block before content"));
+                            r = ReasoningAnalysis { mode: ReasoningMode::TagBased, start: start.to_owned(), end: end.to_owned() };
+                        }
+                    }
+                }
+            }
+        }
+    }
     // R5: markers the prompt introduces only when thinking is on (instructions such as
     // "write your thoughts in <think></think>"): an opening/closing pair.
     for with_tools in [true, false] {

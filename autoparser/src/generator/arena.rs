@@ -231,14 +231,12 @@ impl<'a, 'b> Ctx<'a, 'b> {
         if t.call_id.pos == P::PreFuncName {
             open = open + self.call_id();
         }
-        // Nesting the name inside a call id (`functions.NAME:0`) is right for one-shot parses
-        // but the streaming mapper does not yet handle it; off until it does.
-        const ID_AROUND_NAME: bool = false;
-        if t.function.indexed && ID_AROUND_NAME {
+        if t.function.indexed {
             // `functions.NAME:0` is the call id, with the name inside.
             let np = t.function.name_prefix.trim();
             let id = b.literal(np) + b.tag(super::tags::TOOL_NAME, b.literal(name)) + lit_indexed(b, &t.function.name_suffix);
-            open = open + b.space() + b.tag(super::tags::TOOL_ID, id);
+            // Atomic: the name inside is announced only with the whole id.
+            open = open + b.space() + b.atomic(b.tag(super::tags::TOOL_ID, id));
         } else {
             open = open + lit(b, &t.function.name_prefix) + b.tag(super::tags::TOOL_NAME, b.literal(name));
             open = open + lit_indexed(b, &t.function.name_suffix);
