@@ -42,18 +42,20 @@ fn lit_indexed<'a>(b: &'a Builder, s: &str) -> Parser<'a> {
 /// The words that start a tool section (grammar triggers, content delimiters).
 pub fn trigger_words(a: &TemplateAnalysis) -> Vec<String> {
     let f = &a.tools.format;
-    let first = [&f.section_start, &f.per_call_start]
-        .into_iter()
-        .map(|s| s.trim())
-        .find(|s| !s.is_empty())
-        .map(str::to_owned);
-    let mut out: Vec<String> = first.into_iter().collect();
+    let mut out: Vec<String> = Vec::new();
+    // Both the section and the per-call opener announce calls: models drop the section
+    // wrapper when each call has its own.
+    for s in [&f.section_start, &f.per_call_start] {
+        let s = s.trim();
+        if !s.is_empty() && !out.iter().any(|x| x == s) {
+            out.push(s.to_owned());
+        }
+    }
     let np = a.tools.function.name_prefix.trim();
     let np_is_marker = crate::analysis::segment::first_marker(np).is_some() || crate::analysis::text::open_tail(np).is_some();
-    if a.tools.format.mode != ToolFormat::JsonNative && np_is_marker
-        && f.section_start.trim().is_empty() {
-            out.push(np.to_owned());
-        }
+    if a.tools.format.mode != ToolFormat::JsonNative && np_is_marker && f.section_start.trim().is_empty() && !out.iter().any(|x| x == np) {
+        out.push(np.to_owned());
+    }
     out
 }
 
@@ -354,7 +356,9 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let more = if sep.is_empty() { b.space() + call } else { b.space() + sep + b.space() + call };
         let calls = if self.req.parallel_tool_calls { call + b.zero_or_more(more) } else { call };
         let calls = if f.tools_array_wrapped { b.space() + "[" + b.space() + calls + b.space() + "]" } else { calls };
-        let mut sec = lit(b, &f.section_start) + calls;
+        let ss = lit(b, &f.section_start);
+        let has_per_call = !f.per_call_start.trim().is_empty();
+        let mut sec = if has_per_call && !f.section_start.trim().is_empty() { b.optional(ss) } else { ss } + calls;
         if !f.section_end.trim().is_empty() {
             sec = sec + b.optional(lit(b, &f.section_end));
         }
