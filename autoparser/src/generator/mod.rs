@@ -106,7 +106,8 @@ fn continue_final(
     earlier: &[serde_json::Value],
 ) -> Result<(String, String, String), GenerateError> {
     let p0 = r.render(&req.context_with(earlier, true)).map_err(GenerateError::Render)?;
-    let full = r.render(&req.context(false)).map_err(GenerateError::Render)?;
+    // Templates may refuse a final message without content: then the turn is built below.
+    let full = r.render(&req.context(false)).unwrap_or_default();
     let get = |k: &str| last.get(k).and_then(serde_json::Value::as_str).unwrap_or("");
     let reasoning_text = [get("reasoning_content"), get("thinking"), get("reasoning")].into_iter().find(|s| !s.is_empty()).unwrap_or("");
     let content_text = get("content");
