@@ -149,6 +149,16 @@ impl Session {
         let (leaf, pos) = f.leaf;
         self.memo.generation += 1;
         let generation = self.memo.generation;
+        // A JSON/Python scanner in the middle of a value (the common case while a tool argument
+        // streams) continues in place.
+        if let Some(Resume::Json(sc)) = f.leaf_resume.as_mut() {
+            let r = sc.run(&self.input, true);
+            if r.outcome == Outcome::NeedMoreInput {
+                let (end, invalid) = (r.end, r.invalid_utf8);
+                apply_ops(&f.ops, end, invalid, &mut self.nodes, &mut self.last);
+                return true;
+            }
+        }
         let mut engine = Engine::new(arena, &self.input, true, self.options, &mut self.nodes, None);
         let Some((r, resume)) = engine.eval_leaf(leaf, pos, f.leaf_resume.take()) else {
             self.frontier = None;
@@ -166,29 +176,7 @@ impl Session {
             return false;
         }
         f.leaf_resume = resume;
-        let (mut end, mut invalid) = (r.end, r.invalid);
-        for op in &f.ops {
-            match *op {
-                Op::Reset(at) => {
-                    end = at;
-                    invalid = false;
-                }
-                Op::Invalid => invalid = true,
-                Op::Label { node, out } => {
-                    if let Some(a) = node {
-                        let n = &mut self.nodes[a as usize];
-                        n.end = end;
-                        n.invalid_utf8 = invalid;
-                    }
-                    if let Some(k) = out {
-                        let n = &mut self.last.ast.nodes[k as usize];
-                        n.end = end;
-                        n.invalid_utf8 = invalid;
-                    }
-                }
-            }
-        }
-        self.last.result.end = end;
+        apply_ops(&f.ops, r.end, r.invalid, &mut self.nodes, &mut self.last);
         true
     }
 
@@ -237,4 +225,31 @@ impl Session {
 
 fn empty_output() -> ParseOutput {
     ParseOutput { result: ParseResult { outcome: Outcome::Fail, start: 0, end: 0 }, ast: Default::default() }
+}
+
+/// Moves the ends of the partial path after its leaf grew to (`end`, `invalid`).
+fn apply_ops(ops: &[Op], end: usize, invalid: bool, nodes: &mut [AstNode], last: &mut ParseOutput) {
+    let (mut end, mut invalid) = (end, invalid);
+    for op in ops {
+        match *op {
+            Op::Reset(at) => {
+                end = at;
+                invalid = false;
+            }
+            Op::Invalid => invalid = true,
+            Op::Label { node, out } => {
+                if let Some(a) = node {
+                    let n = &mut nodes[a as usize];
+                    n.end = end;
+                    n.invalid_utf8 = invalid;
+                }
+                if let Some(k) = out {
+                    let n = &mut last.ast.nodes[k as usize];
+                    n.end = end;
+                    n.invalid_utf8 = invalid;
+                }
+            }
+        }
+    }
+    last.result.end = end;
 }
