@@ -13,7 +13,7 @@ use std::sync::Arc;
 use crate::arena::{Arena, Node, NodeId};
 use crate::ast::AstNode;
 use crate::error::Error;
-use crate::parse::{finish_output_with_order, memoizable, Engine, Entry, Memo, Outcome, ParseOptions, ParseOutput, ParseResult, Resume};
+use crate::parse::{finish_output_with_order, memoizable, until_scan, Engine, Entry, Memo, Outcome, ParseOptions, ParseOutput, ParseResult, Resume};
 
 /// A streaming parse over input that arrives in chunks.
 ///
@@ -159,8 +159,12 @@ impl Session {
                 return true;
             }
         }
-        let mut engine = Engine::new(arena, &self.input, true, self.options, &mut self.nodes, None);
-        let Some((r, resume)) = engine.eval_leaf(leaf, pos, f.leaf_resume.take()) else {
+        let step = match (arena.node(leaf), arena.searcher(leaf)) {
+            // Streaming content: an `until` continues its search directly.
+            (Node::Until { delimiters }, Some(searcher)) => Some(until_scan(&self.input, true, searcher, delimiters, pos, f.leaf_resume.take())),
+            _ => Engine::new(arena, &self.input, true, self.options, &mut self.nodes, None).eval_leaf(leaf, pos, f.leaf_resume.take()),
+        };
+        let Some((r, resume)) = step else {
             self.frontier = None;
             return false;
         };
