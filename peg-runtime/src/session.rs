@@ -257,3 +257,75 @@ fn apply_ops(ops: &[Op], end: usize, invalid: bool, nodes: &mut [AstNode], last:
     }
     last.result.end = end;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ErrorKind;
+
+    fn chat() -> Arc<Arena> {
+        Arc::new(
+            Arena::build(|p| {
+                p.optional("<think>" + p.tag("reasoning", p.until("</think>")) + "</think>")
+                    + p.tag("content", p.until("<tool_call>"))
+                    + p.optional(p.tag("tool", "<tool_call>" + p.tag("args", p.json()) + "</tool_call>"))
+                    + p.end()
+            })
+            .unwrap(),
+        )
+    }
+
+    #[test]
+    fn follows_a_stream_and_matches_one_shot() {
+        let arena = chat();
+        let text = "<think>a\u{e9}b</think>Hello \u{1F600} world<tool_call>{\"k\": [1, \"\u{2713}\"]}</tool_call>";
+        let mut s = Session::new(arena.clone());
+        for (i, b) in text.as_bytes().iter().enumerate() {
+            s.push(std::slice::from_ref(b));
+            let want = arena.parse(&text.as_bytes()[..=i], true).unwrap();
+            assert_eq!(s.update().unwrap(), &want, "byte {i}");
+            assert_eq!(s.output(), &want);
+        }
+        assert_eq!(s.finish().unwrap(), arena.parse(text.as_bytes(), false).unwrap());
+        assert_eq!(s.output().result.outcome, Outcome::Success);
+    }
+
+    #[test]
+    fn finish_mid_stream_then_continue_and_reset() {
+        let arena = chat();
+        let mut s = Session::new(arena.clone());
+        s.push(b"Hi <tool_call>{\"a\": 1");
+        assert_eq!(s.finish().unwrap().result.outcome, Outcome::Fail);
+        s.push(b"}</tool_call>");
+        assert_eq!(s.parse().unwrap(), arena.parse(s.input(), true).unwrap());
+        assert_eq!(s.finish().unwrap().result.outcome, Outcome::Success);
+        s.reset();
+        assert!(s.input().is_empty());
+        s.push(b"x");
+        assert_eq!(s.parse().unwrap(), arena.parse(b"x", true).unwrap());
+    }
+
+    #[test]
+    fn invalid_utf8_streams_like_one_shot() {
+        let arena = chat();
+        let text: &[u8] = b"ab\xFF\xE2\x82cd\xE2\x82\xAC<tool_call>{\"s\": \"x\xC3\"}</tool_call>";
+        let mut s = Session::new(arena.clone());
+        for (i, chunk) in text.chunks(3).enumerate() {
+            s.push(chunk);
+            let at = ((i + 1) * 3).min(text.len());
+            assert_eq!(s.parse().unwrap(), arena.parse(&text[..at], true).unwrap());
+        }
+        let out = s.finish().unwrap();
+        assert!(out.ast.nodes.iter().any(|n| n.tag.as_deref() == Some("content") && n.invalid_utf8));
+        assert_eq!(out, arena.parse(text, false).unwrap());
+    }
+
+    #[test]
+    fn too_deep_is_an_error_not_a_crash() {
+        let arena = Arc::new(Arena::build(|p| p.rule("n", ("(" + p.rule_ref("n") + ")") | p.eps())).unwrap());
+        let mut s = Session::with_options(arena, ParseOptions::default().max_depth(50));
+        s.push("(".repeat(100).as_bytes());
+        assert_eq!(s.parse().unwrap_err().kind(), ErrorKind::TooDeep);
+        assert_eq!(s.finish().unwrap_err().kind(), ErrorKind::TooDeep);
+    }
+}
