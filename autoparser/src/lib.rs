@@ -6,3 +6,4 @@
 pub mod analysis;
 pub mod generator;
 pub mod registry;
+pub mod template;

@@ -437,13 +437,8 @@ fn parse_ident_atom(ident: Ident, input: ParseStream) -> syn::Result<Expr> {
         "arg_name" => return simple(ExprKind::ArgName),
         "until" | "atomic" | "schema" | "schema_raw" | "gbnf" | "json_member" | "each_tool" | "tool_schema"
         | "each_arg" | "arg_schema" | "if_string_arg" => name.as_str(),
-        _ => {
-            if input.peek(token::Paren) {
-                let (_, pspan) = parse_args(input)?;
-                return Err(join(span, pspan).error(format!("rules take no arguments: write `{name}` to use rule `{name}`")));
-            }
-            return Ok(Expr::new(ExprKind::Ref(ident), span));
-        }
+        // A rule reference never takes arguments: `name (a b)` is `name` followed by a group.
+        _ => return Ok(Expr::new(ExprKind::Ref(ident), span)),
     };
     if !input.peek(token::Paren) {
         return Err(syn::Error::new(span, format!("`{kind}` needs arguments in parentheses")));

@@ -8,7 +8,7 @@ use peg_runtime::Arena;
 use proptest::prelude::*;
 
 fn tools() -> Vec<hermes::Tool> {
-    hermes::Tool::from_openai(&serde_json::json!([
+    peg_runtime::__macro_support::tools_from_openai(&serde_json::json!([
         {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
             "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}}},
         {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object",

@@ -14,62 +14,40 @@ use crate::json::{Dialect, Scanner, Target};
 use crate::parse::{Outcome, ParseOutput, ParseResult};
 use crate::{JsonKind, PythonKind};
 
-/// A tool of the request, as grammars with `each_tool(...)` see it: a name and the JSON schema
-/// of its arguments (an object schema whose `properties` are the arguments, in order).
+/// The tools of a request as grammars with `each_tool(...)` see them (re-exported by every
+/// generated module as `Tool`).
+pub use crate::chat::ToolSpec as Tool;
+
+/// Reads an OpenAI-style `tools` array; entries without a name are skipped.
 ///
 /// ```
-/// use peg_runtime::__macro_support::Tool;
-/// let tools = Tool::from_openai(&serde_json::json!([
+/// use peg_runtime::__macro_support::{is_string_schema, tool_args, tools_from_openai};
+/// let tools = tools_from_openai(&serde_json::json!([
 ///     {"type": "function", "function": {"name": "get_weather",
 ///      "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}
 /// ]));
 /// assert_eq!(tools[0].name, "get_weather");
-/// assert_eq!(tools[0].args()[0].0, "city");
-/// assert!(Tool::is_string_schema(tools[0].args()[0].1));
+/// assert_eq!(tool_args(&tools[0])[0].0, "city");
+/// assert!(is_string_schema(tool_args(&tools[0])[0].1));
 /// ```
-#[derive(Debug, Clone, PartialEq)]
-pub struct Tool {
-    /// The function name.
-    pub name: String,
-    /// The JSON schema of the arguments.
-    pub parameters: Value,
+pub fn tools_from_openai(tools: &Value) -> Vec<Tool> {
+    tools.as_array().into_iter().flatten().filter_map(Tool::from_openai).collect()
 }
 
-impl Tool {
-    /// A tool named `name` whose arguments follow `parameters`.
-    pub fn new(name: impl Into<String>, parameters: Value) -> Tool {
-        Tool { name: name.into(), parameters }
+/// A tool's arguments (`properties` of its schema) in declaration order, with their schemas.
+pub fn tool_args(tool: &Tool) -> Vec<(&str, &Value)> {
+    match tool.parameters.get("properties").and_then(Value::as_object) {
+        Some(props) => props.iter().map(|(k, v)| (k.as_str(), v)).collect(),
+        None => Vec::new(),
     }
+}
 
-    /// Reads an OpenAI-style `tools` array: `[{"type": "function", "function": {"name", "parameters"}}]`
-    /// (the bare `{"name", "parameters"}` form is accepted too). Entries without a name are skipped.
-    pub fn from_openai(tools: &Value) -> Vec<Tool> {
-        let Some(list) = tools.as_array() else { return Vec::new() };
-        list.iter()
-            .filter_map(|t| {
-                let f = t.get("function").unwrap_or(t);
-                let name = f.get("name")?.as_str()?;
-                let parameters = f.get("parameters").cloned().unwrap_or_else(|| serde_json::json!({"type": "object"}));
-                Some(Tool::new(name, parameters))
-            })
-            .collect()
-    }
-
-    /// The arguments (`properties` of the schema) in declaration order, with their schemas.
-    pub fn args(&self) -> Vec<(&str, &Value)> {
-        match self.parameters.get("properties").and_then(Value::as_object) {
-            Some(props) => props.iter().map(|(k, v)| (k.as_str(), v)).collect(),
-            None => Vec::new(),
-        }
-    }
-
-    /// Whether an argument schema describes a plain string (written raw by XML-style formats).
-    pub fn is_string_schema(schema: &Value) -> bool {
-        match schema.get("type") {
-            Some(Value::String(t)) => t == "string",
-            Some(Value::Array(ts)) => ts.len() == 1 && ts[0] == "string",
-            _ => false,
-        }
+/// Whether an argument schema describes a plain string (written raw by XML-style formats).
+pub fn is_string_schema(schema: &Value) -> bool {
+    match schema.get("type") {
+        Some(Value::String(t)) => t == "string",
+        Some(Value::Array(ts)) => ts.len() == 1 && ts[0] == "string",
+        _ => false,
     }
 }
 
@@ -477,7 +455,7 @@ impl ToolTable {
         ToolTable {
             tools: tools
                 .iter()
-                .map(|t| (t.name.clone(), t.args().into_iter().map(|(n, s)| (n.to_owned(), Tool::is_string_schema(s))).collect()))
+                .map(|t| (t.name.clone(), tool_args(t).into_iter().map(|(n, s)| (n.to_owned(), is_string_schema(s))).collect()))
                 .collect(),
         }
     }

@@ -144,7 +144,7 @@ fn pythonic_grammar() {
     let g = Grammar::parse(&lazy(&pythonic_arena())).unwrap();
     assert!(g.accepts("[get_weather(city='Paris', days=3), get_weather(city=\"Rome\", opts={'a': [1, 2,], 'b': None})]"));
     assert!(!g.accepts("[get_weather(city=Paris)]"));
-    assert!(!g.accepts(&format!("[{}]", vec!["get_weather()"; 6].join(", "))));
+    assert!(!g.accepts(&format!("[{}]", ["get_weather()"; 6].join(", "))));
 }
 
 /// A realistic tool schema, varied by index: nested objects, enums, arrays, formats, ranges.
@@ -207,4 +207,134 @@ fn three_hundred_tools_build_fast_and_small() {
     assert!(!g.accepts(&call.replace("399", "400")));
     let lz = generate(&arena, &GbnfOptions { lazy: true, validate: true }).unwrap();
     assert!(lz.len() < text.len());
+}
+
+#[test]
+fn schema_values_carry_no_trailing_space() {
+    // The parser's `json()` stops at the value's end, so the grammar must not add whitespace
+    // the following literal would then reject.
+    let arena = Arena::build(|p| "<x>" + p.schema(p.json(), "args", json!({"type": "object", "properties": {"a": {"type": "integer"}}}), false) + "</x>").unwrap();
+    let g = Grammar::parse(&full(&arena)).unwrap();
+    assert!(g.accepts(r#"<x>{"a": 1}</x>"#));
+    assert!(g.accepts("<x>{ \"a\" :\n 1 }</x>"));
+    assert!(!g.accepts(r#"<x>{"a": 1} </x>"#));
+    let out = arena.parse(br#"<x>{"a": 1} </x>"#, false).unwrap();
+    assert!(out.result.outcome != peg_runtime::Outcome::Success || out.result.end != 16);
+}
+
+/// Random strings of a grammar's language (None when the expansion runs too deep).
+struct Sampler<'g> {
+    g: &'g Grammar,
+    state: u64,
+}
+
+impl Sampler<'_> {
+    fn rand(&mut self, n: usize) -> usize {
+        self.state ^= self.state << 13;
+        self.state ^= self.state >> 7;
+        self.state ^= self.state << 17;
+        if n == 0 {
+            0
+        } else {
+            (self.state % n as u64) as usize
+        }
+    }
+
+    fn pick_char(&mut self, class: &peg_runtime::CharClass) -> Option<char> {
+        const POOL: &[char] = &['a', 'z', 'Q', '0', '7', ' ', '\n', '\t', '<', '>', '/', '"', '\\', '{', '}', '[', ']', ',', ':', '-', '_', '.', 'é', '€', '😀'];
+        if !class.negated && !class.ranges.is_empty() && self.rand(2) == 0 {
+            let (lo, hi) = class.ranges[self.rand(class.ranges.len())];
+            let span = (hi as u32 - lo as u32) as usize;
+            return char::from_u32(lo as u32 + self.rand(span.min(200) + 1) as u32).filter(|c| class.matches(*c));
+        }
+        let candidates: Vec<char> = POOL.iter().copied().filter(|&c| class.matches(c)).collect();
+        if candidates.is_empty() {
+            class.ranges.first().map(|r| r.0).filter(|c| class.matches(*c))
+        } else {
+            Some(candidates[self.rand(candidates.len())])
+        }
+    }
+
+    fn seq(&mut self, seq: &[peg_runtime::gbnf::Item], depth: usize, out: &mut String) -> bool {
+        use peg_runtime::gbnf::Element;
+        for item in seq {
+            let room = item.max.map_or(3, |m| (m - item.min).min(3)) as usize;
+            let n = item.min as usize + self.rand(room + 1);
+            for _ in 0..n {
+                let ok = match &item.element {
+                    Element::Literal(s) => {
+                        out.push_str(s);
+                        true
+                    }
+                    Element::Class(c) => match self.pick_char(c) {
+                        Some(ch) => {
+                            out.push(ch);
+                            true
+                        }
+                        None => false,
+                    },
+                    Element::Any => {
+                        let any = peg_runtime::CharClass { ranges: vec![], negated: true };
+                        let ch = self.pick_char(&any).expect("pool is not empty");
+                        out.push(ch);
+                        true
+                    }
+                    Element::Ref(name) => self.rule(name, depth + 1, out),
+                    Element::Group(alts) => {
+                        let alt = &alts[self.rand(alts.len())];
+                        self.seq(alt, depth + 1, out)
+                    }
+                };
+                if !ok || out.len() > 4000 {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    fn rule(&mut self, name: &str, depth: usize, out: &mut String) -> bool {
+        if depth > 40 {
+            return false;
+        }
+        let rule = self.g.rule(name).expect("checked grammar");
+        let alt = &rule.alternatives[self.rand(rule.alternatives.len())];
+        self.seq(alt, depth, out)
+    }
+}
+
+/// Strings sampled from the generated grammar: the parser must accept every one of them
+/// (the direction that matters for constrained decoding: the grammar never lets the model
+/// write what the parser then rejects).
+#[test]
+fn sampled_grammar_strings_parse() {
+    let arenas = [("reasoning", reasoning_arena()), ("native", native_arena()), ("constructed", constructed_arena()), ("pythonic", pythonic_arena()), ("tools", tools_arena(3))];
+    for (name, arena) in &arenas {
+        for lazy in [false, true] {
+            if lazy && *name == "reasoning" {
+                continue;
+            }
+            let text = generate(arena, &GbnfOptions { lazy, validate: true }).unwrap();
+            let g = Grammar::parse(&text).unwrap();
+            let mut sampler = Sampler { g: &g, state: 0x9E37_79B9_7F4A_7C15 };
+            let mut checked = 0;
+            for _ in 0..1200 {
+                let mut s = String::new();
+                if !sampler.rule("root", 0, &mut s) {
+                    continue;
+                }
+                assert!(g.accepts(&s), "{name}: sampled {s:?} not accepted by its own grammar");
+                let out = arena.parse(s.as_bytes(), false).unwrap();
+                // In these arenas the content before a trigger may be empty, so what a lazy
+                // grammar accepts is a complete output too.
+                assert!(
+                    out.result.outcome == peg_runtime::Outcome::Success && out.result.end == s.len(),
+                    "{name}: grammar accepts {s:?} but the parser gives {:?}",
+                    out.result
+                );
+                checked += 1;
+            }
+            assert!(checked > 50, "{name}: only {checked} samples");
+        }
+    }
 }

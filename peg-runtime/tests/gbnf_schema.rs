@@ -81,8 +81,13 @@ fn many_optional_properties_keep_declared_order() {
 fn additional_properties() {
     check(
         json!({"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": {"type": "string"}}),
-        &[r#"{"a": 1, "z": "s"}"#, r#"{"z": "s", "y": "t"}"#, "{}"],
-        &[r#"{"a": 1, "z": 2}"#],
+        &[r#"{"a": 1, "z": "s"}"#, r#"{"z": "s", "y": "t"}"#, "{}", r#"{"ab": "s", "": "t", "\u0041": "u"}"#],
+        &[r#"{"a": 1, "z": 2}"#, r#"{"a": 1, "a": "x"}"#, r#"{"a": "x"}"#],
+    );
+    check(
+        json!({"properties": {"ab": {"type": "integer"}, "ac": {"type": "integer"}, "b": {"type": "integer"}}, "required": [], "additionalProperties": {"type": "null"}}),
+        &[r#"{"ab": 1, "a": null, "abc": null, "ad": null, "x": null}"#],
+        &[r#"{"ab": null}"#, r#"{"ac": null}"#, r#"{"b": null}"#],
     );
     check(
         json!({"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": false}),
@@ -147,6 +152,7 @@ fn arrays() {
     check(json!({"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 3}), &["[1]", "[1, 2, 3]"], &["[]", "[1, 2, 3, 4]", "[1 2]"]);
     check(json!({"type": "array", "items": {"type": "integer"}, "minItems": 2}), &["[1, 2]", "[1, 2, 3, 4, 5]"], &["[1]"]);
     check(json!({"type": "array", "maxItems": 0}), &["[]"], &["[1]"]);
+    check(json!({"type": "array", "items": false}), &["[]", "[ ]"], &["[1]"]);
     check(json!({"type": "array"}), &["[]", r#"[1, "a", null]"#], &["[,]"]);
     check(
         json!({"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}]}),
@@ -211,6 +217,59 @@ fn integer_ranges() {
 }
 
 #[test]
+fn fractional_number_ranges_are_exact() {
+    let bounds: [Option<f64>; 11] = [None, Some(-10.5), Some(-3.0), Some(-0.25), Some(0.0), Some(0.1), Some(0.5), Some(1.0), Some(2.75), Some(3.05), Some(10.0)];
+    let fracs = ["", ".0", ".00", ".05", ".1", ".25", ".5", ".50", ".75", ".751", ".9", ".99", ".999"];
+    let mut values = Vec::new();
+    for i in 0..=12 {
+        for f in fracs {
+            values.push(format!("{i}{f}"));
+            if i != 0 || !f.trim_matches(['.', '0']).is_empty() {
+                values.push(format!("-{i}{f}"));
+            }
+        }
+    }
+    for lo in bounds {
+        for hi in bounds {
+            if lo.is_none() && hi.is_none() || lo.zip(hi).is_some_and(|(l, h)| l > h) {
+                continue;
+            }
+            for (lx, hx) in [(false, false), (true, false), (false, true), (true, true)] {
+                // Exclusive bounds within one integer are treated as inclusive (documented).
+                let same_int = |a: f64, b: f64| a.abs().floor() == b.abs().floor();
+                let nonneg_same = hi.is_some_and(|h| h >= 0.0 && same_int(lo.map_or(0.0, |l| l.max(0.0)), h));
+                let neg_same = lo.is_some_and(|l| l < 0.0 && same_int(hi.map_or(0.0, |h| h.min(0.0)), l));
+                if (lx || hx) && (nonneg_same || neg_same) {
+                    continue;
+                }
+                let mut schema = json!({"type": "number"});
+                if let Some(l) = lo {
+                    schema[if lx { "exclusiveMinimum" } else { "minimum" }] = json!(l);
+                }
+                if let Some(h) = hi {
+                    schema[if hx { "exclusiveMaximum" } else { "maximum" }] = json!(h);
+                }
+                let text = match schema::to_gbnf(&schema) {
+                    Ok(t) => t,
+                    Err(_) => {
+                        // Only empty ranges may fail.
+                        assert!(lo == hi && (lx || hx), "{schema}");
+                        continue;
+                    }
+                };
+                let g = Grammar::parse(&text).unwrap();
+                for v in &values {
+                    let x: f64 = v.parse().unwrap();
+                    let above = lo.is_none_or(|l| if lx { x > l } else { x >= l });
+                    let below = hi.is_none_or(|h| if hx { x < h } else { x <= h });
+                    assert_eq!(g.accepts(v), above && below, "{schema} on {v}\n{text}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn number_ranges() {
     check(json!({"type": "number", "minimum": 0, "maximum": 10}), &["0", "0.5", "9.99", "10", "10.0"], &["-1", "10.5", "11", "-0.5"]);
     check(json!({"type": "number", "minimum": -5}), &["-5", "-4.5", "0", "1000.25"], &["-5.5", "-6"]);
@@ -223,4 +282,52 @@ fn rules_are_shared_and_names_sanitized() {
     Grammar::parse(&text).unwrap();
     assert!(text.contains("root-value-file-path-kv ::="), "{text}");
     assert_eq!(text.matches("\nstring ::=").count(), 1, "{text}");
+}
+
+#[test]
+fn hostile_schemas_are_errors_not_crashes() {
+    // serde_json itself caps parsed nesting at 128 (and cannot drop much deeper values), so
+    // the converter's own limit sits just above what it can receive.
+    let nested = |n: usize| {
+        let mut deep = json!({"type": "integer"});
+        for _ in 0..n {
+            deep = json!({"type": "array", "items": deep});
+        }
+        deep
+    };
+    Grammar::parse(&schema::to_gbnf(&nested(120)).unwrap()).unwrap();
+    assert_eq!(schema::to_gbnf(&nested(400)).unwrap_err().kind(), peg_runtime::ErrorKind::Schema);
+    let cyclic = json!({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"});
+    assert!(schema::to_gbnf(&cyclic).is_err());
+    for bad in [
+        json!({"type": "string", "pattern": "(a"}),
+        json!({"type": "string", "minLength": 5, "maxLength": 2}),
+        json!({"type": "object", "properties": {"a": {}}, "required": ["b"]}),
+        json!({"type": "integer", "minimum": 10, "maximum": 2}),
+        json!({"anyOf": []}),
+        json!({"type": 5}),
+    ] {
+        assert!(schema::to_gbnf(&bad).is_err(), "{bad}");
+    }
+    // Huge bounds stay small and valid.
+    let text = schema::to_gbnf(&json!({"type": "array", "minItems": 4_000_000_000u64, "maxItems": 4_000_000_001u64})).unwrap();
+    assert!(text.len() < 2000);
+    Grammar::parse(&text).unwrap();
+}
+
+#[test]
+fn recognizer_handles_kilobytes_quickly() {
+    let g = Grammar::parse(&schema::to_gbnf(&json!({})).unwrap()).unwrap();
+    let mut doc = String::from("[");
+    for i in 0..200 {
+        doc.push_str(&format!(r#"{{"id": {i}, "name": "item number {i}", "tags": ["a", "b"], "ok": true}}, "#));
+    }
+    doc.push_str("null]");
+    assert!(doc.len() > 10_000);
+    let t = std::time::Instant::now();
+    assert!(g.accepts(&doc));
+    assert!(!g.accepts(&doc[..doc.len() - 1]));
+    assert!(g.accepts_prefix(&doc[..doc.len() - 1]));
+    eprintln!("recognized {} bytes three times in {:?}", doc.len(), t.elapsed());
+    assert!(t.elapsed().as_secs() < 10);
 }

@@ -67,6 +67,9 @@ enum PyState {
 pub(crate) struct PyToJson {
     state: PyState,
     ident: String,
+    /// A comma and the whitespace after it, held until the next token shows whether it was a
+    /// trailing comma (`[1, 2,]`, valid Python, not JSON).
+    comma: Option<String>,
 }
 
 impl PyToJson {
@@ -89,7 +92,11 @@ impl PyToJson {
         let mut run_start = 0;
         for (i, c) in s.char_indices() {
             let plain = match self.state {
-                PyState::Normal => self.ident.is_empty() && !matches!(c, '"' | '\'' | 'A'..='Z' | 'a'..='z' | '_'),
+                PyState::Normal => {
+                    self.ident.is_empty()
+                        && self.comma.is_none()
+                        && !matches!(c, '"' | '\'' | 'A'..='Z' | 'a'..='z' | '_' | ',')
+                }
                 PyState::Dq => !matches!(c, '\\' | '"'),
                 PyState::Sq => !matches!(c, '\\' | '\'' | '"') && c >= ' ',
                 _ => false,
@@ -107,14 +114,26 @@ impl PyToJson {
     fn step(&mut self, c: char, out: &mut String) {
         match self.state {
             PyState::Normal => {
-                if c.is_ascii_alphanumeric() || c == '_' {
-                    if !self.ident.is_empty() || !c.is_ascii_digit() {
-                        self.ident.push(c);
+                if let Some(held) = &mut self.comma {
+                    if c.is_whitespace() {
+                        held.push(c);
                         return;
                     }
+                    let held = self.comma.take().unwrap_or_default();
+                    if matches!(c, '}' | ']') {
+                        // Drop the trailing comma, keep the whitespace.
+                        out.push_str(&held[1..]);
+                    } else {
+                        out.push_str(&held);
+                    }
+                }
+                if (c.is_ascii_alphanumeric() || c == '_') && (!self.ident.is_empty() || !c.is_ascii_digit()) {
+                    self.ident.push(c);
+                    return;
                 }
                 self.flush_ident(out);
                 match c {
+                    ',' => self.comma = Some(String::from(",")),
                     '"' => {
                         self.state = PyState::Dq;
                         out.push('"');
@@ -164,9 +183,21 @@ impl PyToJson {
         }
     }
 
+    /// The quote of the string the text is inside (not mid-escape), if any.
+    pub(crate) fn open_quote(&self) -> Option<char> {
+        match self.state {
+            PyState::Dq => Some('"'),
+            PyState::Sq => Some('\''),
+            _ => None,
+        }
+    }
+
     /// Ends the text: a held identifier or dangling escape is written out.
     pub(crate) fn finish(&mut self, out: &mut String) {
         self.flush_ident(out);
+        if let Some(held) = self.comma.take() {
+            out.push_str(&held);
+        }
         if matches!(self.state, PyState::DqEsc | PyState::SqEsc) {
             out.push_str("\\\\");
         }
@@ -276,7 +307,7 @@ pub fn close_partial_json(text: &str) -> Option<String> {
     let mut candidates = Vec::new();
     if in_string && !string_is_key {
         // Drop a dangling escape so the added quote is not escaped.
-        let mut body = &text[..];
+        let mut body = text;
         let tail = &text[string_start..];
         if let Some(pos) = tail.rfind('\\') {
             let after = &tail[pos + 1..];
@@ -309,11 +340,13 @@ mod tests {
         assert_eq!(py_to_json("{'a': True, 'b': None, 'c': [False, 1.5e3]}"), r#"{"a": true, "b": null, "c": [false, 1.5e3]}"#);
         assert_eq!(py_to_json(r#"{'q': 'say "hi"\n', "d": "it\'s"}"#), r#"{"q": "say \"hi\"\n", "d": "it's"}"#);
         assert_eq!(py_to_json(r#"{"x": "True"}"#), r#"{"x": "True"}"#);
+        assert_eq!(py_to_json("{'a': [1, 2,\n], 'b': 3, }"), "{\"a\": [1, 2\n], \"b\": 3 }");
+        assert_eq!(py_to_json("[1,"), "[1,");
     }
 
     #[test]
     fn python_streaming_matches_whole() {
-        let src = r#"{'name': 'it\'s', 'ok': True, "v": [None, 'a"b', 12]}"#;
+        let src = r#"{'name': 'it\'s', 'ok': True, "v": [None, 'a"b', 12, ], }"#;
         let whole = py_to_json(src);
         for step in 1..6 {
             let mut n = PyToJson::default();

@@ -35,6 +35,18 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
+    /// The tag of a text kind.
+    pub(crate) fn text_tag(self) -> Option<&'static str> {
+        Some(match self {
+            Kind::Content => tags::CONTENT,
+            Kind::Reasoning => tags::REASONING,
+            Kind::ToolArgs => tags::TOOL_ARGS,
+            Kind::ArgString => tags::TOOL_ARG_STRING_VALUE,
+            Kind::ArgJson => tags::TOOL_ARG_JSON_VALUE,
+            _ => return None,
+        })
+    }
+
     fn is_text(self) -> bool {
         matches!(self, Kind::Content | Kind::Reasoning | Kind::ToolArgs | Kind::ArgString | Kind::ArgJson)
     }
@@ -287,6 +299,8 @@ pub(crate) struct Fold {
     headers: usize,
     /// Input offset folded so far (text of a growing node counts up to where it was read).
     pub pos: usize,
+    /// Reused for escaped and normalized text, to spare an allocation per chunk.
+    scratch: String,
 }
 
 fn put_args(call: &mut Call, s: &str, sink: &mut dyn Sink) {
@@ -307,8 +321,9 @@ impl Fold {
             Kind::Content => self.content.push(text, |s| sink.content(s)),
             Kind::Reasoning => self.reasoning.push(text, |s| sink.reasoning(s)),
             Kind::ToolArgs => {
+                let mut norm = std::mem::take(&mut self.scratch);
+                norm.clear();
                 let (headers, call) = self.ensure_call(cx, sink);
-                let mut norm = String::with_capacity(text.len());
                 call.py.push(text, &mut norm);
                 if sealed {
                     call.py.finish(&mut norm);
@@ -320,8 +335,10 @@ impl Fold {
                 }
                 call.trim = pieces;
                 Self::maybe_header(headers, call, cx, false, sink);
+                self.scratch = norm;
             }
             Kind::ArgString | Kind::ArgJson => {
+                let mut scratch = std::mem::take(&mut self.scratch);
                 let (headers, call) = self.ensure_call(cx, sink);
                 if first {
                     Self::close_value(call, sink);
@@ -337,17 +354,19 @@ impl Fold {
                         },
                     });
                 }
-                Self::value_text(call, text, sink);
+                Self::value_text(call, text, &mut scratch, sink);
                 if sealed {
                     Self::close_value(call, sink);
                 }
                 Self::maybe_header(headers, call, cx, false, sink);
+                self.scratch = scratch;
             }
             _ => {}
         }
     }
 
-    fn value_text(call: &mut Call, text: &str, sink: &mut dyn Sink) {
+    fn value_text(call: &mut Call, text: &str, scratch: &mut String, sink: &mut dyn Sink) {
+        scratch.clear();
         let mut text = text;
         let mut value = call.value.take();
         if let Some(Value::Pending) = value {
@@ -367,9 +386,8 @@ impl Fold {
         }
         match &mut value {
             Some(Value::Str) => {
-                let mut esc = String::with_capacity(text.len() + 8);
-                escape_into(&mut esc, text);
-                put_args(call, &esc, sink);
+                escape_into(scratch, text);
+                put_args(call, scratch, sink);
             }
             Some(Value::Held(buf)) => buf.push_str(text),
             Some(Value::MaybeNull(buf)) => {
@@ -383,9 +401,8 @@ impl Fold {
                 }
             }
             Some(Value::Json(py, trim)) => {
-                let mut norm = String::with_capacity(text.len());
-                py.push(text, &mut norm);
-                trim.push(&norm, |s| put_args(call, s, sink));
+                py.push(text, scratch);
+                trim.push(scratch, |s| put_args(call, s, sink));
             }
             _ => {}
         }
@@ -515,6 +532,19 @@ impl Fold {
         }
     }
 
+    /// For a growing JSON-ish text of `kind`: the quote of the string it is inside, if any.
+    pub(crate) fn open_quote(&self, kind: Kind) -> Option<char> {
+        let call = self.call.as_ref()?;
+        match kind {
+            Kind::ToolArgs => call.py.open_quote(),
+            Kind::ArgJson => match &call.value {
+                Some(Value::Json(py, _)) => py.open_quote(),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     /// Content that did not come from a tagged node (the unparsed remainder in lenient mode).
     pub(crate) fn extra_content(&mut self, text: &str, sink: &mut dyn Sink) {
         self.content.push(text, |s| sink.content(s));
@@ -548,6 +578,9 @@ fn utf8_safe_end(input: &[u8], from: usize, end: usize) -> usize {
 }
 
 /// Drives a [`Fold`] over successive ASTs of one growing input.
+///
+/// Between parses, a growing node whose growth is predictable may be extended directly with
+/// [`Driver::grow`] (see `stream.rs`): it is folded exactly as the next parse would fold it.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Driver {
     pub fold: Fold,
@@ -560,6 +593,20 @@ pub(crate) struct Driver {
 }
 
 impl Driver {
+    /// The growing text node's kind and how far it was read.
+    pub(crate) fn growing(&self) -> Option<(Kind, usize)> {
+        self.growing.map(|(k, _, read)| (k, read))
+    }
+
+    /// Extends the growing node by `text`, which the next parse is known to add to it.
+    pub(crate) fn grow(&mut self, text: &str, cx: &Context, sink: &mut dyn Sink) {
+        if let Some((kind, _, read)) = &mut self.growing {
+            *read += text.len();
+            self.fold.text(*kind, text, false, false, cx, sink);
+            self.fold.pos = self.fold.pos.max(*read);
+        }
+    }
+
     /// Folds what is new in `ast`, a parse of `input`. Returns `false`, folding nothing, when
     /// the parse no longer agrees with what was folded (an earlier node vanished or changed
     /// kind): emitted text cannot be retracted, so the caller must give up following it.

@@ -2,14 +2,39 @@
 //! in one shot or as a stream of deltas.
 //!
 //! Grammars tag their nodes with the semantic tags of one of three shapes (seed 003), built
-//! with [`SimpleBuilder`], [`NativeBuilder`] or [`ConstructedBuilder`]; the mapper reads the
-//! tags.
+//! with [`SimpleBuilder`] (reasoning, content), [`NativeBuilder`] (tool arguments as one JSON
+//! object) or [`ConstructedBuilder`] (arguments as separate entities); a [`ChatParser`] over
+//! the arena maps the tags to a [`ChatMessage`]:
+//!
+//! - `content` / `reasoning` texts are concatenated per field, surrounding whitespace trimmed.
+//! - A call starts at `tool` (or a `tool_open` outside one); `tool_name` and `tool_id` set its
+//!   name and id; arguments that arrive before the name are buffered. A call without an id in
+//!   the output gets `tool_id_prefix` + its index, so one-shot and stream agree.
+//! - `tool_args` is JSON (a Python literal is normalized to JSON); constructed arguments are
+//!   assembled as `{"name": value, ...}`: `tool_arg_string_value` becomes an escaped JSON string
+//!   unless the tool's schema types the parameter otherwise (then the text is kept as JSON if
+//!   it parses, else quoted; a nullable string's `null` is null); `tool_arg_json_value` stays
+//!   JSON.
+//! - Lenient by default: output the grammar does not match is kept as content from where the
+//!   parse stopped following it, with a [`Diagnostic`]; strict mode returns the error.
+//!
+//! Streaming ([`ChatStream`]) folds each incremental parse of the runtime
+//! [`Session`](crate::Session) from where the previous one stopped: text is emitted once it can
+//! no longer change (a node cut by the end of input grows, a name or close marker waits until
+//! it is followed by more input), never retracted, and the deltas add up to
+//! [`ChatParser::parse`] of the whole output. Partial parses are monotone: the message of a
+//! longer prefix extends that of a shorter one.
 
 mod builder;
 mod json_text;
 mod mapper;
 mod message;
+mod parser;
+mod predict;
+mod stream;
 
 pub use builder::{tags, ConstructedBuilder, NativeBuilder, SimpleBuilder};
 pub use json_text::close_partial_json;
 pub use message::{ChatDelta, ChatMessage, ChatToolCall, ToolCallDelta};
+pub use parser::{ChatParseOptions, ChatParser, Diagnostic, ParsedMessage, ToolSpec};
+pub use stream::ChatStream;

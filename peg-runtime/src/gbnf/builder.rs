@@ -291,7 +291,7 @@ impl GrammarBuilder {
     }
 
     /// The grammar text: `root` first (if present), then the other rules in order.
-    /// Reserved rules never defined are written as matching nothing (`[]`... avoided: `""`).
+    /// Reserved rules that were never defined are written as the empty string `""`.
     pub fn to_gbnf(&self) -> String {
         let mut out = String::new();
         let mut write = |name: &str, body: Option<&str>| {

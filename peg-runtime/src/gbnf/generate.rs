@@ -48,7 +48,7 @@ impl Default for GbnfOptions {
 /// assert!(lazy.starts_with("root ::= tool-call\n"));
 /// ```
 pub fn generate(arena: &Arena, options: &GbnfOptions) -> Result<String, Error> {
-    let mut g = Gen { arena, b: GrammarBuilder::new(), rule_names: HashMap::new(), queue: Vec::new() };
+    let mut g = Gen { depth: 0, arena, b: GrammarBuilder::new(), rule_names: HashMap::new(), queue: Vec::new() };
     let root = g.b.reserve("root");
     check_triggers(arena)?;
     let root_body = if options.lazy {
@@ -109,7 +109,11 @@ fn check_triggers(arena: &Arena) -> Result<(), Error> {
     Ok(())
 }
 
+/// Nesting of nodes within one rule past which generation stops (rules restart the count).
+const MAX_DEPTH: usize = 400;
+
 struct Gen<'a> {
+    depth: usize,
     arena: &'a Arena,
     b: GrammarBuilder,
     rule_names: HashMap<NodeId, String>,
@@ -171,6 +175,16 @@ impl Gen<'_> {
 
     /// The expression for node `id`; an empty string stands for the empty match.
     fn expr(&mut self, id: NodeId) -> Result<String, Error> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(Error::new(ErrorKind::Grammar, format!("the arena nests deeper than {MAX_DEPTH} nodes within one rule")));
+        }
+        let r = self.expr_inner(id);
+        self.depth -= 1;
+        r
+    }
+
+    fn expr_inner(&mut self, id: NodeId) -> Result<String, Error> {
         let arena = self.arena;
         Ok(match arena.node(id) {
             Node::Eps | Node::Start | Node::End | Node::Peek { .. } | Node::Negate { .. } => String::new(),
@@ -281,7 +295,14 @@ impl Gen<'_> {
         if let Some(n) = self.b.memo.get(&key) {
             return n.clone();
         }
-        let delims: Vec<Vec<char>> = delimiters.iter().map(|d| d.chars().collect()).collect();
+        // A delimiter containing another one adds nothing to "contains no delimiter".
+        let mut delims: Vec<Vec<char>> = Vec::new();
+        for (i, d) in delimiters.iter().enumerate() {
+            let redundant = delimiters.iter().enumerate().any(|(j, e)| j != i && !e.is_empty() && d.contains(e.as_str()) && (e != d || j < i));
+            if !redundant {
+                delims.push(d.chars().collect());
+            }
+        }
         let contains_delim = |s: &[char]| delims.iter().any(|d| !d.is_empty() && s.windows(d.len()).any(|w| w == d.as_slice()));
         // States: proper prefixes of delimiters that contain no delimiter.
         let mut states: Vec<Vec<char>> = vec![Vec::new()];
@@ -293,6 +314,7 @@ impl Gen<'_> {
                 }
             }
         }
+        let state_index: HashMap<Vec<char>, usize> = states.iter().cloned().enumerate().map(|(i, s)| (s, i)).collect();
         let mut alphabet: Vec<char> = delims.iter().flatten().copied().collect();
         alphabet.sort_unstable();
         alphabet.dedup();
@@ -303,7 +325,7 @@ impl Gen<'_> {
             if delims.iter().any(|d| t.ends_with(d)) {
                 return None;
             }
-            (0..=t.len()).find_map(|k| states.iter().position(|st| st.as_slice() == &t[k..]))
+            (0..=t.len()).find_map(|k| state_index.get(&t[k..]).copied())
         };
         let base = self.b.reserve("until");
         let names: Vec<String> =
@@ -396,7 +418,7 @@ impl Gen<'_> {
         let string = self.b.add_rule("py-str", &format!(r#""\"" ([^"\\\n\r] | {esc})* "\"" | "'" ([^'\\\n\r] | {esc})* "'""#));
         let number = self.b.add_rule(
             "py-number",
-            r#"[-+]? ([0-9] [0-9_]* ("." ([0-9] [0-9_]*)?)? | "." [0-9] [0-9_]*) ([eE] [-+]? [0-9]+)?"#,
+            r#"([-+] [0-9] [0-9_]* | "0" ([0-9] [0-9_]*)? | [1-9] [0-9_]*) ("." ([0-9] [0-9_]*)?)? ([eE] [-+]? [0-9]+)? | [-+]? "." [0-9] [0-9_]* ([eE] [-+]? [0-9]+)?"#,
         );
         let boolean = self.b.add_rule("py-bool", "\"True\" | \"False\"");
         let none = self.b.add_rule("py-none", "\"None\"");
@@ -442,7 +464,7 @@ mod tests {
 
     #[test]
     fn until_is_exact_for_overlapping_delimiters() {
-        for delims in [vec!["ab"], vec!["aab"], vec!["abab"], vec!["</tool_call>"], vec!["ab", "bc"], vec!["x", "yz", "xyzzy"]] {
+        for delims in [vec!["ab"], vec!["aab"], vec!["abab"], vec!["</tool_call>"], vec!["ab", "bc"], vec!["x", "yz", "xyzzy"], vec!["\n</p>", "</p>", "</p>"]] {
             let arena = Arena::build(|p| p.until_one_of(&delims)).unwrap();
             let g = full(&arena);
             // All strings over the delimiters' alphabet plus one other char, up to length 6.
@@ -463,6 +485,17 @@ mod tests {
                 assert_eq!(g.accepts(w), want, "{delims:?} {w:?}");
             }
         }
+    }
+
+    #[test]
+    fn many_delimiters_stay_fast() {
+        let delims: Vec<String> = (0..60).map(|i| format!("<|marker_{i}_end|>")).collect();
+        let arena = Arena::build(|p| p.until_one_of(&delims)).unwrap();
+        let t = std::time::Instant::now();
+        let g = full(&arena);
+        assert!(t.elapsed().as_secs() < 5);
+        assert!(g.accepts("text <|marker_7_end| <|marker_x"));
+        assert!(!g.accepts("text <|marker_59_end|>"));
     }
 
     #[test]
@@ -504,6 +537,46 @@ mod tests {
         assert!(g.accepts("<a>{\"k\": [1]}</a>") && g.accepts("<b>-1.5e3</b>") && !g.accepts("x<b>1</b>"));
         let none = Arena::build(|p| p.rest()).unwrap();
         assert!(generate(&none, &GbnfOptions { lazy: true, ..Default::default() }).is_err());
+    }
+
+    #[test]
+    fn large_repeats_nest_within_the_limit() {
+        let arena = Arena::build(|p| p.repeat("ab", 2001, Some(4500)) + p.chars("[x]", 0, Some(2500)) + "!").unwrap();
+        let text = generate(&arena, &GbnfOptions::default()).unwrap();
+        assert!(text.len() < 300, "{text}");
+        let g = Grammar::parse(&text).unwrap();
+        assert!(g.accepts(&format!("{}{}!", "ab".repeat(2001), "x".repeat(2500))));
+        assert!(g.accepts(&("ab".repeat(4500) + "!")));
+        assert!(!g.accepts(&("ab".repeat(2000) + "!")));
+        assert!(!g.accepts(&("ab".repeat(4501) + "!")));
+        assert!(!g.accepts(&format!("{}{}!", "ab".repeat(3000), "x".repeat(2501))));
+    }
+
+    #[test]
+    fn verbatim_gbnf_empty_choice_and_anchors() {
+        let arena = Arena::build(|p| p.start() + p.gbnf(p.any(), "[0-9]+ | \"x\"") + p.choice(Vec::<&str>::new()).builder().eps() + p.end()).unwrap();
+        let g = full(&arena);
+        assert!(g.accepts("123") && g.accepts("x") && !g.accepts("y"));
+        let never = Arena::build(|p| p.literal("a") + p.choice(Vec::<&str>::new())).unwrap();
+        let g = full(&never);
+        assert!(!g.accepts("a") && !g.accepts_prefix("ab"));
+        let broken = Arena::build(|p| p.gbnf(p.any(), "[0-9")).unwrap();
+        let e = generate(&broken, &GbnfOptions::default()).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Grammar);
+        assert!(e.detail().contains("generated grammar is invalid"), "{e}");
+    }
+
+    #[test]
+    fn deep_arenas_are_errors_not_crashes() {
+        use crate::arena::ArenaData;
+        let mut nodes = vec![Node::Literal { text: "a".into() }];
+        for i in 0..100_000u32 {
+            nodes.push(Node::Repeat { child: NodeId(i), min: 0, max: Some(1) });
+        }
+        let root = NodeId(nodes.len() as u32 - 1);
+        let arena = Arena::from_data(ArenaData { nodes, rules: vec![], root }).unwrap();
+        let e = generate(&arena, &GbnfOptions::default()).unwrap_err();
+        assert!(e.detail().contains("nests deeper"), "{e}");
     }
 
     #[test]

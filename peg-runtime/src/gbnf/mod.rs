@@ -1,6 +1,12 @@
 //! GBNF in llama.cpp's dialect: a parser and recognizer (our test oracle), a rule builder,
 //! and generation of grammars from an [`Arena`](crate::Arena).
 //!
+//! - [`Grammar::parse`] reads GBNF text (errors name `line:column`), [`Grammar::accepts`] and
+//!   [`Grammar::accepts_prefix`] answer membership with an Earley recognizer.
+//! - [`generate`] turns an arena into GBNF, full or lazy ([`GbnfOptions`]).
+//! - [`GrammarBuilder`] collects rules with unique, sanitized names; [`repetition`] writes
+//!   counted repetitions within llama.cpp's limit; [`crate::schema`] adds JSON-schema rules.
+//!
 //! The dialect: `name ::= alternatives` rules (names of letters, digits and `-`), string
 //! literals, character classes (`[a-z]`, `[^"]`), `.`, rule references, groups, and the
 //! repetitions `* + ? {m} {m,} {m,n}` (counts up to [`MAX_REPETITION`]). A grammar needs a
@@ -27,7 +33,7 @@ use std::sync::OnceLock;
 
 pub use builder::{escape_class_char, escape_literal, format_class, repetition, sanitize_name, GrammarBuilder};
 pub use generate::{generate, GbnfOptions};
-pub use recognize::Recognizer;
+pub use recognize::{Matcher, Recognizer};
 
 use crate::chars::CharClass;
 use crate::error::Error;

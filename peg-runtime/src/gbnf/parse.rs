@@ -12,7 +12,12 @@ struct Parser<'t> {
     pos: usize,
     /// Every rule reference with its byte offset, checked once all rules are known.
     refs: Vec<(String, usize)>,
+    /// Current parenthesis nesting.
+    depth: usize,
 }
+
+/// Parenthesis nesting past which a grammar is rejected (keeps recursion off the stack limit).
+const MAX_NESTING: usize = 256;
 
 /// Line and column (1-based, columns in characters) of byte offset `pos`.
 fn line_col(text: &str, pos: usize) -> (usize, usize) {
@@ -209,9 +214,14 @@ impl<'t> Parser<'t> {
                     Element::Any
                 }
                 '(' => {
+                    if self.depth >= MAX_NESTING {
+                        return Err(self.err(format!("groups nest deeper than {MAX_NESTING}")));
+                    }
                     self.pos += 1;
                     self.space(true);
+                    self.depth += 1;
                     let alts = self.alternatives(true)?;
+                    self.depth -= 1;
                     if !self.eat(")") {
                         return Err(self.err("expecting `)`"));
                     }
@@ -283,9 +293,10 @@ impl<'t> Parser<'t> {
 
 /// Parses GBNF text into rules and checks references, `root`, and left recursion.
 pub(super) fn parse(text: &str) -> Result<Vec<Rule>, Error> {
-    let mut p = Parser { text, pos: 0, refs: Vec::new() };
+    let mut p = Parser { text, pos: 0, refs: Vec::new(), depth: 0 };
     let mut rules: Vec<Rule> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
+    let mut starts: Vec<usize> = Vec::new();
     p.space(true);
     while p.pos < text.len() {
         let start = p.pos;
@@ -304,6 +315,7 @@ pub(super) fn parse(text: &str) -> Result<Vec<Rule>, Error> {
             return Err(error_at(text, start, format!("rule `{name}` is defined twice")));
         }
         rules.push(Rule { name, alternatives });
+        starts.push(start);
         p.space(true);
     }
     for (name, pos) in &p.refs {
@@ -314,7 +326,7 @@ pub(super) fn parse(text: &str) -> Result<Vec<Rule>, Error> {
     if !index.contains_key("root") {
         return Err(Error::new(ErrorKind::Grammar, "the grammar has no `root` rule"));
     }
-    check_left_recursion(&rules, &index)?;
+    check_left_recursion(&rules, &index).map_err(|(rule, msg)| error_at(text, starts[rule], msg))?;
     Ok(rules)
 }
 
@@ -371,7 +383,8 @@ fn left_refs(seq: &[Item], nullable: &[bool], index: &HashMap<String, usize>, ou
     }
 }
 
-fn check_left_recursion(rules: &[Rule], index: &HashMap<String, usize>) -> Result<(), Error> {
+/// On failure: the first rule of the cycle and the message.
+fn check_left_recursion(rules: &[Rule], index: &HashMap<String, usize>) -> Result<(), (usize, String)> {
     let nullable = nullable_rules(rules, index);
     let edges: Vec<Vec<usize>> = rules
         .iter()
@@ -406,10 +419,7 @@ fn check_left_recursion(rules: &[Rule], index: &HashMap<String, usize>) -> Resul
                         let from = stack.iter().position(|&(n, _)| n == to).unwrap_or(0);
                         let mut path: Vec<&str> = stack[from..].iter().map(|&(n, _)| rules[n].name.as_str()).collect();
                         path.push(&rules[to].name);
-                        return Err(Error::new(
-                            ErrorKind::Grammar,
-                            format!("left recursion: {}", path.join(" -> ")),
-                        ));
+                        return Err((to, format!("left recursion: {}", path.join(" -> "))));
                     }
                     _ => {}
                 }
@@ -491,8 +501,23 @@ ws ::= | " " | "\n" [ \t]{0,20}
     }
 
     #[test]
+    fn hostile_grammars_are_errors_not_crashes() {
+        let deep = format!("root ::= {}\"a\"{}", "(".repeat(100_000), ")".repeat(100_000));
+        assert!(err(&deep).contains("nest deeper"));
+        let ok = format!("root ::= {}\"a\"{}", "(".repeat(200), ")".repeat(200));
+        assert!(Grammar::parse(&ok).unwrap().accepts("a"));
+        assert!(err("root ::= \"a\"{99999999999}").contains("too large"));
+        assert!(err("root ::= \"\\xZZ\"").contains("hex digit"));
+        assert!(err("root ::= \"\\uD800\"").contains("not a character"));
+        assert!(err("root ::= [b-a]").contains("out of order"));
+        assert!(err("").contains("no `root`"));
+        assert!(err("root ::= \"a\" \x01").contains("expecting newline"));
+    }
+
+    #[test]
     fn rejects_left_recursion() {
-        assert_eq!(err("root ::= root \"a\" | \"b\""), "left recursion: root -> root");
+        assert_eq!(err("root ::= root \"a\" | \"b\""), "1:1: left recursion: root -> root");
+        assert_eq!(err("root ::= x\nx ::= \"a\"? x"), "2:1: left recursion: x -> x");
         assert!(err("root ::= a\na ::= b? c\nb ::= \"x\"\nc ::= \"y\"? root \"z\"").contains("left recursion"));
         // Right recursion is fine.
         assert!(Grammar::parse("root ::= \"a\" root | \"b\"").is_ok());

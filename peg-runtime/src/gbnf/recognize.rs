@@ -234,7 +234,23 @@ impl Recognizer {
     /// Whether `input` is a prefix of some string in the language.
     pub fn accepts_prefix(&self, input: &str) -> bool {
         let mut run = Run::new(self);
-        input.chars().all(|c| run.step(c))
+        !run.items.is_empty() && input.chars().all(|c| run.step(c))
+    }
+
+    /// Starts an incremental match: feed characters one at a time.
+    ///
+    /// ```
+    /// use peg_runtime::gbnf::Grammar;
+    /// let g = Grammar::parse(r#"root ::= "ab"+"#).unwrap();
+    /// let mut m = g.recognizer().matcher();
+    /// assert!(m.push_str("ab") && m.is_complete());
+    /// assert!(m.push('a') && !m.is_complete());
+    /// assert!(!m.push('a'));
+    /// ```
+    pub fn matcher(&self) -> Matcher<'_> {
+        let run = Run::new(self);
+        let alive = !run.items.is_empty();
+        Matcher { run, alive }
     }
 
     fn skippable(&self, it: &CItem) -> bool {
@@ -242,6 +258,38 @@ impl Recognizer {
             Sym::Rule(r) => self.nullable[r as usize],
             Sym::Char(_) => false,
         }
+    }
+}
+
+/// An incremental match against a [`Recognizer`]'s grammar (see [`Recognizer::matcher`]).
+pub struct Matcher<'r> {
+    run: Run<'r>,
+    alive: bool,
+}
+
+impl Matcher<'_> {
+    /// Consumes one character; false once the input can no longer be completed (and from
+    /// then on).
+    pub fn push(&mut self, c: char) -> bool {
+        if self.alive {
+            self.alive = self.run.step(c);
+        }
+        self.alive
+    }
+
+    /// Consumes every character of `s`; false once the input can no longer be completed.
+    pub fn push_str(&mut self, s: &str) -> bool {
+        s.chars().all(|c| self.push(c))
+    }
+
+    /// Whether the input so far can still be completed.
+    pub fn is_alive(&self) -> bool {
+        self.alive
+    }
+
+    /// Whether the input so far is a complete string of the language.
+    pub fn is_complete(&self) -> bool {
+        self.alive && self.run.complete()
     }
 }
 
@@ -408,6 +456,8 @@ mod tests {
         assert!(gr.accepts("b"));
         let empty = g("root ::= \"a\" []");
         assert!(!empty.accepts_prefix("a"));
+        let never = g("root ::= \"x\" root");
+        assert!(!never.accepts_prefix("") && !never.accepts(""));
     }
 
     #[test]

@@ -8,6 +8,15 @@
 //! arrays (`items`, `prefixItems`, `minItems`/`maxItems`), strings (`minLength`/`maxLength`,
 //! `pattern`, `format` date/time/date-time/uuid), integers and numbers with ranges.
 //!
+//! Conventions and limits:
+//! - A value's rule carries no trailing whitespace; containers add the `space` rule between
+//!   members, so a schema embedded in an arena ends exactly where the parser's JSON does.
+//! - Additional properties never reuse a declared key.
+//! - Ranged numbers are written without exponent; their bounds are exact, except that an
+//!   exclusive bound is treated as inclusive when both bounds share the integer part.
+//! - Large counts (`maxLength: 10000`) nest repetitions instead of unrolling them.
+//! - Unknown keywords (`not`, `minProperties`, unknown formats) are ignored, as in llama.cpp.
+//!
 //! ```
 //! use peg_runtime::{gbnf::Grammar, schema};
 //! let s = serde_json::json!({
@@ -45,13 +54,21 @@ fn schema_err(msg: impl Into<String>) -> Error {
     Error::new(ErrorKind::Schema, msg)
 }
 
-/// A complete grammar whose `root` accepts JSON instances of `schema`.
+/// A complete grammar whose `root` accepts JSON instances of `schema`. The result is checked
+/// with [`Grammar::parse`](crate::gbnf::Grammar::parse).
 pub fn to_gbnf(schema: &Value) -> Result<String, Error> {
     let mut b = GrammarBuilder::new();
     let root = b.reserve("root");
-    let name = SchemaConverter::new(&mut b).add("root-value", schema)?;
-    b.define(&root, &name);
-    Ok(b.to_gbnf())
+    let mut conv = SchemaConverter::new(&mut b);
+    let name = conv.add("root-value", schema)?;
+    // llama.cpp's convention: trailing whitespace after the document.
+    let sp = conv.space();
+    b.define(&root, &format!("{name} {sp}"));
+    let text = b.to_gbnf();
+    // `$ref` cycles that consume nothing (`a -> b -> a`, `anyOf: [{$ref: "#"}]`) become left
+    // recursion, which GBNF forbids.
+    crate::gbnf::Grammar::parse(&text).map_err(|e| schema_err(format!("the schema has no valid grammar: {}", e.detail())))?;
+    Ok(text)
 }
 
 /// A raw-text rule for a string schema (see [`SchemaConverter::add_raw`]).
@@ -184,28 +201,163 @@ fn int_range(lo: Option<i64>, hi: Option<i64>) -> String {
     }
 }
 
-/// Decimal magnitudes `m` with `lo <= m <= hi` (`hi` open when `None`), without exponent.
-fn magnitude_range(lo: u64, hi: Option<u64>) -> Vec<String> {
-    let frac = "(\".\" [0-9]{1,16})?";
-    let zero_frac = "(\".\" \"0\"{1,16})?";
+/// A non-negative decimal bound: integer part and fraction digits without trailing zeros.
+#[derive(Debug, Clone, PartialEq)]
+struct Dec {
+    int: u64,
+    frac: Vec<u8>,
+}
+
+impl Dec {
+    /// The magnitude of `v`; `None` past the exactly written range.
+    fn of(v: f64) -> Option<Dec> {
+        let v = v.abs();
+        if !v.is_finite() || v > MAX_EXACT as f64 {
+            return None;
+        }
+        let text = format!("{v}");
+        let (i, f) = text.split_once('.').unwrap_or((&text, ""));
+        let frac: Vec<u8> = f.trim_end_matches('0').bytes().collect();
+        Some(Dec { int: i.parse().ok()?, frac })
+    }
+
+    fn le(&self, other: &Dec) -> bool {
+        (self.int, &self.frac) <= (other.int, &other.frac)
+    }
+}
+
+fn digit_span(a: u8, b: u8) -> Option<String> {
+    (a <= b).then(|| digit_class(a, b))
+}
+
+/// Fraction digit strings (at least one digit) whose zero-padded value is at least `d`.
+fn frac_ge(d: &[u8]) -> String {
+    match d {
+        [] => "[0-9]+".to_owned(),
+        [x] => format!("{} [0-9]*", digit_class(*x, b'9')),
+        [x, rest @ ..] => {
+            let mut alts = Vec::new();
+            if let Some(c) = digit_span(x + 1, b'9') {
+                alts.push(format!("{c} [0-9]*"));
+            }
+            alts.push(format!("\"{}\" {}", *x as char, frac_ge(rest)));
+            group(alts)
+        }
+    }
+}
+
+/// Fraction digit strings (at least one digit) whose zero-padded value is at most `d`.
+fn frac_le(d: &[u8]) -> String {
+    match d {
+        [] => "\"0\"+".to_owned(),
+        [x, rest @ ..] => {
+            let mut alts = Vec::new();
+            if *x > b'0' {
+                alts.push(format!("{} [0-9]*", digit_span(b'0', x - 1).expect("x > 0")));
+            }
+            if rest.is_empty() {
+                alts.push(format!("\"{}\" \"0\"*", *x as char));
+            } else {
+                alts.push(format!("\"{}\" ({})?", *x as char, frac_le(rest)));
+            }
+            group(alts)
+        }
+    }
+}
+
+/// Fraction digit strings (at least one digit) whose zero-padded value exceeds `d`.
+fn frac_gt(d: &[u8]) -> String {
+    match d {
+        [] => "\"0\"* [1-9] [0-9]*".to_owned(),
+        [x, rest @ ..] => {
+            let mut alts = Vec::new();
+            if let Some(c) = digit_span(x + 1, b'9') {
+                alts.push(format!("{c} [0-9]*"));
+            }
+            alts.push(format!("\"{}\" {}", *x as char, frac_gt(rest)));
+            group(alts)
+        }
+    }
+}
+
+/// Fraction digit strings (at least one digit) whose zero-padded value is below `d`
+/// (`None` when there are none, i.e. `d` is zero).
+fn frac_lt(d: &[u8]) -> Option<String> {
+    let [x, rest @ ..] = d else { return None };
     let mut alts = Vec::new();
-    match hi {
-        None => {
-            let ints = uint_range(lo, MAX_EXACT);
-            if !ints.is_empty() {
-                alts.push(format!("{} {frac}", group(ints)));
+    if *x > b'0' {
+        alts.push(format!("{} [0-9]*", digit_span(b'0', x - 1).expect("x > 0")));
+    }
+    if let Some(r) = frac_lt(rest) {
+        alts.push(format!("\"{}\" ({r})?", *x as char));
+    }
+    (!alts.is_empty()).then(|| group(alts))
+}
+
+/// Fraction digit strings (at least one digit) between `a` and `b` (zero-padded, `a <= b`).
+fn frac_between(a: &[u8], b: &[u8]) -> String {
+    match (a, b) {
+        ([], _) => frac_le(b),
+        (_, []) => "[]".to_owned(), // a > 0 = b: unreachable for ordered bounds
+        ([x, ar @ ..], [y, br @ ..]) if x == y => {
+            if ar.is_empty() {
+                let inner = if br.is_empty() { "\"0\"+".to_owned() } else { frac_le(br) };
+                format!("\"{}\" ({inner})?", *x as char)
+            } else {
+                format!("\"{}\" {}", *x as char, frac_between(ar, br))
             }
         }
-        Some(h) => {
-            if h > lo {
-                let ints = uint_range(lo, h - 1);
-                if !ints.is_empty() {
-                    alts.push(format!("{} {frac}", group(ints)));
-                }
+        ([x, ar @ ..], [y, br @ ..]) => {
+            let mut alts = Vec::new();
+            alts.push(if ar.is_empty() { format!("\"{}\" [0-9]*", *x as char) } else { format!("\"{}\" {}", *x as char, frac_ge(ar)) });
+            if let Some(c) = digit_span(x + 1, y.saturating_sub(1)).filter(|_| *y > 0) {
+                alts.push(format!("{c} [0-9]*"));
             }
-            if h >= lo {
-                alts.push(format!("\"{h}\" {zero_frac}"));
+            alts.push(if br.is_empty() { format!("\"{}\" \"0\"*", *y as char) } else { format!("\"{}\" ({})?", *y as char, frac_le(br)) });
+            group(alts)
+        }
+    }
+}
+
+/// Decimal magnitudes `m` (no sign, no exponent) above `lo` and below `hi` (open when
+/// `None`); the flags make a bound exclusive. With both bounds in the same integer, an
+/// exclusive bound is treated as inclusive.
+fn magnitude_range(lo: &Dec, lo_excl: bool, hi: Option<(&Dec, bool)>) -> Vec<String> {
+    let any_frac = "(\".\" [0-9]{1,16})?";
+    let mut alts = Vec::new();
+    let low_end = |d: &Dec| match (d.frac.is_empty(), lo_excl) {
+        (true, false) => format!("\"{}\" {any_frac}", d.int),
+        (false, false) => format!("\"{}\" \".\" {}", d.int, frac_ge(&d.frac)),
+        (_, true) => format!("\"{}\" \".\" {}", d.int, frac_gt(&d.frac)),
+    };
+    let high_end = |d: &Dec, excl: bool| match (d.frac.is_empty(), excl) {
+        (true, true) => None,
+        (_, true) => Some(format!("\"{}\" (\".\" {})?", d.int, frac_lt(&d.frac).expect("non-zero fraction"))),
+        (_, false) => Some(format!("\"{}\" (\".\" {})?", d.int, frac_le(&d.frac))),
+    };
+    match hi {
+        None => {
+            alts.push(low_end(lo));
+            let ints = uint_range(lo.int + 1, MAX_EXACT);
+            if !ints.is_empty() {
+                alts.push(format!("{} {any_frac}", group(ints)));
             }
+        }
+        Some((hi, _)) if !lo.le(hi) => {}
+        Some((hi, _)) if hi.int == lo.int => {
+            let f = if lo.frac.is_empty() {
+                format!("(\".\" {})?", frac_le(&hi.frac))
+            } else {
+                format!("\".\" {}", frac_between(&lo.frac, &hi.frac))
+            };
+            alts.push(format!("\"{}\" {f}", lo.int));
+        }
+        Some((hi, hi_excl)) => {
+            alts.push(low_end(lo));
+            if hi.int > lo.int + 1 {
+                alts.push(format!("{} {any_frac}", group(uint_range(lo.int + 1, hi.int - 1))));
+            }
+            alts.extend(high_end(hi, hi_excl));
         }
     }
     alts
@@ -304,6 +456,7 @@ impl<'b> SchemaConverter<'b> {
         if !body.is_empty() && body.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
             return body.to_owned();
         }
+        let body = if body.starts_with('(') && body.ends_with(')') && regex::balanced_group(body) { &body[1..body.len() - 1] } else { body };
         self.b.add_shared(name, body)
     }
 
@@ -314,25 +467,24 @@ impl<'b> SchemaConverter<'b> {
     }
 
     fn prim(&mut self, which: &str) -> String {
-        let sp = self.space();
         match which {
-            "boolean" => self.b.add_rule("boolean", &format!("(\"true\" | \"false\") {sp}")),
-            "null" => self.b.add_rule("null", &format!("\"null\" {sp}")),
+            "boolean" => self.b.add_rule("boolean", "\"true\" | \"false\""),
+            "null" => self.b.add_rule("null", "\"null\""),
             "char" => self.b.add_rule("char", r#"[^"\\\x7F\x00-\x1F] | [\\] (["\\/bfnrt] | "u" [0-9a-fA-F]{4})"#),
             "string" => {
                 let c = self.prim("char");
-                self.b.add_rule("string", &format!("\"\\\"\" {c}* \"\\\"\" {sp}"))
+                self.b.add_rule("string", &format!("\"\\\"\" {c}* \"\\\"\""))
             }
             "integral-part" => self.b.add_rule("integral-part", "[0] | [1-9] [0-9]{0,15}"),
             "decimal-part" => self.b.add_rule("decimal-part", "[0-9]{1,16}"),
             "number" => {
                 let ip = self.prim("integral-part");
                 let dp = self.prim("decimal-part");
-                self.b.add_rule("number", &format!("(\"-\"? {ip}) (\".\" {dp})? ([eE] [-+]? {ip})? {sp}"))
+                self.b.add_rule("number", &format!("(\"-\"? {ip}) (\".\" {dp})? ([eE] [-+]? {ip})?"))
             }
             "integer" => {
                 let ip = self.prim("integral-part");
-                self.b.add_rule("integer", &format!("(\"-\"? {ip}) {sp}"))
+                self.b.add_rule("integer", &format!("\"-\"? {ip}"))
             }
             _ => unreachable!("unknown primitive {which}"),
         }
@@ -350,8 +502,8 @@ impl<'b> SchemaConverter<'b> {
             let a = self.b.reserve("array");
             let (s, n, bo, nu) = (self.prim("string"), self.prim("number"), self.prim("boolean"), self.prim("null"));
             self.b.define(&v, &format!("{o} | {a} | {s} | {n} | {bo} | {nu}"));
-            self.b.define(&o, &format!("\"{{\" {sp} ({s} \":\" {sp} {v} (\",\" {sp} {s} \":\" {sp} {v})*)? \"}}\" {sp}"));
-            self.b.define(&a, &format!("\"[\" {sp} ({v} (\",\" {sp} {v})*)? \"]\" {sp}"));
+            self.b.define(&o, &format!("\"{{\" {sp} ({s} {sp} \":\" {sp} {v} {sp} (\",\" {sp} {s} {sp} \":\" {sp} {v} {sp})*)? \"}}\""));
+            self.b.define(&a, &format!("\"[\" {sp} ({v} {sp} (\",\" {sp} {v} {sp})*)? \"]\""));
             self.b.memo.insert("schema:value".into(), v.clone());
             self.b.memo.insert("schema:object".into(), o.clone());
             self.b.memo.insert("schema:array".into(), a.clone());
@@ -362,6 +514,55 @@ impl<'b> SchemaConverter<'b> {
             "array" => self.values[2].clone(),
             _ => self.values[0].clone(),
         }
+    }
+
+    /// A JSON string (with trailing space) that is none of `keys`, so additional properties
+    /// cannot repeat declared ones. Keys needing escapes fall back to any string.
+    fn not_strings(&mut self, name: &str, keys: &[&str]) -> String {
+        if keys.is_empty() || keys.iter().any(|k| k.chars().any(|c| c == '"' || c == '\\' || (c as u32) < 0x20)) {
+            return self.prim("string");
+        }
+        #[derive(Default)]
+        struct Trie {
+            children: Vec<(char, Trie)>,
+            end: bool,
+        }
+        let mut root = Trie::default();
+        for k in keys {
+            let mut node = &mut root;
+            for c in k.chars() {
+                let i = match node.children.iter().position(|(x, _)| *x == c) {
+                    Some(i) => i,
+                    None => {
+                        node.children.push((c, Trie::default()));
+                        node.children.len() - 1
+                    }
+                };
+                node = &mut node.children[i].1;
+            }
+            node.end = true;
+        }
+        let ch = self.prim("char");
+        // Strings from this trie node on: follow a key, leave the trie (then anything), or stop
+        // where no key ends.
+        fn alts(t: &Trie, ch: &str) -> String {
+            let mut out = Vec::new();
+            for (c, child) in &t.children {
+                out.push(format!("{} {}", escape_literal(&c.to_string()), alts(child, ch)).trim_end().to_owned());
+            }
+            let mut ranges: Vec<(char, char)> = t.children.iter().map(|(c, _)| (*c, *c)).collect();
+            ranges.extend([('"', '"'), ('\\', '\\'), ('\0', '\x1f'), ('\x7f', '\x7f')]);
+            let leave = crate::gbnf::format_class(&CharClass::from_ranges(ranges, true));
+            out.push(format!("({leave} | [\\\\] ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{{4}})) {ch}*"));
+            let body = out.join(" | ");
+            if t.end {
+                format!("({body})")
+            } else {
+                format!("({body})?")
+            }
+        }
+        let body = format!("\"\\\"\" {} \"\\\"\"", alts(&root, &ch));
+        self.rule(&format!("{name}-additional-key"), &body)
     }
 
     fn format_rule(&mut self, format: &str) -> Option<String> {
@@ -449,17 +650,15 @@ impl<'b> SchemaConverter<'b> {
             return Ok(rule);
         }
         if let Some(c) = obj.get("const") {
-            let sp = self.space();
-            return Ok(format!("{} {sp}", escape_literal(&json_literal(c))));
+            return Ok(escape_literal(&json_literal(c)));
         }
         if let Some(e) = obj.get("enum") {
             let e = e.as_array().ok_or_else(|| schema_err("`enum` must be an array"))?;
             if e.is_empty() {
                 return Err(schema_err(format!("`enum` of `{name}` is empty")));
             }
-            let sp = self.space();
             let alts: Vec<String> = e.iter().map(|v| escape_literal(&json_literal(v))).collect();
-            return Ok(format!("({}) {sp}", alts.join(" | ")));
+            return Ok(group(alts));
         }
         for key in ["oneOf", "anyOf"] {
             if let Some(list) = obj.get(key) {
@@ -532,7 +731,6 @@ impl<'b> SchemaConverter<'b> {
     }
 
     fn typed(&mut self, obj: &Map<String, Value>, t: &str, name: &str) -> Result<String, Error> {
-        let sp = self.space();
         match t {
             "null" => Ok(self.prim("null")),
             "boolean" => Ok(self.prim("boolean")),
@@ -548,32 +746,48 @@ impl<'b> SchemaConverter<'b> {
                 if lo.is_none() && hi.is_none() {
                     return Ok(self.prim("integer"));
                 }
-                Ok(format!("{} {sp}", int_range(lo, hi)))
+                if let (Some(l), Some(h)) = (lo, hi) {
+                    if l > h {
+                        return Err(schema_err(format!("the range of `{name}` is empty")));
+                    }
+                }
+                Ok(int_range(lo, hi))
             }
             "number" => {
-                let lo = bound(obj, "minimum", "exclusiveMinimum", true).map(f64::floor);
-                let hi = bound(obj, "maximum", "exclusiveMaximum", false).map(f64::ceil);
-                let fit = |v: f64| (v.abs() <= MAX_EXACT as f64).then_some(v as i64);
-                let (lo, hi) = (lo.and_then(fit), hi.and_then(fit));
+                // Bounds too large to write exactly leave that side open.
+                let lo = num_bound(obj, "minimum", "exclusiveMinimum").filter(|(v, _)| Dec::of(*v).is_some());
+                let hi = num_bound(obj, "maximum", "exclusiveMaximum").filter(|(v, _)| Dec::of(*v).is_some());
                 if lo.is_none() && hi.is_none() {
                     return Ok(self.prim("number"));
                 }
+                let zero = Dec { int: 0, frac: Vec::new() };
                 let mut alts = Vec::new();
-                if hi.is_none_or(|h| h >= 0) {
-                    let a = lo.map_or(0, |l| l.max(0) as u64);
-                    alts.extend(magnitude_range(a, hi.map(|h| h as u64)));
+                // Non-negative numbers, unless the upper bound excludes them all.
+                if hi.is_none_or(|(h, x)| h > 0.0 || (h == 0.0 && !x)) {
+                    let (a, ax) = match lo {
+                        Some((l, x)) if l >= 0.0 => (Dec::of(l).expect("filtered"), x),
+                        _ => (zero.clone(), false),
+                    };
+                    let b = hi.map(|(h, x)| (Dec::of(h).expect("filtered"), x));
+                    alts.extend(magnitude_range(&a, ax, b.as_ref().map(|(d, x)| (d, *x))));
                 }
-                if lo.is_none_or(|l| l < 0) {
-                    let a = hi.map_or(0, |h| if h < 0 { h.unsigned_abs() } else { 0 });
-                    let neg = magnitude_range(a, lo.map(|l| l.unsigned_abs()));
+                // Negative numbers: the magnitude lies between |hi| (or 0) and |lo|.
+                if lo.is_none_or(|(l, _)| l < 0.0) {
+                    let (a, ax) = match hi {
+                        Some((h, x)) if h < 0.0 => (Dec::of(h).expect("filtered"), x),
+                        _ => (zero.clone(), false),
+                    };
+                    let b = lo.map(|(l, x)| (Dec::of(l).expect("filtered"), x));
+                    let neg = magnitude_range(&a, ax, b.as_ref().map(|(d, x)| (d, *x)));
                     if !neg.is_empty() {
                         alts.push(format!("\"-\" {}", group(neg)));
                     }
                 }
-                if alts.is_empty() {
+                let (lo, hi) = (lo.map(|b| b.0), hi.map(|b| b.0));
+                if alts.is_empty() || lo.zip(hi).is_some_and(|(l, h)| l > h) {
                     return Err(schema_err(format!("the range of `{name}` is empty")));
                 }
-                Ok(format!("{} {sp}", group(alts)))
+                Ok(group(alts))
             }
             "object" => self.object(obj, name),
             "array" => self.array(obj, name),
@@ -582,11 +796,10 @@ impl<'b> SchemaConverter<'b> {
     }
 
     fn string(&mut self, obj: &Map<String, Value>, name: &str) -> Result<String, Error> {
-        let sp = self.space();
         let q = "\"\\\"\"";
         if let Some(Value::String(f)) = obj.get("format") {
             if let Some(r) = self.format_rule(f) {
-                return Ok(format!("{q} {r} {q} {sp}"));
+                return Ok(format!("{q} {r} {q}"));
             }
         }
         if let Some(p) = obj.get("pattern") {
@@ -601,7 +814,7 @@ impl<'b> SchemaConverter<'b> {
                 body = format!("{body} {c}*");
             }
             let r = self.rule(&format!("{name}-pattern"), &body);
-            return Ok(format!("{q} {r} {q} {sp}"));
+            return Ok(format!("{q} {r} {q}"));
         }
         let min = get_u32(obj, "minLength").unwrap_or(0);
         let max = get_u32(obj, "maxLength");
@@ -612,7 +825,7 @@ impl<'b> SchemaConverter<'b> {
             return Err(schema_err(format!("`{name}` has maxLength below minLength")));
         }
         let c = self.prim("char");
-        Ok(format!("{q} {} {q} {sp}", repetition(&c, min, max)))
+        Ok(format!("{q} {} {q}", repetition(&c, min, max)))
     }
 
     fn array(&mut self, obj: &Map<String, Value>, name: &str) -> Result<String, Error> {
@@ -628,10 +841,11 @@ impl<'b> SchemaConverter<'b> {
                 let body = self.visit(s, &format!("{name}-tuple-{i}"))?;
                 parts.push(self.rule(&format!("{name}-tuple-{i}"), &body));
             }
-            let inner = parts.join(&format!(" \",\" {sp} "));
-            return Ok(format!("\"[\" {sp} {inner} \"]\" {sp}"));
+            let inner = parts.join(&format!(" {sp} \",\" {sp} "));
+            return Ok(format!("\"[\" {sp} {inner} {sp} \"]\""));
         }
         let item = match obj.get("items") {
+            Some(Value::Bool(false)) => return Ok(format!("\"[\" {sp} \"]\"")),
             Some(s) => {
                 let body = self.visit(s, &format!("{name}-item"))?;
                 self.rule(&format!("{name}-item"), &body)
@@ -643,13 +857,13 @@ impl<'b> SchemaConverter<'b> {
         if max.is_some_and(|m| m < min) {
             return Err(schema_err(format!("`{name}` has maxItems below minItems")));
         }
-        let more = format!("(\",\" {sp} {item})");
+        let more = format!("(\",\" {sp} {item} {sp})");
         let list = match (min, max) {
             (_, Some(0)) => String::new(),
-            (0, max) => format!("({item} {})?", repetition(&more, 0, max.map(|m| m - 1))),
-            (m, max) => format!("{item} {}", repetition(&more, m - 1, max.map(|x| x - 1))),
+            (0, max) => format!("({item} {sp} {})?", repetition(&more, 0, max.map(|m| m - 1))),
+            (m, max) => format!("{item} {sp} {}", repetition(&more, m - 1, max.map(|x| x - 1))),
         };
-        Ok(format!("\"[\" {sp} {list} \"]\" {sp}"))
+        Ok(format!("\"[\" {sp} {list} \"]\""))
     }
 
     fn object(&mut self, obj: &Map<String, Value>, name: &str) -> Result<String, Error> {
@@ -682,7 +896,7 @@ impl<'b> SchemaConverter<'b> {
             let pname = format!("{name}-{key}");
             let body = self.visit(s, &pname)?;
             let value = self.rule(&pname, &body);
-            let kv = self.rule(&format!("{pname}-kv"), &format!("{} {sp} \":\" {sp} {value}", escape_literal(&json_literal(&Value::String(key.clone())))));
+            let kv = self.rule(&format!("{pname}-kv"), &format!("{} {sp} \":\" {sp} {value} {sp}", escape_literal(&json_literal(&Value::String(key.clone())))));
             if required.contains(key.as_str()) {
                 req.push(kv);
             } else {
@@ -699,8 +913,9 @@ impl<'b> SchemaConverter<'b> {
             Some(s) => {
                 let body = self.visit(s, &format!("{name}-additional"))?;
                 let v = self.rule(&format!("{name}-additional"), &body);
-                let st = self.prim("string");
-                Some(self.rule(&format!("{name}-additional-kv"), &format!("{st} \":\" {sp} {v}")))
+                let keys: Vec<&str> = props.keys().map(String::as_str).collect();
+                let st = self.not_strings(name, &keys);
+                Some(self.rule(&format!("{name}-additional-kv"), &format!("{st} {sp} \":\" {sp} {v} {sp}")))
             }
         };
         let comma = format!("\",\" {sp}");
@@ -716,7 +931,7 @@ impl<'b> SchemaConverter<'b> {
             body.push(' ');
             body.push_str(&tail);
         }
-        body.push_str(&format!(" \"}}\" {sp}"));
+        body.push_str(" \"}\"");
         Ok(body)
     }
 }
@@ -774,8 +989,8 @@ impl Tails<'_> {
     }
 }
 
-/// Reads a lower (`up`) or upper bound, from draft-6 numbers or draft-4 boolean exclusivity.
-/// Exclusive integer bounds move by one; exclusive number bounds are treated as inclusive.
+/// Reads a lower or upper bound, from draft-6 numbers or draft-4 boolean exclusivity.
+/// Exclusive integer bounds move by one (numbers use [`num_bound`]).
 fn bound(obj: &Map<String, Value>, inclusive: &str, exclusive: &str, lower: bool) -> Option<f64> {
     let integer = obj.get("type").and_then(Value::as_str) == Some("integer");
     let step = if integer { 1.0 } else { 0.0 };
@@ -788,6 +1003,15 @@ fn bound(obj: &Map<String, Value>, inclusive: &str, exclusive: &str, lower: bool
         _ => {}
     }
     obj.get(inclusive).and_then(Value::as_f64)
+}
+
+/// A number bound and whether it is exclusive (draft-6 numbers or draft-4 booleans).
+fn num_bound(obj: &Map<String, Value>, inclusive: &str, exclusive: &str) -> Option<(f64, bool)> {
+    match obj.get(exclusive) {
+        Some(Value::Number(n)) => n.as_f64().map(|v| (v, true)),
+        Some(Value::Bool(true)) => obj.get(inclusive).and_then(Value::as_f64).map(|v| (v, true)),
+        _ => obj.get(inclusive).and_then(Value::as_f64).map(|v| (v, false)),
+    }
 }
 
 /// Merges two schemas for `allOf`: properties and required lists are united, other keys of

@@ -63,6 +63,7 @@ struct P<'a> {
     src: &'a str,
     chars: Vec<char>,
     i: usize,
+    depth: usize,
 }
 
 impl P<'_> {
@@ -120,6 +121,10 @@ impl P<'_> {
                 '^' | '$' => return Err(err(self.src, "anchors are only supported at the ends")),
                 '(' => {
                     self.i += 1;
+                    self.depth += 1;
+                    if self.depth > 128 {
+                        return Err(err(self.src, "groups nest too deeply"));
+                    }
                     if self.peek() == Some('?') {
                         self.i += 1;
                         match self.peek() {
@@ -144,6 +149,7 @@ impl P<'_> {
                         return Err(err(self.src, "missing `)`"));
                     }
                     self.i += 1;
+                    self.depth -= 1;
                     inner
                 }
                 '[' => {
@@ -189,6 +195,7 @@ impl P<'_> {
     }
 
     fn quantifiers(&mut self, mut atom: Regex) -> Result<Regex, Error> {
+        let mut quantified = false;
         loop {
             let (min, max) = match self.peek() {
                 Some('*') => {
@@ -229,6 +236,11 @@ impl P<'_> {
             if matches!(self.peek(), Some('?' | '+')) {
                 self.i += 1;
             }
+            if quantified {
+                // As in ECMAScript: `a**` and `a{2}{3}` have nothing to repeat.
+                return Err(err(self.src, "a quantifier needs something to repeat"));
+            }
+            quantified = true;
             atom = Regex::Repeat(Box::new(atom), min, max);
         }
     }
@@ -305,7 +317,7 @@ pub fn parse(pattern: &str) -> Result<Pattern, Error> {
     if anchored_end {
         chars.pop();
     }
-    let mut p = P { src: pattern, chars, i: 0 };
+    let mut p = P { src: pattern, chars, i: 0, depth: 0 };
     let regex = p.alt()?;
     if p.i != p.chars.len() {
         return Err(err(pattern, "unbalanced `)`"));
@@ -463,7 +475,7 @@ pub fn to_gbnf(r: &Regex, json: bool) -> String {
 }
 
 /// Whether `s` is one parenthesized group (its first `(` closes at the very end).
-fn balanced_group(s: &str) -> bool {
+pub(crate) fn balanced_group(s: &str) -> bool {
     let mut depth = 0i32;
     let mut in_str = false;
     let mut in_class = false;
@@ -527,10 +539,11 @@ mod tests {
 
     #[test]
     fn unsupported_features_are_errors() {
-        for p in [r"(a)\1", r"(?=a)", r"\bword", r"a^b", r"(ab", r"ab)", r"[abc", r"a{3,2}", r"*a"] {
+        for p in [r"(a)\1", r"(?=a)", r"\bword", r"a^b", r"(ab", r"ab)", r"[abc", r"a{3,2}", r"*a", r"a**", r"a{2}{3}"] {
             let e = parse(p).unwrap_err();
             assert_eq!(e.kind(), ErrorKind::Schema, "{p}");
         }
         assert!(parse(r"a{x}").is_ok()); // literal brace
+        assert!(parse(&format!("{}a{}", "(".repeat(10_000), ")".repeat(10_000))).is_err());
     }
 }

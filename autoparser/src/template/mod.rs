@@ -1,0 +1,232 @@
+//! Chat templates rendered exactly as Hugging Face `transformers.apply_chat_template` does.
+//!
+//! A [`ChatTemplate`] is compiled once and rendered many times. Sources are a `.jinja` file, a
+//! `tokenizer_config.json` or a GGUF file's metadata ([`load`]); the render context is either a
+//! raw JSON object ([`ChatTemplate::render`], the HF kwargs) or an OpenAI-style
+//! [`ChatRequest`] ([`ChatTemplate::apply`]). [`Capabilities`] are detected by probing renders.
+//!
+//! ```
+//! use autoparser::template::{ChatTemplate, ChatRequest};
+//!
+//! let tmpl = ChatTemplate::from_source(
+//!     "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}\n{% endfor %}\
+//!      {% if add_generation_prompt %}<|assistant|>{% endif %}",
+//!     "<s>", "</s>",
+//! ).unwrap();
+//! let req: ChatRequest = serde_json::from_value(serde_json::json!({
+//!     "messages": [{"role": "user", "content": "Hi"}],
+//!     "add_generation_prompt": true,
+//! })).unwrap();
+//! let out = tmpl.apply(&req).unwrap();
+//! assert_eq!(out.prompt, "<|user|>Hi\n<|assistant|>");
+//! assert_eq!(out.generation_prompt, "<|assistant|>");
+//! ```
+
+mod caps;
+mod context;
+mod env;
+mod error;
+mod gguf;
+mod pyfmt;
+mod source;
+
+use std::io;
+use std::sync::Arc;
+
+pub use caps::Capabilities;
+pub use context::{ChatRequest, ContinueMode, ReasoningTags, RenderedPrompt};
+pub use env::{strftime, Limits};
+pub use error::{Limit, TemplateError};
+pub use gguf::{read_gguf_metadata, GgufMetadata, GgufValue};
+pub use pyfmt::{float_repr, py_repr, py_str, to_json, JsonOpts};
+pub use source::{load, load_named, NamedTemplate, TemplateSource};
+
+use minijinja::Value;
+
+const TEMPLATE_NAME: &str = "chat_template";
+
+/// A compiled chat template with its special tokens. Cheap to clone and to render many times.
+#[derive(Clone)]
+pub struct ChatTemplate {
+    env: env::SharedEnv,
+    source: Arc<str>,
+    bos_token: Arc<str>,
+    eos_token: Arc<str>,
+    limits: Limits,
+    caps: Arc<std::sync::OnceLock<Capabilities>>,
+    final_reasoning: Arc<std::sync::OnceLock<bool>>,
+    reasoning_tags: Option<Arc<ReasoningTags>>,
+}
+
+impl std::fmt::Debug for ChatTemplate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChatTemplate")
+            .field("source_len", &self.source.len())
+            .field("bos_token", &self.bos_token)
+            .field("eos_token", &self.eos_token)
+            .finish()
+    }
+}
+
+impl ChatTemplate {
+    /// Compile a template source with default [`Limits`].
+    pub fn from_source(source: &str, bos_token: &str, eos_token: &str) -> Result<ChatTemplate, TemplateError> {
+        Self::with_limits(source, bos_token, eos_token, Limits::default())
+    }
+
+    /// Compile a template source with explicit resource limits for rendering.
+    pub fn with_limits(
+        source: &str,
+        bos_token: &str,
+        eos_token: &str,
+        limits: Limits,
+    ) -> Result<ChatTemplate, TemplateError> {
+        let mut env = env::build_env(&limits);
+        let prepared = env::strip_generation_tags(source).into_owned();
+        env.add_template_owned(TEMPLATE_NAME, prepared)
+            .map_err(|e| TemplateError::from_minijinja(e, false))?;
+        Ok(ChatTemplate {
+            env: Arc::new(env),
+            source: source.into(),
+            bos_token: bos_token.into(),
+            eos_token: eos_token.into(),
+            limits,
+            caps: Arc::new(std::sync::OnceLock::new()),
+            final_reasoning: Arc::new(std::sync::OnceLock::new()),
+            reasoning_tags: context::guess_reasoning_tags(source).map(Arc::new),
+        })
+    }
+
+    /// Load the default template of a `.jinja`, `tokenizer_config.json` or `.gguf` file.
+    ///
+    /// Use [`load`] to see every named variant.
+    pub fn load(path: &std::path::Path) -> Result<ChatTemplate, TemplateError> {
+        let src = load(path)?;
+        src.default_template()?.compile(&src.bos_token, &src.eos_token)
+    }
+
+    /// The original template text.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// The BOS token passed to the template as `bos_token`.
+    pub fn bos_token(&self) -> &str {
+        &self.bos_token
+    }
+
+    /// The EOS token passed to the template as `eos_token`.
+    pub fn eos_token(&self) -> &str {
+        &self.eos_token
+    }
+
+    /// The rendering limits.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// Names of the variables the template reads from its context (e.g. `tools`,
+    /// `enable_thinking`, `reasoning_effort`), including nested attribute paths when
+    /// `nested` is true.
+    pub fn variables(&self, nested: bool) -> std::collections::BTreeSet<String> {
+        match self.env.get_template(TEMPLATE_NAME) {
+            Ok(t) => t.undeclared_variables(nested).into_iter().collect(),
+            Err(_) => Default::default(),
+        }
+    }
+
+    /// Render with a raw context object: exactly the kwargs HF passes to the template
+    /// (`messages`, `tools`, `documents`, `add_generation_prompt`, extra variables).
+    ///
+    /// `bos_token`/`eos_token` default to this template's tokens when the context omits them.
+    /// A numeric `now` key (Unix seconds, UTC) is the clock `strftime_now` reads; without it the
+    /// clock is the Unix epoch (rendering never reads the system clock).
+    pub fn render(&self, ctx: &serde_json::Value) -> Result<String, TemplateError> {
+        let mut map = match ctx {
+            serde_json::Value::Object(m) => m.clone(),
+            serde_json::Value::Null => serde_json::Map::new(),
+            _ => return Err(TemplateError::InvalidSource("render context must be a JSON object".into())),
+        };
+        map.entry("bos_token").or_insert_with(|| self.bos_token.to_string().into());
+        map.entry("eos_token").or_insert_with(|| self.eos_token.to_string().into());
+        let now = map.get("now").and_then(|v| v.as_i64()).unwrap_or(0);
+        map.insert(env::NOW_KEY.into(), now.into());
+        self.render_value(Value::from(minijinja::value::Serde(&map)))
+    }
+
+    /// Render with a prepared minijinja context value (no defaults added).
+    pub fn render_value(&self, ctx: Value) -> Result<String, TemplateError> {
+        let tmpl = self
+            .env
+            .get_template(TEMPLATE_NAME)
+            .map_err(|e| TemplateError::from_minijinja(e, false))?;
+        let mut w = LimitedWriter { buf: Vec::new(), limit: self.limits.output_bytes, overflow: false };
+        let res = tmpl.render_captured_to(ctx, &mut w).map(|_| ());
+        match res {
+            Ok(()) => String::from_utf8(w.buf)
+                .map_err(|_| TemplateError::Render { line: None, message: "output is not UTF-8".into() }),
+            Err(e) => Err(TemplateError::from_minijinja(e, w.overflow)),
+        }
+    }
+
+    /// Render an OpenAI-style request: the prompt, and the generation prompt (what the
+    /// template appends for the assistant turn the model continues).
+    pub fn apply(&self, req: &ChatRequest) -> Result<RenderedPrompt, TemplateError> {
+        context::apply(self, req)
+    }
+
+    /// Capabilities detected by probing renders (computed once, then cached).
+    pub fn capabilities(&self) -> Capabilities {
+        *self.caps.get_or_init(|| caps::detect(self))
+    }
+
+    /// The tags the model wraps reasoning in, used when continuing a final message whose
+    /// reasoning the template itself does not render. Guessed from the template text for
+    /// known families; set it with [`with_reasoning_tags`](Self::with_reasoning_tags).
+    pub fn reasoning_tags(&self) -> Option<&ReasoningTags> {
+        self.reasoning_tags.as_deref()
+    }
+
+    /// Replace the reasoning tags (e.g. with the ones template analysis found).
+    pub fn with_reasoning_tags(mut self, tags: Option<ReasoningTags>) -> ChatTemplate {
+        self.reasoning_tags = tags.map(Arc::new);
+        self
+    }
+
+    /// Whether the template renders the `reasoning_content` of a final assistant message
+    /// (with thinking enabled).
+    pub fn renders_final_reasoning(&self) -> bool {
+        *self.final_reasoning.get_or_init(|| caps::renders_final_reasoning(self))
+    }
+}
+
+/// Template analysis renders through this trait; errors become their message.
+impl crate::analysis::Render for ChatTemplate {
+    fn render(&self, ctx: &serde_json::Value) -> Result<String, String> {
+        ChatTemplate::render(self, ctx).map_err(|e| e.to_string())
+    }
+}
+
+struct LimitedWriter {
+    buf: Vec<u8>,
+    limit: usize,
+    overflow: bool,
+}
+
+impl io::Write for LimitedWriter {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        if self.buf.len() + data.len() > self.limit {
+            self.overflow = true;
+            return Err(io::Error::other("output size limit exceeded"));
+        }
+        self.buf.extend_from_slice(data);
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,190 @@
+//! Template sources: a `.jinja` file, a `tokenizer_config.json`, or GGUF metadata.
+
+use std::fs::File;
+use std::io::BufReader;
+use std::path::Path;
+
+use serde_json::Value as Json;
+
+use super::{ChatTemplate, TemplateError};
+
+/// One chat template of a source (`default`, `tool_use`, `rag`...).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamedTemplate {
+    /// The template's name; a single unnamed template is called `default`.
+    pub name: String,
+    /// The Jinja source.
+    pub source: String,
+}
+
+impl NamedTemplate {
+    /// Compile this template with the given special tokens.
+    pub fn compile(&self, bos_token: &str, eos_token: &str) -> Result<ChatTemplate, TemplateError> {
+        ChatTemplate::from_source(&self.source, bos_token, eos_token)
+    }
+}
+
+/// Every template a source holds, with its BOS/EOS tokens.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TemplateSource {
+    /// Named templates, the default first when there is one.
+    pub templates: Vec<NamedTemplate>,
+    /// BOS token text (empty when the source has none).
+    pub bos_token: String,
+    /// EOS token text (empty when the source has none).
+    pub eos_token: String,
+}
+
+impl TemplateSource {
+    /// A bare Jinja source with no special tokens.
+    pub fn from_jinja(source: &str) -> TemplateSource {
+        TemplateSource {
+            templates: vec![NamedTemplate { name: "default".into(), source: source.into() }],
+            ..Default::default()
+        }
+    }
+
+    /// Parse a `tokenizer_config.json`: `chat_template` as a string or a list of
+    /// `{"name", "template"}`; `bos_token`/`eos_token` as strings or `{"content": ..}` objects.
+    pub fn from_tokenizer_config(json: &str) -> Result<TemplateSource, TemplateError> {
+        let cfg: Json = serde_json::from_str(json)
+            .map_err(|e| TemplateError::InvalidSource(format!("tokenizer_config.json is not valid JSON: {e}")))?;
+        let Json::Object(cfg) = cfg else {
+            return Err(TemplateError::InvalidSource("tokenizer_config.json is not a JSON object".into()));
+        };
+        let templates = match cfg.get("chat_template") {
+            Some(Json::String(s)) => vec![NamedTemplate { name: "default".into(), source: s.clone() }],
+            Some(Json::Array(items)) => {
+                let mut out = Vec::new();
+                for (i, item) in items.iter().enumerate() {
+                    let name = item.get("name").and_then(Json::as_str);
+                    let src = item.get("template").and_then(Json::as_str);
+                    match (name, src) {
+                        (Some(n), Some(s)) => out.push(NamedTemplate { name: n.into(), source: s.into() }),
+                        _ => {
+                            return Err(TemplateError::InvalidSource(format!(
+                                "chat_template[{i}] needs string fields \"name\" and \"template\""
+                            )))
+                        }
+                    }
+                }
+                if out.is_empty() {
+                    return Err(TemplateError::InvalidSource("chat_template is an empty list".into()));
+                }
+                out
+            }
+            Some(Json::Null) | None => {
+                return Err(TemplateError::InvalidSource(
+                    "tokenizer_config.json has no chat_template (it may be in chat_template.jinja)".into(),
+                ))
+            }
+            Some(other) => {
+                return Err(TemplateError::InvalidSource(format!(
+                    "chat_template must be a string or a list of named templates, not {}",
+                    json_kind(other)
+                )))
+            }
+        };
+        Ok(TemplateSource {
+            templates,
+            bos_token: special_token(cfg.get("bos_token"), "bos_token")?,
+            eos_token: special_token(cfg.get("eos_token"), "eos_token")?,
+        })
+    }
+
+    /// Read templates and special tokens from GGUF bytes.
+    pub fn from_gguf_bytes(bytes: &[u8]) -> Result<TemplateSource, TemplateError> {
+        super::gguf::templates_from_gguf(std::io::Cursor::new(bytes))
+    }
+
+    /// The template named `default`, else the first one.
+    pub fn default_template(&self) -> Result<&NamedTemplate, TemplateError> {
+        self.templates
+            .iter()
+            .find(|t| t.name == "default")
+            .or_else(|| self.templates.first())
+            .ok_or_else(|| TemplateError::InvalidSource("no chat template".into()))
+    }
+
+    /// The template called `name`.
+    pub fn get(&self, name: &str) -> Result<&NamedTemplate, TemplateError> {
+        self.templates.iter().find(|t| t.name == name).ok_or_else(|| TemplateError::NotFound {
+            name: name.into(),
+            available: self.templates.iter().map(|t| t.name.clone()).collect(),
+        })
+    }
+}
+
+fn json_kind(v: &Json) -> &'static str {
+    match v {
+        Json::Null => "null",
+        Json::Bool(_) => "a boolean",
+        Json::Number(_) => "a number",
+        Json::String(_) => "a string",
+        Json::Array(_) => "a list",
+        Json::Object(_) => "an object",
+    }
+}
+
+fn special_token(v: Option<&Json>, field: &str) -> Result<String, TemplateError> {
+    match v {
+        None | Some(Json::Null) => Ok(String::new()),
+        Some(Json::String(s)) => Ok(s.clone()),
+        Some(Json::Object(o)) => match o.get("content") {
+            Some(Json::String(s)) => Ok(s.clone()),
+            _ => Err(TemplateError::InvalidSource(format!("{field} object needs a string \"content\""))),
+        },
+        Some(other) => Err(TemplateError::InvalidSource(format!(
+            "{field} must be a string or an object, not {}",
+            json_kind(other)
+        ))),
+    }
+}
+
+/// Load every template of a file: `.gguf` (or GGUF magic), `.json` (a `tokenizer_config.json`;
+/// when it has no `chat_template`, a sibling `chat_template.jinja` is used), else Jinja.
+pub fn load(path: &Path) -> Result<TemplateSource, TemplateError> {
+    let io_err = |e| TemplateError::Io { path: path.to_path_buf(), source: e };
+    let mut f = File::open(path).map_err(io_err)?;
+    let mut magic = [0u8; 4];
+    let is_gguf = {
+        use std::io::Read;
+        let n = f.read(&mut magic).map_err(io_err)?;
+        n == 4 && &magic == b"GGUF"
+    };
+    if is_gguf || path.extension().is_some_and(|e| e == "gguf") {
+        use std::io::Seek;
+        f.rewind().map_err(io_err)?;
+        return super::gguf::templates_from_gguf(BufReader::new(f));
+    }
+    drop(f);
+    let text = std::fs::read_to_string(path).map_err(io_err)?;
+    if path.extension().is_some_and(|e| e == "json") {
+        // Newer HF repos keep the template beside the config, in `chat_template.jinja`.
+        let sibling = path.with_file_name("chat_template.jinja");
+        let cfg: Option<Json> = serde_json::from_str(&text).ok();
+        let has_template = cfg.as_ref().and_then(|c| c.get("chat_template")).is_some_and(|t| !t.is_null());
+        if !has_template && sibling.is_file() {
+            let jinja = std::fs::read_to_string(&sibling)
+                .map_err(|e| TemplateError::Io { path: sibling.clone(), source: e })?;
+            let mut cfg = cfg.unwrap_or_default();
+            if let Json::Object(m) = &mut cfg {
+                m.insert("chat_template".into(), Json::String(jinja));
+            }
+            return TemplateSource::from_tokenizer_config(&cfg.to_string());
+        }
+        TemplateSource::from_tokenizer_config(&text)
+    } else {
+        Ok(TemplateSource::from_jinja(&text))
+    }
+}
+
+/// Load and compile one template of a file: `name` or the default.
+pub fn load_named(path: &Path, name: Option<&str>) -> Result<ChatTemplate, TemplateError> {
+    let src = load(path)?;
+    let t = match name {
+        Some(n) => src.get(n)?,
+        None => src.default_template()?,
+    };
+    t.compile(&src.bos_token, &src.eos_token)
+}

@@ -1,0 +1,339 @@
+//! The entry point: [`ChatParser`] over an arena, with one-shot and streaming parses.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::arena::{Arena, Node};
+use crate::chat::builder::tags;
+use crate::chat::json_text::close_partial_json;
+use crate::chat::mapper::{ArgType, Context, Driver, MessageSink, Sink};
+use crate::chat::message::ChatMessage;
+use crate::chat::predict::Predictor;
+use crate::chat::stream::ChatStream;
+use crate::error::{Error, ErrorKind};
+use crate::parse::{Outcome, ParseOutput};
+
+/// A tool the request offers: its name and its parameters' JSON schema.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// The function name.
+    pub name: String,
+    /// The JSON schema of the arguments object (`{"type": "object", "properties": ...}`).
+    #[serde(default)]
+    pub parameters: serde_json::Value,
+}
+
+impl ToolSpec {
+    /// A tool with a name and a parameters schema.
+    pub fn new(name: impl Into<String>, parameters: serde_json::Value) -> ToolSpec {
+        ToolSpec { name: name.into(), parameters }
+    }
+
+    /// Reads an OpenAI tool entry, `{"type": "function", "function": {"name", "parameters"}}`
+    /// (or the bare function object).
+    ///
+    /// ```
+    /// use peg_runtime::chat::ToolSpec;
+    /// let t = ToolSpec::from_openai(&serde_json::json!({
+    ///     "type": "function",
+    ///     "function": {"name": "get_weather", "parameters": {"type": "object"}}
+    /// }))
+    /// .unwrap();
+    /// assert_eq!(t.name, "get_weather");
+    /// ```
+    pub fn from_openai(tool: &serde_json::Value) -> Option<ToolSpec> {
+        let f = tool.get("function").unwrap_or(tool);
+        let name = f.get("name")?.as_str()?.to_owned();
+        let parameters = f.get("parameters").cloned().unwrap_or(serde_json::Value::Null);
+        Some(ToolSpec { name, parameters })
+    }
+}
+
+/// How a [`ChatParser`] maps output.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatParseOptions {
+    /// The tools of the request: their schemas decide whether a raw argument value is a string.
+    pub tools: Vec<ToolSpec>,
+    /// Return an error when the output does not fit the grammar, instead of keeping the rest
+    /// as content.
+    pub strict: bool,
+    /// Text the template put at the end of the prompt (e.g. `"<think>\n"`), parsed as if the
+    /// model had written it before its output.
+    pub prefill: String,
+    /// Ids of calls that carry none in the output are this prefix plus the call index.
+    pub tool_id_prefix: String,
+    /// In partial parses, close open strings, objects and arrays of tool arguments so they are
+    /// valid JSON where possible (see [`close_partial_json`]). Off by default: the raw text so
+    /// far is what grows monotonically and what the deltas carry.
+    pub close_partial_arguments: bool,
+}
+
+impl Default for ChatParseOptions {
+    fn default() -> ChatParseOptions {
+        ChatParseOptions {
+            tools: Vec::new(),
+            strict: false,
+            prefill: String::new(),
+            tool_id_prefix: "call_".to_owned(),
+            close_partial_arguments: false,
+        }
+    }
+}
+
+/// Where lenient parsing stopped following the grammar.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Diagnostic {
+    /// Byte offset into the model output (after the prefill) where the grammar stopped matching.
+    pub offset: usize,
+    /// What happened.
+    pub message: String,
+}
+
+/// A mapped message and, in lenient mode, where parsing gave up.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParsedMessage {
+    /// The assistant message.
+    pub message: ChatMessage,
+    /// Set when part of the output did not fit the grammar and was kept as content.
+    pub diagnostic: Option<Diagnostic>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Inner {
+    pub arena: Arc<Arena>,
+    pub options: ChatParseOptions,
+    pub cx: Context,
+    pub predict: Predictor,
+}
+
+/// Maps model output to an assistant message with a grammar whose nodes carry the chat tags
+/// (see [`tags`](crate::chat::tags)).
+///
+/// ```
+/// use std::sync::Arc;
+/// use peg_runtime::chat::{ChatMessage, ChatParseOptions, ChatParser, SimpleBuilder};
+/// let arena = SimpleBuilder::build(|p| {
+///     p.optional("<think>" + p.reasoning(p.until("</think>")) + "</think>") + p.content(p.rest())
+/// })
+/// .unwrap();
+/// let parser = ChatParser::new(Arc::new(arena), ChatParseOptions::default());
+/// let out = parser.parse("<think>Hmm.</think>\nHello!", false).unwrap();
+/// assert_eq!(out.message.reasoning_content, "Hmm.");
+/// assert_eq!(out.message.content, "Hello!");
+///
+/// let mut stream = parser.stream();
+/// let mut deltas = Vec::new();
+/// for chunk in ["<thi", "nk>Hm", "m.</th", "ink>\nHel", "lo!"] {
+///     deltas.extend(stream.push(chunk).unwrap());
+/// }
+/// let (last, fin) = stream.finish().unwrap();
+/// deltas.extend(last);
+/// assert_eq!(ChatMessage::from_deltas(&deltas), out.message);
+/// assert_eq!(fin, out);
+/// ```
+#[derive(Debug, Clone)]
+pub struct ChatParser {
+    inner: Arc<Inner>,
+}
+
+impl ChatParser {
+    /// A parser over `arena` (built with one of the shape builders).
+    pub fn new(arena: Arc<Arena>, options: ChatParseOptions) -> ChatParser {
+        let has_tag = |names: &[&str]| {
+            arena.nodes().iter().any(|n| matches!(n, Node::Tag { tag, .. } if names.contains(&tag.as_str())))
+        };
+        let mut cx = Context {
+            has_tool_id: has_tag(&[tags::TOOL_ID]),
+            has_scopes: has_tag(&[tags::TOOL, tags::TOOL_OPEN]),
+            id_prefix: options.tool_id_prefix.clone(),
+            ..Context::default()
+        };
+        for tool in &options.tools {
+            let Some(props) = tool.parameters.get("properties").and_then(|p| p.as_object()) else { continue };
+            let types = props.iter().filter_map(|(k, v)| Some((k.clone(), ArgType::of(v)?))).collect();
+            cx.arg_types.insert(tool.name.clone(), types);
+        }
+        let predict = Predictor::new(&arena);
+        ChatParser { inner: Arc::new(Inner { arena, options, cx, predict }) }
+    }
+
+    /// The options the parser was made with.
+    pub fn options(&self) -> &ChatParseOptions {
+        &self.inner.options
+    }
+
+    /// Parses a whole output (`partial`: the output may still continue, as mid-stream).
+    ///
+    /// A partial result holds only what can no longer change, so the message of a longer
+    /// output always extends that of a shorter one. In lenient mode (the default) output that
+    /// does not fit the grammar is kept as content and a [`Diagnostic`] says where; strict mode
+    /// returns an [`ErrorKind::ParseFailed`] error instead.
+    pub fn parse(&self, output: &str, partial: bool) -> Result<ParsedMessage, Error> {
+        let inner = &*self.inner;
+        let mut input = String::with_capacity(inner.options.prefill.len() + output.len());
+        input.push_str(&inner.options.prefill);
+        input.push_str(output);
+        let bytes = input.as_bytes();
+        let mut driver = Driver::default();
+        let mut sink = MessageSink::default();
+        // A complete output is folded as a stream would see it: first as partial input, then
+        // as complete, so that the one-shot message is exactly what the deltas add up to.
+        let out = inner.arena.parse(bytes, true);
+        let mut diagnostic = fold_parse(inner, &mut driver, &mut sink, bytes, out, true, 0)?;
+        if !partial {
+            if diagnostic.is_none() {
+                let out = inner.arena.parse(bytes, false);
+                diagnostic = fold_parse(inner, &mut driver, &mut sink, bytes, out, false, bytes.len())?;
+            }
+            driver.fold.finish(&inner.cx, &mut sink);
+        }
+        let mut message = sink.message;
+        if partial && inner.options.close_partial_arguments {
+            for call in &mut message.tool_calls {
+                if let Some(closed) = close_partial_json(&call.arguments) {
+                    call.arguments = closed;
+                }
+            }
+        }
+        Ok(ParsedMessage { message, diagnostic })
+    }
+
+    /// A streaming parser: feed chunks, get deltas.
+    pub fn stream(&self) -> ChatStream {
+        ChatStream::new(self.inner.clone())
+    }
+}
+
+/// Whether the input so far can still be (or already is) a complete match.
+fn viable(arena: &Arena, input: &[u8]) -> bool {
+    match arena.parse(input, true) {
+        Ok(o) => match o.result.outcome {
+            Outcome::NeedMoreInput => true,
+            Outcome::Success => o.result.end == input.len(),
+            Outcome::Fail => false,
+        },
+        Err(_) => false,
+    }
+}
+
+/// The longest prefix of `input` that is viable, given that `input[..lo]` is.
+/// Viability is prefix-closed for the grammars we build, so a binary search finds it.
+fn max_viable(arena: &Arena, input: &[u8], lo: usize) -> usize {
+    let (mut lo, mut hi) = (lo, input.len());
+    if lo >= hi || viable(arena, input) {
+        return hi;
+    }
+    let boundary = |mut i: usize| {
+        while i > 0 && i < input.len() && (input[i] & 0xC0) == 0x80 {
+            i -= 1;
+        }
+        i
+    };
+    while hi - lo > 1 {
+        let mut mid = boundary(lo + (hi - lo) / 2);
+        if mid <= lo {
+            mid = lo + 1;
+            while mid < hi && (input[mid] & 0xC0) == 0x80 {
+                mid += 1;
+            }
+            if mid >= hi {
+                break;
+            }
+        }
+        if viable(arena, &input[..mid]) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+/// Folds one parse of `input` (`partial`: more may come). When the parse does not fit, the
+/// longest viable prefix is folded and the rest goes to content (lenient), or an error is
+/// returned (strict). `lo`: a prefix length known to be viable.
+pub(crate) fn fold_parse(
+    inner: &Inner,
+    driver: &mut Driver,
+    sink: &mut dyn Sink,
+    input: &[u8],
+    out: Result<ParseOutput, Error>,
+    partial: bool,
+    lo: usize,
+) -> Result<Option<Diagnostic>, Error> {
+    let cx = &inner.cx;
+    let strict = inner.options.strict;
+    let prefill = inner.options.prefill.len();
+    let out = match out {
+        Ok(o) => o,
+        Err(e) if strict => return Err(e),
+        Err(e) => {
+            // A resource limit: treat like a mismatch where the last good parse stopped.
+            let l = max_viable(&inner.arena, input, lo);
+            return Ok(Some(fall_back(inner, driver, sink, input, l, &e.to_string())));
+        }
+    };
+    let len = input.len();
+    let r = out.result;
+    let diverged = |driver: &mut Driver, sink: &mut dyn Sink| {
+        let what = "the grammar reinterprets output that was already emitted";
+        if strict {
+            return Err(Error::new(ErrorKind::ParseFailed, what).with_offset(lo.saturating_sub(prefill)));
+        }
+        Ok(Some(fall_back(inner, driver, sink, input, lo, what)))
+    };
+    match r.outcome {
+        Outcome::Success if r.end == len => {
+            if !driver.advance(&out.ast, input, !partial, cx, sink) {
+                return diverged(driver, sink);
+            }
+            Ok(None)
+        }
+        Outcome::NeedMoreInput if partial => {
+            if !driver.advance(&out.ast, input, false, cx, sink) {
+                return diverged(driver, sink);
+            }
+            Ok(None)
+        }
+        Outcome::Success => {
+            let at = r.end.saturating_sub(prefill);
+            if strict {
+                return Err(Error::new(ErrorKind::ParseFailed, "text after the end of what the grammar matches").with_offset(at));
+            }
+            if !driver.advance(&out.ast, &input[..r.end], true, cx, sink) {
+                return diverged(driver, sink);
+            }
+            let rest = String::from_utf8_lossy(&input[r.end..]);
+            driver.fold.extra_content(&rest, sink);
+            Ok(Some(Diagnostic { offset: at, message: "text after the end of what the grammar matches is kept as content".into() }))
+        }
+        Outcome::Fail | Outcome::NeedMoreInput => {
+            let l = if r.outcome == Outcome::NeedMoreInput { len } else { max_viable(&inner.arena, input, lo) };
+            let what = if l == len { "the output ends inside an unfinished structure" } else { "the output does not match the grammar" };
+            if strict {
+                return Err(Error::new(ErrorKind::ParseFailed, what).with_offset(l.saturating_sub(prefill)));
+            }
+            Ok(Some(fall_back(inner, driver, sink, input, l, what)))
+        }
+    }
+}
+
+/// Folds the viable prefix `input[..l]` as final, then sends the unaccounted rest to content.
+fn fall_back(inner: &Inner, driver: &mut Driver, sink: &mut dyn Sink, input: &[u8], l: usize, what: &str) -> Diagnostic {
+    let cx = &inner.cx;
+    let mut rest_from = driver.fold.pos;
+    if let Ok(pre) = inner.arena.parse(&input[..l], true) {
+        if pre.result.outcome != Outcome::Fail && driver.advance(&pre.ast, &input[..l], true, cx, sink) {
+            // A complete match accounts for all of its text; a cut one only for what was folded.
+            rest_from = if pre.result.outcome == Outcome::Success { l } else { driver.fold.pos };
+        }
+    }
+    let rest_from = rest_from.min(input.len());
+    let rest = String::from_utf8_lossy(&input[rest_from..]);
+    driver.fold.extra_content(&rest, sink);
+    Diagnostic {
+        offset: l.saturating_sub(inner.options.prefill.len()),
+        message: format!("{what}; the rest is kept as content"),
+    }
+}

@@ -1,0 +1,185 @@
+//! Predicting a growing node's growth, so that a stream need not re-parse on every chunk.
+//!
+//! A parse costs a fixed amount however small the chunk. While the end of input is inside a
+//! text node whose parser is an `until` (or `rest`) or inside a JSON string, what the next
+//! parse will do with a chunk is known in advance for most chunks: the node simply extends.
+//! For such chunks the stream folds the growth directly and parses only when a chunk may
+//! change the structure (a delimiter or its prefix, a quote, an escape cut by the chunk end).
+//! Skipping a parse never changes the result, only when it is computed: the next real parse
+//! resumes from the session's memo and agrees with what was folded.
+
+use std::collections::HashMap;
+
+use crate::arena::{Arena, JsonKind, Node, NodeId, PythonKind};
+use crate::chat::builder::tags;
+
+/// How a node of one tag grows at the end of input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Growth {
+    /// By every chunk without an occurrence or a cut-off prefix of these delimiters
+    /// (`rest` has none).
+    Until(Vec<Vec<u8>>),
+    /// By every chunk of plain string characters while inside a JSON or Python string.
+    JsonString,
+}
+
+/// Growth per text tag, for tags whose every parser agrees on it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Predictor {
+    /// Indexed like `TEXT_TAGS`.
+    by_tag: [Option<Growth>; 5],
+}
+
+const TEXT_TAGS: [&str; 5] =
+    [tags::CONTENT, tags::REASONING, tags::TOOL_ARGS, tags::TOOL_ARG_STRING_VALUE, tags::TOOL_ARG_JSON_VALUE];
+
+impl Predictor {
+    pub(crate) fn new(arena: &Arena) -> Predictor {
+        let n = arena.nodes().len();
+        // Nodes inside a lookahead: a lookahead at the end of input may decide differently on
+        // more input, so growth below one is not predictable.
+        let mut looked = vec![false; n];
+        let mut stack: Vec<NodeId> = arena
+            .nodes()
+            .iter()
+            .filter_map(|node| match node {
+                Node::Peek { child } | Node::Negate { child } => Some(*child),
+                _ => None,
+            })
+            .collect();
+        while let Some(id) = stack.pop() {
+            let id = arena.resolve(id);
+            if std::mem::replace(&mut looked[id.index()], true) {
+                continue;
+            }
+            stack.extend_from_slice(arena.node(id).children());
+        }
+        let mut by_tag: HashMap<&'static str, Option<Growth>> = HashMap::new();
+        for (i, node) in arena.nodes().iter().enumerate() {
+            let Node::Tag { tag, child } = node else { continue };
+            let Some(&name) = TEXT_TAGS.iter().find(|t| **t == tag.as_str()) else { continue };
+            let g = if looked[i] { None } else { classify(arena, *child, 0) };
+            let merged = match (by_tag.remove(name), g) {
+                (None, g) => g,
+                (Some(Some(Growth::Until(mut a))), Some(Growth::Until(b))) => {
+                    a.extend(b);
+                    Some(Growth::Until(a))
+                }
+                (Some(Some(Growth::JsonString)), Some(Growth::JsonString)) => Some(Growth::JsonString),
+                _ => None,
+            };
+            by_tag.insert(name, merged);
+        }
+        Predictor { by_tag: TEXT_TAGS.map(|t| by_tag.remove(t).flatten()) }
+    }
+
+    pub(crate) fn growth(&self, tag: &str) -> Option<&Growth> {
+        TEXT_TAGS.iter().position(|t| *t == tag).and_then(|i| self.by_tag[i].as_ref())
+    }
+}
+
+fn classify(arena: &Arena, id: NodeId, depth: usize) -> Option<Growth> {
+    if depth > 32 {
+        return None;
+    }
+    match arena.node(arena.resolve(id)) {
+        Node::Until { delimiters } => Some(Growth::Until(delimiters.iter().map(|d| d.as_bytes().to_vec()).collect())),
+        Node::Rest => Some(Growth::Until(Vec::new())),
+        Node::Json { kind: JsonKind::Value | JsonKind::Object | JsonKind::Array | JsonKind::String }
+        | Node::Python { kind: PythonKind::Value | PythonKind::Dict | PythonKind::List | PythonKind::Str } => {
+            Some(Growth::JsonString)
+        }
+        Node::Choice { children } if !children.is_empty() => {
+            let all = children.iter().all(|&c| classify(arena, c, depth + 1) == Some(Growth::JsonString));
+            all.then_some(Growth::JsonString)
+        }
+        Node::Rule { child, .. } | Node::Schema { child, .. } | Node::Gbnf { child, .. } => classify(arena, *child, depth + 1),
+        _ => None,
+    }
+}
+
+/// Whether appending `chunk` to `input` (which ends inside an `until` node that found no
+/// delimiter and no delimiter prefix) only extends the node.
+pub(crate) fn until_extends(delimiters: &[Vec<u8>], chunk: &[u8]) -> bool {
+    // A delimiter starting before the chunk would have left a prefix at the old end (and the
+    // node would not have reached it); so only starts inside the chunk matter.
+    for (j, &b) in chunk.iter().enumerate() {
+        for d in delimiters {
+            if d.first() != Some(&b) {
+                continue;
+            }
+            let rem = &chunk[j..];
+            let hit = if rem.len() >= d.len() { rem.starts_with(d) } else { d.starts_with(rem) };
+            if hit {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// How much of `text`, appended inside a string opened by `quote`, a parse would add to the
+/// string: all of it, or all but a final backslash whose escape is still to come (a parse
+/// leaves that out too). `None` if the text may leave the string or holds an escape that
+/// takes a parse (`\u`, Python escapes).
+pub(crate) fn string_growth(quote: char, text: &str) -> Option<usize> {
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            c if c < 0x20 || c as char == quote => return None,
+            b'\\' if quote == '"' => match b.get(i + 1) {
+                None => return Some(i),
+                Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => {
+                    i += 2;
+                    continue;
+                }
+                Some(_) => return None,
+            },
+            b'\\' => return None,
+            _ => {}
+        }
+        i += 1;
+    }
+    Some(b.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chat::NativeBuilder;
+
+    #[test]
+    fn tags_classify_by_their_parsers() {
+        let arena = NativeBuilder::build(|p| {
+            p.content(p.until("<tool_call>"))
+                + p.tool_args(p.json() | p.python())
+                + p.reasoning(p.until("</think>"))
+                + p.reasoning(p.rest())
+                + p.peek(p.tag(tags::TOOL_ARG_STRING_VALUE, p.until("x")))
+        })
+        .unwrap();
+        let pr = Predictor::new(&arena);
+        assert_eq!(pr.growth(tags::CONTENT), Some(&Growth::Until(vec![b"<tool_call>".to_vec()])));
+        assert_eq!(pr.growth(tags::TOOL_ARGS), Some(&Growth::JsonString));
+        assert_eq!(pr.growth(tags::REASONING), Some(&Growth::Until(vec![b"</think>".to_vec()])));
+        assert_eq!(pr.growth(tags::TOOL_ARG_STRING_VALUE), None);
+    }
+
+    #[test]
+    fn chunk_checks() {
+        let d = vec![b"\n</parameter>".to_vec()];
+        assert!(until_extends(&d, b"ab\n c"));
+        assert!(!until_extends(&d, b"ab\n</"));
+        assert!(!until_extends(&d, b"a\n</parameter>b"));
+        assert!(until_extends(&[], b"anything"));
+        assert_eq!(string_growth('"', "ab\\n\\\"c'"), Some(8));
+        assert_eq!(string_growth('"', "ab\\"), Some(2));
+        assert_eq!(string_growth('"', "a\"b"), None);
+        assert_eq!(string_growth('"', "a\\u0041"), None);
+        assert_eq!(string_growth('"', "a\nb"), None);
+        assert_eq!(string_growth('\'', "a\"b"), Some(3));
+        assert_eq!(string_growth('\'', "a'b"), None);
+        assert_eq!(string_growth('\'', "a\\'b"), None);
+    }
+}

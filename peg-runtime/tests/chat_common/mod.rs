@@ -1,0 +1,65 @@
+//! Helpers shared by the chat integration tests.
+#![allow(dead_code)]
+
+use peg_runtime::chat::{ChatDelta, ChatMessage, ChatParser, ParsedMessage};
+
+/// `s` cut into pieces of `n` bytes, moved forward to char boundaries.
+pub fn chunks(s: &str, n: usize) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < s.len() {
+        let mut j = (i + n).min(s.len());
+        while !s.is_char_boundary(j) {
+            j += 1;
+        }
+        out.push(&s[i..j]);
+        i = j;
+    }
+    out
+}
+
+/// Streams `pieces`, returning all deltas and the final result.
+pub fn stream(parser: &ChatParser, pieces: &[&str]) -> (Vec<ChatDelta>, ParsedMessage) {
+    let mut s = parser.stream();
+    let mut deltas = Vec::new();
+    for p in pieces {
+        deltas.extend(s.push(p).expect("a lenient stream never fails"));
+    }
+    let (last, fin) = s.finish().expect("a lenient stream never fails");
+    deltas.extend(last);
+    (deltas, fin)
+}
+
+/// Whether `cur` extends `prev`: text fields and argument texts only grow, calls keep their
+/// id and name.
+pub fn extends(prev: &ChatMessage, cur: &ChatMessage) -> bool {
+    cur.content.starts_with(&prev.content)
+        && cur.reasoning_content.starts_with(&prev.reasoning_content)
+        && prev.tool_calls.len() <= cur.tool_calls.len()
+        && prev.tool_calls.iter().zip(&cur.tool_calls).all(|(a, b)| {
+            a.id == b.id && a.name == b.name && b.arguments.starts_with(&a.arguments)
+        })
+}
+
+/// Checks the streaming contract on `output`: for several chunkings the deltas add up to the
+/// one-shot message and `finish` returns the one-shot result; partial parses of its prefixes
+/// grow monotonically and end in the one-shot message. Returns the one-shot result.
+pub fn check_streaming(parser: &ChatParser, output: &str) -> ParsedMessage {
+    let whole = parser.parse(output, false).expect("lenient parse");
+    let mut sizes: Vec<usize> = (1..=8).collect();
+    sizes.extend([13, 64, output.len().max(1)]);
+    for n in sizes {
+        let pieces = chunks(output, n);
+        let (deltas, fin) = stream(parser, &pieces);
+        assert_eq!(ChatMessage::from_deltas(&deltas), whole.message, "deltas, chunk size {n}, output {output:?}");
+        assert_eq!(fin, whole, "finish, chunk size {n}, output {output:?}");
+    }
+    let mut prev = ChatMessage::default();
+    for (i, _) in output.char_indices().skip(1).chain([(output.len(), ' ')]) {
+        let cur = parser.parse(&output[..i], true).expect("lenient parse").message;
+        assert!(extends(&prev, &cur), "not monotone at {i} of {output:?}:\n{prev:?}\n{cur:?}");
+        prev = cur;
+    }
+    assert!(extends(&prev, &whole.message), "final message does not extend the partial ones: {output:?}");
+    whole
+}

@@ -1,0 +1,236 @@
+//! The native and constructed examples of seed 003, plus the mapper's special cases, each
+//! checked one-shot and streamed in every chunking.
+
+mod chat_common;
+
+use std::sync::Arc;
+
+use chat_common::check_streaming;
+use peg_runtime::chat::{ChatParseOptions, ChatParser, ConstructedBuilder, NativeBuilder, SimpleBuilder, ToolSpec};
+use peg_runtime::ErrorKind;
+use serde_json::json;
+
+fn weather_tool() -> ToolSpec {
+    ToolSpec::new(
+        "get_weather",
+        json!({"type": "object", "properties": {"location": {"type": "string"}, "days": {"type": "integer"}}}),
+    )
+}
+
+fn options() -> ChatParseOptions {
+    ChatParseOptions { tools: vec![weather_tool()], ..ChatParseOptions::default() }
+}
+
+/// Seed 003, "Native".
+fn native_parser(options: ChatParseOptions) -> ChatParser {
+    let arena = NativeBuilder::build(|p| {
+        let get_weather_tool = p.tool(p.seq([
+            p.tool_open(p.literal("{")),
+            p.json_member("name", "\"" + p.tool_name(p.literal("get_weather")) + "\""),
+            p.literal(","),
+            p.json_member("arguments", p.tool_args(p.json())),
+            p.tool_close(p.literal("}")),
+        ]));
+        p.seq([p.content(p.until("<tool_call>")), p.literal("<tool_call>"), get_weather_tool, p.literal("</tool_call>"), p.end()])
+    })
+    .unwrap();
+    ChatParser::new(Arc::new(arena), options)
+}
+
+/// Seed 003, "Constructed".
+fn constructed_parser(options: ChatParseOptions) -> ChatParser {
+    let arena = ConstructedBuilder::build(|p| {
+        let location_arg = p.tool_arg(p.seq([
+            p.tool_arg_open("<parameter name=\"" + p.tool_arg_name(p.literal("location")) + "\">"),
+            p.tool_arg_string_value(p.until("</parameter>")),
+            p.tool_arg_close(p.literal("</parameter>")),
+        ]));
+        let get_weather_tool = p.tool(p.seq([
+            p.tool_open("<function name=\"" + p.tool_name(p.literal("get_weather")) + "\">"),
+            location_arg,
+            p.tool_close(p.literal("</function>")),
+        ]));
+        p.seq([p.content(p.until("<tool_call>")), p.literal("<tool_call>"), get_weather_tool, p.literal("</tool_call>"), p.end()])
+    })
+    .unwrap();
+    ChatParser::new(Arc::new(arena), options)
+}
+
+#[test]
+fn seed_native_example() {
+    let parser = native_parser(options());
+    let out = r#"Let me check.<tool_call>{"name": "get_weather","arguments": {"location": "Paris", "days": 3}}</tool_call>"#;
+    let m = check_streaming(&parser, out);
+    assert_eq!(m.diagnostic, None);
+    assert_eq!(m.message.content, "Let me check.");
+    assert_eq!(m.message.tool_calls.len(), 1);
+    let call = &m.message.tool_calls[0];
+    assert_eq!(call.name, "get_weather");
+    assert_eq!(call.id, "call_0");
+    assert_eq!(call.arguments, r#"{"location": "Paris", "days": 3}"#);
+}
+
+#[test]
+fn seed_constructed_example() {
+    let parser = constructed_parser(options());
+    let out = "Checking <weather>.<tool_call><function name=\"get_weather\"><parameter name=\"location\">Paris, \"FR\"\n\\ é</parameter></function></tool_call>";
+    let m = check_streaming(&parser, out);
+    assert_eq!(m.diagnostic, None);
+    assert_eq!(m.message.content, "Checking <weather>.");
+    let call = &m.message.tool_calls[0];
+    assert_eq!(call.name, "get_weather");
+    let args: serde_json::Value = serde_json::from_str(&call.arguments).unwrap();
+    assert_eq!(args, json!({"location": "Paris, \"FR\"\n\\ é"}));
+    assert_eq!(call.arguments, r#"{"location": "Paris, \"FR\"\n\\ é"}"#);
+}
+
+#[test]
+fn partial_native_arguments_stream_raw() {
+    let parser = native_parser(options());
+    let out = r#"<tool_call>{"name": "get_weather","arguments": {"location": "Par"#;
+    let m = parser.parse(out, true).unwrap();
+    assert_eq!(m.message.tool_calls[0].arguments, r#"{"location": "Par"#);
+    let closed = native_parser(ChatParseOptions { close_partial_arguments: true, ..options() }).parse(out, true).unwrap();
+    assert_eq!(closed.message.tool_calls[0].arguments, r#"{"location": "Par"}"#);
+}
+
+#[test]
+fn partial_constructed_arguments_stream_escaped() {
+    let parser = constructed_parser(options());
+    let out = "<tool_call><function name=\"get_weather\"><parameter name=\"location\">Pa\"ris</para";
+    let m = parser.parse(out, true).unwrap();
+    assert_eq!(m.message.tool_calls[0].arguments, r#"{"location": "Pa\"ris"#);
+    let closed = constructed_parser(ChatParseOptions { close_partial_arguments: true, ..options() }).parse(out, true).unwrap();
+    assert_eq!(closed.message.tool_calls[0].arguments, r#"{"location": "Pa\"ris"}"#);
+}
+
+#[test]
+fn lenient_keeps_unparsed_text_as_content() {
+    let parser = native_parser(options());
+    // Not JSON after "arguments": the rest becomes content.
+    let out = r#"Hi <tool_call>{"name": "get_weather","arguments": {oops}}</tool_call>"#;
+    let m = check_streaming(&parser, out);
+    let d = m.diagnostic.clone().expect("a diagnostic");
+    assert_eq!(&out[d.offset..d.offset + 4], "oops");
+    assert!(m.message.content.starts_with("Hi"), "{:?}", m.message);
+    assert!(m.message.content.ends_with("oops}}</tool_call>"), "{:?}", m.message);
+    // Nothing matched after the content: everything stays text.
+    let out = "Hi <tool_call>[not a call]";
+    let m = check_streaming(&parser, out);
+    assert_eq!(m.message.content, out);
+    assert!(m.message.tool_calls.is_empty());
+    assert_eq!(m.diagnostic.unwrap().offset, "Hi <tool_call>".len());
+}
+
+#[test]
+fn strict_returns_the_error() {
+    let parser = native_parser(ChatParseOptions { strict: true, ..options() });
+    let out = "Hi <tool_call>[not a call]";
+    let e = parser.parse(out, false).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::ParseFailed);
+    assert_eq!(e.offset(), Some("Hi <tool_call>".len()));
+    let mut s = parser.stream();
+    let mut failed = false;
+    for c in chat_common::chunks(out, 3) {
+        if s.push(c).is_err() {
+            failed = true;
+            break;
+        }
+    }
+    assert!(failed || s.finish().is_err());
+}
+
+#[test]
+fn unterminated_call_keeps_what_was_parsed() {
+    let parser = native_parser(options());
+    let out = r#"<tool_call>{"name": "get_weather","arguments": {"location": "Paris"}"#;
+    let m = check_streaming(&parser, out);
+    assert_eq!(m.message.tool_calls[0].arguments, r#"{"location": "Paris"}"#);
+    assert!(m.diagnostic.is_some());
+}
+
+#[test]
+fn prefill_is_parsed_before_the_output() {
+    let arena = SimpleBuilder::build(|p| {
+        p.optional("<think>" + p.reasoning(p.until("</think>")) + "</think>") + p.content(p.rest())
+    })
+    .unwrap();
+    let parser = ChatParser::new(Arc::new(arena), ChatParseOptions { prefill: "<think>\n".into(), ..Default::default() });
+    let m = check_streaming(&parser, "Let me think.\n</think>\n\nThe answer is 4.");
+    assert_eq!(m.message.reasoning_content, "Let me think.");
+    assert_eq!(m.message.content, "The answer is 4.");
+}
+
+/// Arguments before the name are buffered; ids from the output are kept; Python dicts become
+/// JSON.
+#[test]
+fn native_orderings_ids_and_python_dicts() {
+    let arena = NativeBuilder::build(|p| {
+        let name = p.json_member("name", "\"" + p.tool_name(p.json_string_content()) + "\"");
+        let args = p.json_member("arguments", p.tool_args(p.json() | p.python()));
+        let id = p.json_member("id", "\"" + p.tool_id(p.json_string_content()) + "\"");
+        let call = p.tool(p.tool_open("{") << p.choice([args << "," << name, id << "," << name << "," << args, name << "," << args]) << p.tool_close("}"));
+        p.content(p.until("<tool_call>")) + p.zero_or_more("<tool_call>" << call << "</tool_call>" << p.space()) + p.end()
+    })
+    .unwrap();
+    let parser = ChatParser::new(Arc::new(arena), ChatParseOptions::default());
+    let out = concat!(
+        r#"<tool_call>{"arguments": {"x": [1, 2]}, "name": "first"}</tool_call>"#,
+        "\n",
+        r#"<tool_call>{"id": "abc", "name": "second", "arguments": {'q': 'it\'s "so"', 'on': True, 'off': None}}</tool_call>"#,
+        r#"<tool_call>{"name": "third", "arguments": {}}</tool_call>"#,
+    );
+    let m = check_streaming(&parser, out);
+    assert_eq!(m.diagnostic, None, "{m:?}");
+    let calls = &m.message.tool_calls;
+    assert_eq!(calls.len(), 3);
+    assert_eq!((calls[0].name.as_str(), calls[0].id.as_str()), ("first", "call_0"));
+    assert_eq!(calls[0].arguments, r#"{"x": [1, 2]}"#);
+    assert_eq!((calls[1].name.as_str(), calls[1].id.as_str()), ("second", "abc"));
+    let args: serde_json::Value = serde_json::from_str(&calls[1].arguments).unwrap();
+    assert_eq!(args, json!({"q": "it's \"so\"", "on": true, "off": null}));
+    assert_eq!((calls[2].name.as_str(), calls[2].arguments.as_str()), ("third", "{}"));
+}
+
+/// Schema-typed raw values: strings are quoted, other types stay JSON unless invalid, a
+/// nullable string's `null` is null.
+#[test]
+fn constructed_values_follow_the_schema() {
+    let tool = ToolSpec::new(
+        "set",
+        json!({"type": "object", "properties": {
+            "s": {"type": "string"}, "n": {"type": "integer"}, "u": {"type": ["string", "object"]},
+            "ns": {"type": ["string", "null"]}, "o": {"type": "object"}
+        }}),
+    );
+    let arena = ConstructedBuilder::build(|p| {
+        let arg = p.tool_arg(
+            p.tool_arg_open("<parameter=" + p.tool_arg_name(p.chars("[a-z]", 1, None)) + ">\n")
+                + p.tool_arg_string_value(p.until("\n</parameter>"))
+                + p.tool_arg_close("\n</parameter>\n"),
+        );
+        let call = p.tool(
+            p.tool_open("<function=" + p.tool_name(p.chars("[a-z_]", 1, None)) + ">\n")
+                + p.zero_or_more(arg)
+                + p.tool_close("</function>"),
+        );
+        p.content(p.until("<tool_call>")) + p.zero_or_more("<tool_call>\n" + call + "\n</tool_call>" + p.space()) + p.end()
+    })
+    .unwrap();
+    let parser = ChatParser::new(Arc::new(arena), ChatParseOptions { tools: vec![tool], ..Default::default() });
+    let out = "<tool_call>\n<function=set>\n\
+        <parameter=s>\n42\n</parameter>\n\
+        <parameter=n>\n42\n</parameter>\n\
+        <parameter=u>\n{not json\n</parameter>\n\
+        <parameter=o>\n{\"a\": [1]}\n</parameter>\n\
+        <parameter=ns>\nnull\n</parameter>\n\
+        <parameter=ns>\nnullable\n</parameter>\n\
+        <parameter=x>\nfree text\n</parameter>\n\
+        </function>\n</tool_call>";
+    let m = check_streaming(&parser, out);
+    assert_eq!(m.diagnostic, None, "{m:?}");
+    assert_eq!(
+        m.message.tool_calls[0].arguments,
+        r#"{"s": "42", "n": 42, "u": "{not json", "o": {"a": [1]}, "ns": null, "ns": "nullable", "x": "free text"}"#
+    );
+}

@@ -1,0 +1,241 @@
+//! Property tests of the streaming contract over generated outputs: for any chunking the
+//! deltas add up to the one-shot message, and partial messages of a growing output are
+//! monotone. Also holds for outputs cut short or followed by junk (lenient fallback).
+
+mod chat_common;
+
+use std::sync::Arc;
+
+use chat_common::{extends, stream};
+use peg_runtime::chat::{ChatMessage, ChatParseOptions, ChatParser, ConstructedBuilder, NativeBuilder, ToolSpec};
+use proptest::prelude::*;
+use serde_json::{json, Value};
+
+/// Hermes-style: optional reasoning, content, then `<tool_call>{"name", "arguments"}</tool_call>`s.
+fn native() -> ChatParser {
+    let arena = NativeBuilder::build(|p| {
+        let reasoning = p.optional("<think>" + p.reasoning(p.until("</think>")) + "</think>");
+        let call = p.tool(
+            p.tool_open("{")
+                << p.json_member("name", "\"" + p.tool_name(p.json_string_content()) + "\"")
+                << ","
+                << p.json_member("arguments", p.tool_args(p.json() | p.python()))
+                << p.tool_close("}"),
+        );
+        reasoning
+            + p.content(p.until("<tool_call>"))
+            + p.zero_or_more("<tool_call>" << call << "</tool_call>" << p.space())
+            + p.end()
+    })
+    .unwrap();
+    ChatParser::new(Arc::new(arena), ChatParseOptions::default())
+}
+
+/// Qwen3-Coder-style XML arguments.
+fn constructed() -> ChatParser {
+    let arena = ConstructedBuilder::build(|p| {
+        let reasoning = p.optional("<think>" + p.reasoning(p.until("</think>")) + "</think>");
+        let arg = p.tool_arg(
+            p.tool_arg_open("<parameter=" + p.tool_arg_name(p.chars("[a-z0-9_]", 1, None)) + ">\n")
+                + p.tool_arg_string_value(p.until("\n</parameter>"))
+                + p.tool_arg_close("\n</parameter>\n"),
+        );
+        let call = p.tool(
+            p.tool_open("<function=" + p.tool_name(p.chars("[a-z0-9_]", 1, None)) + ">\n")
+                + p.zero_or_more(arg)
+                + p.tool_close("</function>"),
+        );
+        reasoning
+            + p.content(p.until("<tool_call>"))
+            + p.zero_or_more("<tool_call>\n" + call + "\n</tool_call>" + p.space())
+            + p.end()
+    })
+    .unwrap();
+    let tool = ToolSpec::new(
+        "edit",
+        json!({"type": "object", "properties": {"path": {"type": "string"}, "count": {"type": "integer"}, "opts": {"type": "object"}}}),
+    );
+    ChatParser::new(Arc::new(arena), ChatParseOptions { tools: vec![tool], ..Default::default() })
+}
+
+fn text() -> impl Strategy<Value = String> {
+    "[a-z <>/\"'\\\\\n{}é😀]{0,24}"
+}
+
+fn json_value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        (-1000i64..1000).prop_map(|n| json!(n)),
+        text().prop_map(Value::String),
+    ];
+    leaf.prop_recursive(2, 12, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            prop::collection::vec(("[a-z]{1,5}", inner), 0..4).prop_map(|kv| Value::Object(kv.into_iter().collect())),
+        ]
+    })
+}
+
+#[derive(Debug, Clone)]
+struct Generated {
+    output: String,
+    reasoning: Option<String>,
+    content: String,
+    calls: Vec<(String, Value)>,
+}
+
+fn no_markers(s: &str) -> bool {
+    !s.contains("<tool_call>") && !s.contains("</think>") && !s.contains("<think>")
+}
+
+fn native_output() -> impl Strategy<Value = Generated> {
+    let call = ("[a-z_]{1,8}", prop::collection::vec(("[a-z]{1,5}", json_value()), 0..4));
+    (prop::option::of(text()), text(), prop::collection::vec(call, 0..3)).prop_map(|(reasoning, content, calls)| {
+        let mut output = String::new();
+        if let Some(r) = &reasoning {
+            output.push_str(&format!("<think>{r}</think>"));
+        }
+        output.push_str(&content);
+        let calls: Vec<(String, Value)> =
+            calls.into_iter().map(|(n, kv)| (n, Value::Object(kv.into_iter().collect()))).collect();
+        for (name, args) in &calls {
+            output.push_str(&format!("<tool_call>\n{}</tool_call>\n", json!({"name": name, "arguments": args})));
+        }
+        Generated { output, reasoning, content, calls }
+    })
+}
+
+fn constructed_output() -> impl Strategy<Value = Generated> {
+    let arg = prop_oneof![
+        text().prop_map(|t| ("path".to_owned(), t.replace("\n</parameter>", ""), Value::Null)),
+        (-50i64..50).prop_map(|n| ("count".to_owned(), n.to_string(), json!(n))),
+        json_value().prop_map(|v| ("opts".to_owned(), v.to_string(), v)),
+    ];
+    let call = ("[a-z_]{1,8}", prop::collection::vec(arg, 0..4));
+    (prop::option::of(text()), text(), prop::collection::vec(call, 0..3)).prop_map(|(reasoning, content, calls)| {
+        let mut output = String::new();
+        if let Some(r) = &reasoning {
+            output.push_str(&format!("<think>{r}</think>"));
+        }
+        output.push_str(&content);
+        let mut expected = Vec::new();
+        for (name, args) in calls {
+            output.push_str(&format!("<tool_call>\n<function={name}>\n"));
+            let mut obj = serde_json::Map::new();
+            for (k, raw, v) in args {
+                output.push_str(&format!("<parameter={k}>\n{raw}\n</parameter>\n"));
+                // Only the `edit` tool has a schema; other tools' values stay strings.
+                let v = if name == "edit" && k != "path" { v } else { Value::String(raw) };
+                obj.insert(k, v);
+            }
+            output.push_str("</function>\n</tool_call>");
+            expected.push((name, Value::Object(obj)));
+        }
+        Generated { output, reasoning, content, calls: expected }
+    })
+}
+
+fn check_expected(m: &ChatMessage, g: &Generated) {
+    assert_eq!(m.reasoning_content, g.reasoning.as_deref().unwrap_or("").trim(), "{g:?}");
+    assert_eq!(m.content, g.content.trim(), "{g:?}");
+    assert_eq!(m.tool_calls.len(), g.calls.len(), "{g:?}");
+    for (call, (name, args)) in m.tool_calls.iter().zip(&g.calls) {
+        assert_eq!(&call.name, name);
+        let got: Value = serde_json::from_str(&call.arguments).unwrap_or_else(|e| panic!("{e}: {:?}", call.arguments));
+        // Duplicate keys in XML collapse to the last one, like serde_json does.
+        assert_eq!(&got, args, "{:?}", call.arguments);
+    }
+}
+
+/// Streams `output` cut by the cycle of `sizes` and compares with the one-shot parse.
+fn check_chunking(parser: &ChatParser, output: &str, sizes: &[usize]) {
+    let whole = parser.parse(output, false).unwrap();
+    let mut pieces = Vec::new();
+    let (mut i, mut k) = (0, 0);
+    while i < output.len() {
+        let mut j = (i + sizes[k % sizes.len()]).min(output.len());
+        while !output.is_char_boundary(j) {
+            j += 1;
+        }
+        pieces.push(&output[i..j]);
+        i = j;
+        k += 1;
+    }
+    let (deltas, fin) = stream(parser, &pieces);
+    assert_eq!(ChatMessage::from_deltas(&deltas), whole.message, "{output:?} in {pieces:?}");
+    assert_eq!(fin, whole, "{output:?}");
+}
+
+fn check_monotone(parser: &ChatParser, output: &str) {
+    let mut prev = ChatMessage::default();
+    for (i, _) in output.char_indices().skip(1).chain([(output.len(), ' ')]) {
+        let cur = parser.parse(&output[..i], true).unwrap().message;
+        assert!(extends(&prev, &cur), "not monotone at {i} of {output:?}:\n{prev:?}\n{cur:?}");
+        prev = cur;
+    }
+    let fin = parser.parse(output, false).unwrap().message;
+    assert!(extends(&prev, &fin), "{output:?}:\n{prev:?}\n{fin:?}");
+}
+
+/// A generated output, possibly cut short or followed by junk.
+fn mutated(g: impl Strategy<Value = Generated>) -> impl Strategy<Value = (Generated, String)> {
+    (g, 0usize..3, any::<prop::sample::Index>(), text()).prop_map(|(g, how, at, junk)| {
+        let out = match how {
+            0 => g.output.clone(),
+            1 => {
+                let mut cut = at.index(g.output.len() + 1);
+                while !g.output.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                g.output[..cut].to_owned()
+            }
+            _ => format!("{}{{{junk}", g.output),
+        };
+        (g, out)
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn native_one_shot_matches_generator(g in native_output()) {
+        prop_assume!(no_markers(&g.content) && g.reasoning.as_deref().is_none_or(no_markers));
+        let m = native().parse(&g.output, false).unwrap();
+        prop_assert_eq!(m.diagnostic, None);
+        check_expected(&m.message, &g);
+    }
+
+    #[test]
+    fn constructed_one_shot_matches_generator(g in constructed_output()) {
+        prop_assume!(no_markers(&g.content) && g.reasoning.as_deref().is_none_or(no_markers));
+        let m = constructed().parse(&g.output, false).unwrap();
+        prop_assert_eq!(m.diagnostic, None);
+        check_expected(&m.message, &g);
+    }
+
+    #[test]
+    fn native_deltas_add_up((_, out) in mutated(native_output()), sizes in prop::collection::vec(1usize..12, 1..6)) {
+        check_chunking(&native(), &out, &sizes);
+    }
+
+    #[test]
+    fn constructed_deltas_add_up((_, out) in mutated(constructed_output()), sizes in prop::collection::vec(1usize..12, 1..6)) {
+        check_chunking(&constructed(), &out, &sizes);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
+
+    #[test]
+    fn native_partials_are_monotone((_, out) in mutated(native_output())) {
+        check_monotone(&native(), &out);
+    }
+
+    #[test]
+    fn constructed_partials_are_monotone((_, out) in mutated(constructed_output())) {
+        check_monotone(&constructed(), &out);
+    }
+}
