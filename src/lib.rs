@@ -6,3 +6,5 @@
 pub use autoparser;
 pub use peg_macros;
 pub use peg_runtime;
+
+pub mod formats;

@@ -2,6 +2,10 @@
 //!
 //! Render any chat template as Hugging Face does, analyze it by differential rendering, and
 //! build the parser arena, grammar, triggers and prompt for a model.
+//!
+//! The flow: [`template`] renders, [`analysis`] learns the markers once per template,
+//! [`generator`] builds the parser arena, grammar and prompt per request, [`registry`] holds
+//! the few model-specific builders, [`check`] judges a corpus, and [`cli`] is the `autoparser` command.
 
 pub mod analysis;
 pub mod check;

@@ -6,9 +6,10 @@
 //! matches. When a builder matches, [`crate::analysis::analyze`] records its name in
 //! [`TemplateAnalysis::builder`] and generation hands the arena to it.
 //!
-//! Registered builders (see [`builders`]), three in all: `gpt_oss_harmony` (channel
-//! messages), `functionary_v3_2` (`>>>recipient` parts) and `lfm2_pythonic` (a template that
-//! never renders the calls its model writes).
+//! Registered builders (see [`builders`]), four in all: `gpt_oss_harmony` (channel
+//! messages), `functionary_v3_2` (`>>>recipient` parts), and two for templates that cannot
+//! render the calls their models write: `kimi_k2` (sandboxed `list.append`) and
+//! `lfm2_pythonic` (calls never rendered).
 
 use peg_runtime::{Arena, Error};
 
@@ -136,7 +137,7 @@ fn harmony_arena(req: &Request) -> Result<Arena, Error> {
                 Some((f.get("name")?.as_str()?.to_owned(), f.get("parameters").cloned().unwrap_or(serde_json::json!({"type": "object"}))))
             })
             .collect();
-        tools.sort_by(|x, y| y.0.len().cmp(&x.0.len()));
+        tools.sort_by_key(|t| std::cmp::Reverse(t.0.len()));
         for (name, schema) in &tools {
             let open = b.tag(tags::TOOL_OPEN, "to=functions." + b.tag(tags::TOOL_NAME, b.literal(name)));
             let args = b.tag(tags::TOOL_ARGS, b.schema(b.json(), &format!("{name}-args"), schema.clone(), false));
@@ -194,7 +195,7 @@ fn functionary_arena(req: &Request) -> Result<Arena, Error> {
                 Some((f.get("name")?.as_str()?.to_owned(), f.get("parameters").cloned().unwrap_or(serde_json::json!({"type": "object"}))))
             })
             .collect();
-        tools.sort_by(|x, y| y.0.len().cmp(&x.0.len()));
+        tools.sort_by_key(|t| std::cmp::Reverse(t.0.len()));
         for (name, schema) in &tools {
             let open = b.tag(tags::TOOL_OPEN, b.tag(tags::TOOL_NAME, b.literal(name)) + "\n");
             let args = b.tag(tags::TOOL_ARGS, b.schema(b.json(), &format!("{name}-args"), schema.clone(), false));
@@ -211,9 +212,40 @@ fn functionary_arena(req: &Request) -> Result<Arena, Error> {
     b.finish(root.id())
 }
 
+/// Kimi K2 templates whose call rendering uses `list.append`, which sandboxed Jinja (Hugging
+/// Face's and ours) refuses: the calls never render, so the diff cannot see them. The format
+/// is the one the general analysis finds on the Kimi K2 template that does render calls.
+struct KimiK2Unrendered;
+
+impl ModelBuilder for KimiK2Unrendered {
+    fn name(&self) -> &'static str {
+        "kimi_k2"
+    }
+    fn fingerprint(&self) -> &'static [&'static str] {
+        &["<|im_system|>tool_declare<|im_middle|>"]
+    }
+    fn applies(&self, a: &TemplateAnalysis) -> bool {
+        a.tools.format.mode == crate::analysis::ToolFormat::None
+    }
+    fn adjust(&self, a: &mut TemplateAnalysis) {
+        let t = &mut a.tools;
+        t.format.mode = crate::analysis::ToolFormat::TagWithJson;
+        t.format.section_start = "<|tool_calls_section_begin|>".into();
+        t.format.section_end = "<|tool_calls_section_end|>".into();
+        t.format.per_call_start = "<|tool_call_begin|>".into();
+        t.format.per_call_end = "<|tool_call_end|>".into();
+        t.function.name_prefix = "functions.".into();
+        t.function.name_suffix = ":0".into();
+        t.function.indexed = true;
+        t.arguments.start = "<|tool_call_argument_begin|>".into();
+        a.caps.supports_tool_calls = true;
+        a.caps.supports_parallel_tool_calls = true;
+    }
+}
+
 /// All registered builders, in priority order.
 pub fn builders() -> &'static [&'static dyn ModelBuilder] {
-    &[&GptOssHarmony, &FunctionaryV32, &Lfm2Pythonic]
+    &[&GptOssHarmony, &FunctionaryV32, &KimiK2Unrendered, &Lfm2Pythonic]
 }
 
 /// The builder whose fingerprint all occurs in `renders` and that applies to `a`.

@@ -174,7 +174,7 @@ impl Parse for Grammar {
             } else if body.peek(kw::rule) || body.peek(kw::trigger) {
                 let trigger = body.parse::<Option<kw::trigger>>()?.is_some();
                 body.parse::<kw::rule>()?;
-                let name: Ident = body.call(Ident::parse_any)?;
+                let name: Ident = body.call(Ident::parse_any)?.unraw();
                 if body.peek(token::Paren) {
                     let args;
                     parenthesized!(args in body);
@@ -345,7 +345,7 @@ fn parse_atom(input: ParseStream) -> syn::Result<Expr> {
         let tag = if input.peek(LitStr) {
             input.parse::<LitStr>()?.value()
         } else {
-            input.call(Ident::parse_any)?.to_string()
+            input.call(Ident::parse_any)?.unraw().to_string()
         };
         if !input.peek(token::Paren) {
             return Err(input.error(format!("expected `(` after the tag: `#{tag}(expr)`")));
@@ -358,8 +358,8 @@ fn parse_atom(input: ParseStream) -> syn::Result<Expr> {
         }
         return Ok(Expr::new(ExprKind::Tag(tag, Box::new(e)), join(hash.span, p.span.close())));
     }
-    if input.peek(Ident) || input.peek(Token![crate]) {
-        let ident: Ident = input.call(Ident::parse_any)?;
+    if input.peek(Ident::peek_any) {
+        let ident: Ident = input.call(Ident::parse_any)?.unraw();
         return parse_ident_atom(ident, input);
     }
     Err(input.error("expected an expression: a string, `[\"class\"]`, `(...)`, `#tag(...)`, `_`, a rule or a builtin"))
@@ -437,13 +437,8 @@ fn parse_ident_atom(ident: Ident, input: ParseStream) -> syn::Result<Expr> {
         "arg_name" => return simple(ExprKind::ArgName),
         "until" | "atomic" | "schema" | "schema_raw" | "gbnf" | "json_member" | "each_tool" | "tool_schema"
         | "each_arg" | "arg_schema" | "if_string_arg" => name.as_str(),
-        _ => {
-            if input.peek(token::Paren) {
-                let (_, pspan) = parse_args(input)?;
-                return Err(join(span, pspan).error(format!("rules take no arguments: write `{name}` to use rule `{name}`")));
-            }
-            return Ok(Expr::new(ExprKind::Ref(ident), span));
-        }
+        // A rule reference never takes arguments: `name (a b)` is `name` followed by a group.
+        _ => return Ok(Expr::new(ExprKind::Ref(ident), span)),
     };
     if !input.peek(token::Paren) {
         return Err(syn::Error::new(span, format!("`{kind}` needs arguments in parentheses")));

@@ -1,8 +1,8 @@
 //! `chat_peg!`: grammars written in Rust source, checked at compile time and compiled to a
 //! specialized parser, the equivalent runtime arena and GBNF.
 //!
-//! The pipeline follows rust-peg: tokens -> grammar AST ([`grammar`]) -> static checks
-//! ([`analysis`]) -> code generation ([`lower`] for the arena, `codegen` for the parser).
+//! The pipeline follows rust-peg: tokens -> grammar AST (`grammar`) -> static checks
+//! (`analysis`) -> code generation (`lower` for the arena, `codegen` for the parser).
 //!
 //! # Grammar reference
 //!
@@ -58,8 +58,31 @@
 //! # Generated items
 //!
 //! `chat_peg! { pub grammar g { ... } }` expands to `pub mod g` with:
-//! - `Tool` (re-export of the runtime's tool description) and
-//!   `fn arena(tools: &[Tool]) -> Result<Arena, Error>`: the equivalent runtime arena.
+//! - `Tool`: the request's tool description (name and argument schema);
+//! - `struct Parser` (`Parser::new(&tools)`, `parse(&self, input, partial)`), the specialized
+//!   parser: one function per rule over `usize` positions, `until` through memchr /
+//!   Aho-Corasick searchers built once per process, JSON and Python values through the
+//!   runtime's resumable scanner, no allocation besides the AST. It returns the runtime's
+//!   `ParseOutput` (outcome, span, tagged AST), equal to the arena's;
+//! - `fn parse(input, partial)` (no tools) and `struct Session` (push chunks, parse as partial,
+//!   finish);
+//! - `fn arena(tools: &[Tool]) -> Result<Arena, Error>`: the equivalent runtime arena;
+//! - `const GBNF: &str` and `const GBNF_LAZY: Option<&str>`, generated at compile time by the
+//!   runtime's GBNF generator, and `fn gbnf(tools, lazy)` for requests with tools.
+//!
+//! ```
+//! peg_macros::chat_peg! {
+//!     pub grammar simple {
+//!         root = ("<think>" #reasoning(until("</think>")) "</think>")? _ #content(rest);
+//!     }
+//! }
+//! let input = b"<think>Hmm.</think> Hello!";
+//! let out = simple::parse(input, false).unwrap();
+//! assert_eq!(out, simple::arena(&[]).unwrap().parse(input, false).unwrap());
+//! let content = out.ast.find_by_tag("content")[0];
+//! assert_eq!(out.ast.text(content, input), "Hello!");
+//! assert!(simple::GBNF.starts_with("root ::= "));
+//! ```
 
 use proc_macro::TokenStream;
 use proc_macro2::Span;
@@ -92,6 +115,22 @@ fn expand(g: &grammar::Grammar) -> proc_macro2::TokenStream {
         }
     };
     let arena_json = arena.to_json();
+    let full = peg_runtime::gbnf::GbnfOptions::default();
+    let gbnf = match peg_runtime::gbnf::generate(&arena, &full) {
+        Ok(t) => t,
+        Err(e) => return syn::Error::new(g.name.span(), format!("cannot generate gbnf for this grammar: {}", e.detail())).to_compile_error(),
+    };
+    let has_triggers = g.rules.iter().any(|r| r.trigger);
+    let gbnf_lazy = if has_triggers {
+        let lazy = peg_runtime::gbnf::GbnfOptions { lazy: true, ..full };
+        match peg_runtime::gbnf::generate(&arena, &lazy) {
+            Ok(t) => quote!(::std::option::Option::Some(#t)),
+            Err(e) => return syn::Error::new(g.name.span(), format!("cannot generate lazy gbnf for this grammar: {}", e.detail())).to_compile_error(),
+        }
+    } else {
+        quote!(::std::option::Option::None)
+    };
+    let uses_tools = g.root.iter().map(|(_, e)| e).chain(g.rules.iter().map(|r| &r.expr)).any(uses_tools);
     let k = &g.krate;
     let attrs = &g.attrs;
     let vis = &g.vis;
@@ -101,6 +140,8 @@ fn expand(g: &grammar::Grammar) -> proc_macro2::TokenStream {
     let warnings = a.warnings.iter().map(|w| warning(w.span, &w.name, &w.message));
     quote! {
         #(#attrs)*
+        // A private grammar module need not use every generated item.
+        #[allow(dead_code, unused_imports)]
         #vis mod #name {
             pub use #k::__macro_support::Tool;
 
@@ -114,11 +155,40 @@ fn expand(g: &grammar::Grammar) -> proc_macro2::TokenStream {
             #[doc(hidden)]
             pub const __ARENA_JSON: &str = #arena_json;
 
+            /// The full GBNF of the grammar for a request without tools (`each_tool(...)`
+            /// matches nothing), generated at compile time.
+            pub const GBNF: &str = #gbnf;
+
+            /// The lazy GBNF (trigger rules only, `root` their alternation) without tools;
+            /// `None` when the grammar has no trigger rule.
+            pub const GBNF_LAZY: ::std::option::Option<&str> = #gbnf_lazy;
+
+            /// The GBNF for a request offering `tools`: the tool and argument rules added to
+            /// the grammar. Without tools, or for a grammar without `each_tool(...)`, this is
+            /// [`GBNF`] / [`GBNF_LAZY`] without any work at run time.
+            pub fn gbnf(tools: &[Tool], lazy: bool) -> ::std::result::Result<::std::string::String, #k::Error> {
+                if tools.is_empty() || !#uses_tools {
+                    let text = if lazy { GBNF_LAZY } else { ::std::option::Option::Some(GBNF) };
+                    if let ::std::option::Option::Some(text) = text {
+                        return ::std::result::Result::Ok(::std::string::String::from(text));
+                    }
+                }
+                // Tool rules share helper rules (strings, spaces) with the rest of the grammar,
+                // so the grammar is regenerated as a whole from the arena with the tools.
+                let arena = arena(tools)?;
+                #k::gbnf::generate(&arena, &#k::gbnf::GbnfOptions { lazy, ..::std::default::Default::default() })
+            }
+
             #parser
 
             #(#warnings)*
         }
     }
+}
+
+/// Whether `e` depends on the request's tools.
+fn uses_tools(e: &grammar::Expr) -> bool {
+    matches!(e.kind, grammar::ExprKind::EachTool(_)) || e.children().into_iter().any(uses_tools)
 }
 
 /// A warning at `span`: the use of a deprecated constant whose note is the message.

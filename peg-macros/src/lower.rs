@@ -4,7 +4,7 @@
 //! - [`arena_fn`] generates the Rust code of `fn arena(tools)`, which builds the same arena at run
 //!   time with the request's tools spliced in.
 
-use peg_runtime::__macro_support::Tool;
+use peg_runtime::__macro_support::{is_string_schema, tool_args, Tool};
 use peg_runtime::{Arena, Builder, CharClass, Node, NodeId};
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -107,7 +107,7 @@ fn lower(b: &Builder, e: &Expr, tools: &[Tool], ctx: Ctx<'_>) -> NodeId {
         }
         ExprKind::EachArg(c) => {
             let tool = ctx.tool.expect("analysis checked the scope");
-            Node::Choice { children: tool.args().into_iter().map(|a| lower(b, c, tools, Ctx { arg: Some(a), ..ctx })).collect() }
+            Node::Choice { children: tool_args(tool).into_iter().map(|a| lower(b, c, tools, Ctx { arg: Some(a), ..ctx })).collect() }
         }
         ExprKind::ArgName => Node::Literal { text: ctx.arg.map(|a| a.0.to_owned()).unwrap_or_default() },
         ExprKind::ArgSchema(c) => {
@@ -118,12 +118,12 @@ fn lower(b: &Builder, e: &Expr, tools: &[Tool], ctx: Ctx<'_>) -> NodeId {
                 child,
                 name: format!("tool-{}-arg-{}", tool.name, name),
                 schema: schema.clone(),
-                raw: Tool::is_string_schema(schema),
+                raw: is_string_schema(schema),
             }
         }
         ExprKind::IfStringArg(a, bb) => {
             let (_, schema) = ctx.arg.expect("analysis checked the scope");
-            return if Tool::is_string_schema(schema) { lower(b, a, tools, ctx) } else { lower(b, bb, tools, ctx) };
+            return if is_string_schema(schema) { lower(b, a, tools, ctx) } else { lower(b, bb, tools, ctx) };
         }
     };
     b.add(node).id()
@@ -285,7 +285,7 @@ fn gen(k: &TokenStream, e: &Expr) -> TokenStream {
             let c = gen(k, c);
             quote!({
                 let mut children = ::std::vec::Vec::new();
-                for __arg in __tool.args() {
+                for __arg in #k::__macro_support::tool_args(__tool) {
                     children.push(#c);
                 }
                 #k::Node::Choice { children }
@@ -300,14 +300,14 @@ fn gen(k: &TokenStream, e: &Expr) -> TokenStream {
                     child,
                     name: ::std::format!("tool-{}-arg-{}", __tool.name, __arg.0),
                     schema: __arg.1.clone(),
-                    raw: #k::__macro_support::Tool::is_string_schema(__arg.1),
+                    raw: #k::__macro_support::is_string_schema(__arg.1),
                 }
             })
         }
         ExprKind::IfStringArg(a, bb) => {
             let a = gen(k, a);
             let bb = gen(k, bb);
-            return quote!(if #k::__macro_support::Tool::is_string_schema(__arg.1) { #a } else { #bb });
+            return quote!(if #k::__macro_support::is_string_schema(__arg.1) { #a } else { #bb });
         }
     };
     quote!(b.add(#node).id())

@@ -19,7 +19,7 @@ fn runtime_arena_equals_expansion_time_arena() {
 
 #[test]
 fn tools_are_spliced_in() {
-    let tools = hermes::Tool::from_openai(&serde_json::json!([
+    let tools = peg_runtime::__macro_support::tools_from_openai(&serde_json::json!([
         {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}},
         {"type": "function", "function": {"name": "search", "parameters": {"type": "object"}}}
     ]));
@@ -44,4 +44,23 @@ fn tools_are_spliced_in() {
     assert_eq!(schemas, ["tool-get_weather-args", "tool-search-args"]);
     let triggers: Vec<&str> = arena.rules().iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(triggers, ["reasoning", "tool_call", "call"]);
+}
+
+#[test]
+fn gbnf_constants_match_runtime_generation() {
+    use peg_runtime::gbnf::{generate, GbnfOptions, Grammar};
+    let lazy = GbnfOptions { lazy: true, ..Default::default() };
+    assert_eq!(hermes::GBNF, generate(&hermes::arena(&[]).unwrap(), &GbnfOptions::default()).unwrap());
+    assert_eq!(hermes::GBNF_LAZY.unwrap(), generate(&hermes::arena(&[]).unwrap(), &lazy).unwrap());
+    assert_eq!(hermes::gbnf(&[], false).unwrap(), hermes::GBNF);
+    assert!(kitchen_sink::GBNF_LAZY.is_none());
+    let tools = peg_runtime::__macro_support::tools_from_openai(&serde_json::json!([
+        {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+    ]));
+    let text = hermes::gbnf(&tools, false).unwrap();
+    let g = Grammar::parse(&text).unwrap();
+    assert!(g.accepts("<think>x</think>Hi<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}</tool_call>"));
+    assert!(!g.accepts("Hi<tool_call>{\"name\": \"get_time\", \"arguments\": {}}</tool_call>"));
+    let lazy_text = hermes::gbnf(&tools, true).unwrap();
+    assert!(lazy_text.starts_with("root ::= tool-call\n"));
 }

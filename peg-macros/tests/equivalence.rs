@@ -8,7 +8,7 @@ use peg_runtime::Arena;
 use proptest::prelude::*;
 
 fn tools() -> Vec<hermes::Tool> {
-    hermes::Tool::from_openai(&serde_json::json!([
+    peg_runtime::__macro_support::tools_from_openai(&serde_json::json!([
         {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
             "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}}},
         {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object",
@@ -168,4 +168,26 @@ fn grammars_really_match() {
     assert_eq!(partial.result.outcome, peg_runtime::Outcome::NeedMoreInput);
     let out = kitchen_sink::parse(SINK[0].as_bytes(), false).unwrap();
     assert_eq!(out.result.outcome, peg_runtime::Outcome::Success);
+}
+
+peg_macros::chat_peg! {
+    /// Recursion through rules: nested brackets with a rule per level.
+    grammar nested {
+        root = value end;
+        rule value = "[" _ (item _)* "]" / #leaf(["0-9"]+);
+        rule item = value ","?;
+    }
+}
+
+#[test]
+fn deep_nesting_is_an_error_not_a_stack_overflow() {
+    let ok = b"[1, [2, [3]], []]";
+    let arena = nested::arena(&[]).unwrap();
+    assert_eq!(nested::parse(ok, false).unwrap(), arena.parse(ok, false).unwrap());
+    assert_eq!(nested::parse(ok, false).unwrap().result.outcome, peg_runtime::Outcome::Success);
+    let deep = "[".repeat(100_000);
+    for partial in [false, true] {
+        let err = nested::parse(deep.as_bytes(), partial).unwrap_err();
+        assert_eq!(err.kind(), peg_runtime::ErrorKind::TooDeep);
+    }
 }

@@ -14,62 +14,40 @@ use crate::json::{Dialect, Scanner, Target};
 use crate::parse::{Outcome, ParseOutput, ParseResult};
 use crate::{JsonKind, PythonKind};
 
-/// A tool of the request, as grammars with `each_tool(...)` see it: a name and the JSON schema
-/// of its arguments (an object schema whose `properties` are the arguments, in order).
+/// The tools of a request as grammars with `each_tool(...)` see them (re-exported by every
+/// generated module as `Tool`).
+pub use crate::chat::ToolSpec as Tool;
+
+/// Reads an OpenAI-style `tools` array; entries without a name are skipped.
 ///
 /// ```
-/// use peg_runtime::__macro_support::Tool;
-/// let tools = Tool::from_openai(&serde_json::json!([
+/// use peg_runtime::__macro_support::{is_string_schema, tool_args, tools_from_openai};
+/// let tools = tools_from_openai(&serde_json::json!([
 ///     {"type": "function", "function": {"name": "get_weather",
 ///      "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}
 /// ]));
 /// assert_eq!(tools[0].name, "get_weather");
-/// assert_eq!(tools[0].args()[0].0, "city");
-/// assert!(Tool::is_string_schema(tools[0].args()[0].1));
+/// assert_eq!(tool_args(&tools[0])[0].0, "city");
+/// assert!(is_string_schema(tool_args(&tools[0])[0].1));
 /// ```
-#[derive(Debug, Clone, PartialEq)]
-pub struct Tool {
-    /// The function name.
-    pub name: String,
-    /// The JSON schema of the arguments.
-    pub parameters: Value,
+pub fn tools_from_openai(tools: &Value) -> Vec<Tool> {
+    tools.as_array().into_iter().flatten().filter_map(Tool::from_openai).collect()
 }
 
-impl Tool {
-    /// A tool named `name` whose arguments follow `parameters`.
-    pub fn new(name: impl Into<String>, parameters: Value) -> Tool {
-        Tool { name: name.into(), parameters }
+/// A tool's arguments (`properties` of its schema) in declaration order, with their schemas.
+pub fn tool_args(tool: &Tool) -> Vec<(&str, &Value)> {
+    match tool.parameters.get("properties").and_then(Value::as_object) {
+        Some(props) => props.iter().map(|(k, v)| (k.as_str(), v)).collect(),
+        None => Vec::new(),
     }
+}
 
-    /// Reads an OpenAI-style `tools` array: `[{"type": "function", "function": {"name", "parameters"}}]`
-    /// (the bare `{"name", "parameters"}` form is accepted too). Entries without a name are skipped.
-    pub fn from_openai(tools: &Value) -> Vec<Tool> {
-        let Some(list) = tools.as_array() else { return Vec::new() };
-        list.iter()
-            .filter_map(|t| {
-                let f = t.get("function").unwrap_or(t);
-                let name = f.get("name")?.as_str()?;
-                let parameters = f.get("parameters").cloned().unwrap_or_else(|| serde_json::json!({"type": "object"}));
-                Some(Tool::new(name, parameters))
-            })
-            .collect()
-    }
-
-    /// The arguments (`properties` of the schema) in declaration order, with their schemas.
-    pub fn args(&self) -> Vec<(&str, &Value)> {
-        match self.parameters.get("properties").and_then(Value::as_object) {
-            Some(props) => props.iter().map(|(k, v)| (k.as_str(), v)).collect(),
-            None => Vec::new(),
-        }
-    }
-
-    /// Whether an argument schema describes a plain string (written raw by XML-style formats).
-    pub fn is_string_schema(schema: &Value) -> bool {
-        match schema.get("type") {
-            Some(Value::String(t)) => t == "string",
-            Some(Value::Array(ts)) => ts.len() == 1 && ts[0] == "string",
-            _ => false,
-        }
+/// Whether an argument schema describes a plain string (written raw by XML-style formats).
+pub fn is_string_schema(schema: &Value) -> bool {
+    match schema.get("type") {
+        Some(Value::String(t)) => t == "string",
+        Some(Value::Array(ts)) => ts.len() == 1 && ts[0] == "string",
+        _ => false,
     }
 }
 
@@ -405,10 +383,16 @@ pub struct AstBuf {
 }
 
 impl AstBuf {
+    /// A buffer sized for an input of `len` bytes (bounded, so huge inputs do not over-reserve).
+    pub fn for_input(len: usize) -> AstBuf {
+        let n = (len / 32).clamp(8, 1024);
+        AstBuf { nodes: Vec::with_capacity(n), out: Vec::with_capacity(n) }
+    }
+
     /// Closes a tag or rule node over the ids pushed since `mark`.
     #[inline]
     pub fn close(&mut self, mark: usize, tag: Option<Arc<str>>, rule: Option<Arc<str>>, start: usize, r: Res) {
-        let children: Vec<AstId> = self.out.drain(mark..).collect();
+        let children: Vec<AstId> = if mark == self.out.len() { Vec::new() } else { self.out.drain(mark..).collect() };
         let id = AstId(self.nodes.len() as u32);
         self.nodes.push(AstNode {
             tag,
@@ -431,23 +415,28 @@ impl AstBuf {
 
     /// The output of a whole parse, with the AST in pre-order like the engine's.
     pub fn finish(self, r: Res) -> ParseOutput {
-        let ast = if r.outcome == Outcome::Fail { Ast::default() } else { canonical(&self.nodes, &self.out) };
+        let ast = if r.outcome == Outcome::Fail { Ast::default() } else { canonical(self.nodes, &self.out) };
         ParseOutput { result: ParseResult { outcome: r.outcome, start: 0, end: r.end }, ast }
     }
 }
 
-fn canonical(nodes: &[AstNode], roots: &[AstId]) -> Ast {
-    let mut ast = Ast::default();
+/// Renumbers the nodes reachable from `roots` in pre-order, moving them (labels and child
+/// vectors are reused, not cloned).
+fn canonical(mut nodes: Vec<AstNode>, roots: &[AstId]) -> Ast {
+    let mut ast = Ast { nodes: Vec::with_capacity(nodes.len()), roots: Vec::with_capacity(roots.len()) };
     let mut stack: Vec<(AstId, Option<usize>)> = roots.iter().rev().map(|&r| (r, None)).collect();
     while let Some((old, parent)) = stack.pop() {
-        let n = &nodes[old.0 as usize];
+        let n = &mut nodes[old.0 as usize];
         let new = ast.nodes.len();
+        stack.extend(n.children.iter().rev().map(|&c| (c, Some(new))));
+        let mut children = std::mem::take(&mut n.children);
+        children.clear();
         ast.nodes.push(AstNode {
-            tag: n.tag.clone(),
-            rule: n.rule.clone(),
+            tag: n.tag.take(),
+            rule: n.rule.take(),
             start: n.start,
             end: n.end,
-            children: Vec::with_capacity(n.children.len()),
+            children,
             partial: n.partial,
             invalid_utf8: n.invalid_utf8,
         });
@@ -455,7 +444,6 @@ fn canonical(nodes: &[AstNode], roots: &[AstId]) -> Ast {
             Some(p) => ast.nodes[p].children.push(AstId(new as u32)),
             None => ast.roots.push(AstId(new as u32)),
         }
-        stack.extend(n.children.iter().rev().map(|&c| (c, Some(new))));
     }
     ast
 }
@@ -477,7 +465,7 @@ impl ToolTable {
         ToolTable {
             tools: tools
                 .iter()
-                .map(|t| (t.name.clone(), t.args().into_iter().map(|(n, s)| (n.to_owned(), Tool::is_string_schema(s))).collect()))
+                .map(|t| (t.name.clone(), tool_args(t).into_iter().map(|(n, s)| (n.to_owned(), is_string_schema(s))).collect()))
                 .collect(),
         }
     }

@@ -234,3 +234,31 @@ fn constructed_values_follow_the_schema() {
         r#"{"s": "42", "n": 42, "u": "{not json", "o": {"a": [1]}, "ns": null, "ns": "nullable", "x": "free text"}"#
     );
 }
+
+/// A content tag around a whole `<seed:think>` block (reasoning kept in content) shares a
+/// prefix with the tool-call marker: while the output is `<seed:` either may follow, so the
+/// stream must not emit it as content yet.
+#[test]
+fn speculative_leading_literal_is_held() {
+    let arena = NativeBuilder::build(|p| {
+        let think = p.optional(p.content(p.space() + "<seed:think>" + p.until("</seed:think>") + "</seed:think>")) + p.space();
+        let call = p.tool(
+            p.tool_open("{")
+                << p.json_member("name", "\"" + p.tool_name(p.json_string_content()) + "\"")
+                << ","
+                << p.json_member("arguments", p.tool_args(p.json()))
+                << p.tool_close("}"),
+        );
+        think
+            + p.content(p.until("<seed:tool_call>"))
+            + p.zero_or_more("<seed:tool_call>" << call << "</seed:tool_call>" << p.space())
+            + p.end()
+    })
+    .unwrap();
+    let parser = ChatParser::new(Arc::new(arena), ChatParseOptions::default());
+    let m = check_streaming(&parser, r#"<seed:tool_call>{"name": "f", "arguments": {"a": 1}}</seed:tool_call>"#);
+    assert_eq!(m.message.content, "");
+    assert_eq!(m.message.tool_calls[0].arguments, r#"{"a": 1}"#);
+    let m = check_streaming(&parser, "<seed:think>hm</seed:think>Hi");
+    assert_eq!(m.message.content, "<seed:think>hm</seed:think>Hi");
+}

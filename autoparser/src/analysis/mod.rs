@@ -1,5 +1,26 @@
 //! Differential template analysis: render variants of a conversation, compare them, and learn
 //! the markers around reasoning, content and tool calls.
+//!
+//! Every phase renders *probes* ([`probe`]): a user turn plus an assistant message holding
+//! distinctive needles (a content text, a reasoning text, calls to `foofoo`/`barbar` with
+//! arguments `alpha`/`bravo`, ids `call00001`/`call99999`). Comparing two renders
+//! ([`diff::calculate_diff_split`], with tag-boundary fixing) and segmenting text into markers
+//! ([`segment`]) locates the markers around each needle. The only heuristic is JSON detection.
+//!
+//! - R1-R5 (reasoning): with vs without reasoning (as a field, under its common names, or as a
+//!   typed content part); reasoning next to tool calls only (tools-only); thinking off vs on in
+//!   the generation prompt; history stripping of a conventional end marker; marker pairs the
+//!   thinking prompt introduces.
+//! - C1 (content): content-only vs tool-call output; the end-of-turn marker.
+//! - T1-T7 (tools): the tool region of one and of two calls; JSON-native field names, array
+//!   wrapping, section vs per-call markers, separator, function name markers (with call
+//!   indices), argument container, call-id position; where content goes relative to calls.
+//! - A1-A3 (arguments): name and value markers, literal-valued calls (`f(a='x')`), markers of
+//!   non-string values (`string="false">`).
+//!
+//! The result, [`TemplateAnalysis`], is computed once per template, serializes to JSON, and
+//! feeds [`crate::generator`] per request. Formats the diff cannot express are handled by
+//! builders registered in [`crate::registry`], matched on the template's own renders.
 
 pub mod diff;
 pub mod probe;
@@ -51,6 +72,12 @@ pub enum AnalysisError {
 /// assert_eq!(a.tools.format.per_call_start, "<tool_call>");
 /// ```
 pub fn analyze(r: &dyn Render) -> Result<TemplateAnalysis, AnalysisError> {
+    // A bug in a phase must not take the caller down: report it as an error.
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| analyze_inner(r)))
+        .unwrap_or_else(|_| Err(AnalysisError::Tools("internal error during analysis".into())))
+}
+
+fn analyze_inner(r: &dyn Render) -> Result<TemplateAnalysis, AnalysisError> {
     let lenient = Lenient(r);
     let r: &dyn Render = &lenient;
     let mut p = probe::Probe::new(r);
@@ -153,20 +180,48 @@ pub fn collect_preserved_tokens(a: &TemplateAnalysis) -> Vec<String> {
 /// variables that serving stacks pass.
 pub struct Lenient<'r>(pub &'r dyn Render);
 
+/// Context keys the analysis and generation always decide themselves.
+const KNOWN_KEYS: &[&str] = &[
+    "messages", "tools", "add_generation_prompt", "bos_token", "eos_token", "enable_thinking", "thinking",
+    "documents", "now", "tool_choice", "parallel_tool_calls", "continue_final_message",
+    // engine globals and functions
+    "namespace", "range", "dict", "lipsum", "cycler", "joiner", "raise_exception", "strftime_now", "loop",
+    "true", "false", "none", "True", "False", "None",
+];
+
 impl Render for Lenient<'_> {
     fn render(&self, ctx: &serde_json::Value) -> Result<String, String> {
         let mut ctx = ctx.clone();
         let mut last = self.0.render(&ctx);
-        for _ in 0..4 {
+        for attempt in 0..4 {
             let Err(e) = &last else { break };
-            let Some(name) = e.split('`').nth(1).filter(|_| e.contains("is undefined")) else { break };
-            if !ctx.is_object() || ctx.get(name).is_some() {
+            if !e.contains("undefined") || !ctx.is_object() {
                 break;
             }
-            ctx[name] = serde_json::Value::String(String::new());
+            match e.split('`').nth(1).filter(|_| e.contains("is undefined")) {
+                Some(name) if ctx.get(name).is_none() => ctx[name] = serde_json::Value::String(String::new()),
+                // Unnamed (release builds of the engine): fill every unknown free variable once.
+                _ if attempt == 0 => {
+                    let mut filled = false;
+                    for v in self.0.free_variables() {
+                        if !KNOWN_KEYS.contains(&v.as_str()) && ctx.get(&v).is_none() {
+                            ctx[v.as_str()] = serde_json::Value::String(String::new());
+                            filled = true;
+                        }
+                    }
+                    if !filled {
+                        break;
+                    }
+                }
+                _ => break,
+            }
             last = self.0.render(&ctx);
         }
         last
+    }
+
+    fn free_variables(&self) -> Vec<String> {
+        self.0.free_variables()
     }
 }
 
@@ -175,6 +230,30 @@ impl Render for Lenient<'_> {
 pub trait Render {
     /// Renders `ctx`; `Err` carries the template's error message.
     fn render(&self, ctx: &serde_json::Value) -> Result<String, String>;
+
+    /// Variables the template reads (a hint for retrying renders that fail on an undefined
+    /// variable when the error does not name it). Default: none known.
+    fn free_variables(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// A [`ChatTemplate`](crate::template::ChatTemplate) as a [`Render`] that also reports the
+/// template's free variables.
+pub struct TemplateRender<'t>(pub &'t crate::template::ChatTemplate);
+
+impl Render for TemplateRender<'_> {
+    fn render(&self, ctx: &serde_json::Value) -> Result<String, String> {
+        self.0.render(ctx).map_err(|e| e.to_string())
+    }
+    fn free_variables(&self) -> Vec<String> {
+        self.0.variables(false).into_iter().collect()
+    }
+}
+
+/// [`analyze`] for a [`ChatTemplate`](crate::template::ChatTemplate).
+pub fn analyze_template(t: &crate::template::ChatTemplate) -> Result<TemplateAnalysis, AnalysisError> {
+    analyze(&TemplateRender(t))
 }
 
 #[cfg(test)]
@@ -259,7 +338,7 @@ mod all_templates {
                     continue;
                 }
             };
-            match super::analyze(&t) {
+            match super::analyze_template(&t) {
                 Ok(a) => {
                     ok += 1;
                     if let Ok(dir) = std::env::var("DUMP") {

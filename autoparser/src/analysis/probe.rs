@@ -115,6 +115,11 @@ impl<'r> Probe<'r> {
         Probe { r, object_args: true, with_tools: true }
     }
 
+    /// The same renderer, with or without tool definitions in the context.
+    pub fn clone_with_tools(&self, with_tools: bool) -> Probe<'r> {
+        Probe { r: self.r, object_args: self.object_args, with_tools }
+    }
+
     /// The tool-call JSON of `c` as templates receive it.
     pub fn call_json(&self, c: &Call) -> Value {
         let mut args = serde_json::Map::new();

@@ -140,6 +140,45 @@ pub fn analyze_reasoning(p: &Probe, caps: &mut Capabilities, notes: &mut Vec<Str
             }
         }
     }
+    // R6: an empty block the template writes right before plain content (`<think></think>`).
+    if r.mode == ReasoningMode::None {
+        if let Ok(s) = p.render_asst(&Asst::content(CONTENT)) {
+            if let Some(i) = s.find(CONTENT) {
+                let before = s[..i].trim_end();
+                if let Some((k, end)) = last_marker(before).filter(|(k, m)| k + m.len() == before.len()) {
+                    let b2 = before[..k].trim_end();
+                    if let Some((_, start)) = last_marker(b2).filter(|(k2, m)| k2 + m.len() == b2.len()) {
+                        if closing_of(start).as_deref() == Some(end) {
+                            notes.push(format!("reasoning `{start}`..`{end}` from the empty block before content"));
+                            r = ReasoningAnalysis { mode: ReasoningMode::TagBased, start: start.to_owned(), end: end.to_owned() };
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // R5: markers the prompt introduces only when thinking is on (instructions such as
+    // "write your thoughts in <think></think>"): an opening/closing pair.
+    for with_tools in [true, false] {
+        if r.mode != ReasoningMode::None {
+            break;
+        }
+        let mut q = p.clone_with_tools(with_tools);
+        q.object_args = p.object_args;
+        if let (Ok(pf), Ok(pt)) = (q.render_prompt(Some(false)), q.render_prompt(Some(true))) {
+            let before: Vec<String> = super::segment::segmentize_markers(&pf).into_iter().filter(|s| s.is_marker()).map(|s| s.value).collect();
+            let added: Vec<String> = super::segment::segmentize_markers(&pt)
+                .into_iter()
+                .filter(|s| s.is_marker() && !before.contains(&s.value))
+                .map(|s| s.value)
+                .collect();
+            let pair = added.iter().find_map(|m| closing_of(m).filter(|c| added.contains(c)).map(|c| (m.clone(), c)));
+            if let Some((start, end)) = pair {
+                notes.push(format!("reasoning `{start}`..`{end}` introduced by the thinking prompt"));
+                r = ReasoningAnalysis { mode: ReasoningMode::TagBased, start, end };
+            }
+        }
+    }
     r
 }
 

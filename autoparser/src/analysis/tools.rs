@@ -39,7 +39,7 @@ fn strip_reasoning(h: &str, r: &ReasoningAnalysis) -> String {
 
 /// Result of T1: the tool region renders and how arguments were passed.
 pub struct ToolProbe {
-    /// One call, ids replaced by [`ID_MARK`].
+    /// One call, ids replaced by a private-use placeholder character.
     pub one: String,
     /// Two calls (if the template renders both).
     pub two: Option<String>,
@@ -58,7 +58,7 @@ pub fn probe_tools(p: &mut Probe, r: &ReasoningAnalysis) -> Option<ToolProbe> {
     for object_args in [true, false] {
         p.object_args = object_args;
         let Ok(one) = tool_region(p, vec![Call::first()]) else { continue };
-        if !one.contains(FUN_A) || !(one.contains(ARG_A) && one.contains(VAL_A)) {
+        if !(one.contains(FUN_A) && one.contains(ARG_A) && one.contains(VAL_A)) {
             continue;
         }
         // Arguments rendered as an escaped JSON string mean the template wants strings.
@@ -278,7 +278,7 @@ fn analyze_tagged(t: &mut ToolAnalysis, tp: &ToolProbe) -> Result<(), String> {
         let (np_struct, np) = split_name_prefix(&ps[k + ID_MARK.len()..]);
         t.call_id = ToolCallIdAnalysis {
             pos: CallIdPosition::PreFuncName,
-            prefix: ps[..k].rsplit_once(|c| c == '>' || c == ']').map_or("", |(_, x)| x).to_owned(),
+            prefix: ps[..k].rsplit_once(['>', ']']).map_or("", |(_, x)| x).to_owned(),
             suffix: np_struct.trim().to_owned(),
         };
         let pcs_end = k - t.call_id.prefix.len();
@@ -348,10 +348,7 @@ fn analyze_tagged(t: &mut ToolAnalysis, tp: &ToolProbe) -> Result<(), String> {
     if mode == ToolFormat::TagWithJson {
         let (_, end1) = json_at(&body_a, args1_start).ok_or("argument object does not parse")?;
         rest1 = body_a[end1..].to_owned();
-        rest2 = match args2_start.and_then(|s| json_at(&body_b, s)) {
-            Some((_, end2)) => Some(body_b[end2..].to_owned()),
-            None => None,
-        };
+        rest2 = args2_start.and_then(|s| json_at(&body_b, s)).map(|(_, end2)| body_b[end2..].to_owned());
     } else {
         t.arguments.name_prefix = arg_name_prefix.trim_start().to_owned();
         // A1/A2 on call one: name suffix and value prefix, between `alpha` and `XXXX`.
@@ -498,6 +495,14 @@ pub fn analyze_tools(p: &mut Probe, r: &ReasoningAnalysis, caps: &mut Capabiliti
     match t.format.mode {
         ToolFormat::JsonNative => analyze_json(&mut t, &tp)?,
         _ => analyze_tagged(&mut t, &tp)?,
+    }
+    // Where content goes when a message has both.
+    let mut both = Asst::calls(vec![Call::first()]);
+    both.content = Some(CONTENT.to_owned());
+    if let Ok(s) = p.render_asst(&both) {
+        if let (Some(c), Some(f)) = (s.rfind(CONTENT), s.rfind(FUN_A)) {
+            t.format.content_after_calls = c > f;
+        }
     }
     if t.format.mode == ToolFormat::TagWithTagged {
         detect_literal_values(&mut t);

@@ -136,6 +136,8 @@ pub struct ToolFormatAnalysis {
     pub args_as_string: bool,
     /// Arguments use Python literals (`{'a': 'b'}`, `True`).
     pub uses_python_dicts: bool,
+    /// The template writes a message's content after its tool calls, not before.
+    pub content_after_calls: bool,
 }
 
 impl Default for ToolFormatAnalysis {
@@ -157,6 +159,7 @@ impl Default for ToolFormatAnalysis {
             parameter_order: Vec::new(),
             args_as_string: false,
             uses_python_dicts: false,
+            content_after_calls: false,
         }
     }
 }

@@ -10,6 +10,7 @@ use super::grammar::check_grammar;
 use super::judge::{compare_messages, stream_message};
 use super::templates::{LoadedTemplate, TemplateStore};
 use super::{CheckOptions, Timings};
+use crate::analysis::TemplateRender;
 use crate::generator::{generate, Request};
 use crate::template::ChatRequest;
 
@@ -135,7 +136,7 @@ fn prepare_parse<'c>(case: &'c Value, store: &mut TemplateStore, timings: &mut T
     let analysis = analysis?;
     let req = Request::from_inputs(inputs);
     let t0 = Instant::now();
-    let generated = generate(tmpl, &analysis, &req).map_err(|e| format!("generate: {e}"))?;
+    let generated = generate(&TemplateRender(tmpl), &analysis, &req).map_err(|e| format!("generate: {e}"))?;
     timings.generate.push(t0.elapsed());
     let tools = req.tools.iter().filter_map(ToolSpec::from_openai).collect();
     Ok(ParseCase { output, partial, expect_failure, expected, inputs, analysis, generated, tools })

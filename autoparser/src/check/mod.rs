@@ -106,6 +106,8 @@ pub struct CaseResult {
     pub id: String,
     /// The case kind (`invalid` for an unreadable line).
     pub kind: String,
+    /// The template's name (`inline` for a `template_source`, empty when unknown).
+    pub template: String,
     /// Pass, fail or skip.
     pub status: Status,
     /// Why it failed (or was skipped).
@@ -336,6 +338,7 @@ pub fn run(corpus: &Path, opts: &CheckOptions) -> Result<Report, CheckError> {
                         report.results.push(CaseResult {
                             id,
                             kind: "invalid".into(),
+                            template: String::new(),
                             status: Status::Fail,
                             reasons: vec![format!("malformed JSON: {e}")],
                             elapsed: Duration::ZERO,
@@ -346,6 +349,11 @@ pub fn run(corpus: &Path, opts: &CheckOptions) -> Result<Report, CheckError> {
             };
             let id = case.get("id").and_then(Value::as_str).map_or_else(|| format!("line {}", n + 1), str::to_owned);
             let kind = case.get("kind").and_then(Value::as_str).unwrap_or("invalid").to_owned();
+            let template = match (case.get("template"), case.get("template_source")) {
+                (Some(Value::String(n)), _) => n.clone(),
+                (_, Some(Value::String(_))) => "inline".to_owned(),
+                _ => String::new(),
+            };
             if !opts.wants(&kind, &id) {
                 continue;
             }
@@ -359,7 +367,7 @@ pub fn run(corpus: &Path, opts: &CheckOptions) -> Result<Report, CheckError> {
             }));
             let reasons = judged.unwrap_or_else(|p| vec![format!("panicked: {}", panic_message(&*p))]);
             let status = if reasons.is_empty() { Status::Pass } else { Status::Fail };
-            report.results.push(CaseResult { id, kind, status, reasons, elapsed: t0.elapsed() });
+            report.results.push(CaseResult { id, kind, template, status, reasons, elapsed: t0.elapsed() });
         }
     }
     if opts.kinds.is_empty() || opts.kinds.iter().any(|k| k == "render") {
@@ -369,6 +377,7 @@ pub fn run(corpus: &Path, opts: &CheckOptions) -> Result<Report, CheckError> {
             Err(p) => report.results.push(CaseResult {
                 id: "render".into(),
                 kind: "render".into(),
+                template: String::new(),
                 status: Status::Fail,
                 reasons: vec![format!("panicked: {}", panic_message(&*p))],
                 elapsed: Duration::ZERO,
@@ -378,6 +387,52 @@ pub fn run(corpus: &Path, opts: &CheckOptions) -> Result<Report, CheckError> {
     report.timings.analysis = store.analysis_times();
     report.timings.total = t_run.elapsed();
     Ok(report)
+}
+
+/// One parse case's verdict, in the shape of [`run_corpus`]'s report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaseOutcome {
+    /// The case id.
+    pub id: String,
+    /// Whether it passed.
+    pub passed: bool,
+    /// Why it failed (empty when it passed).
+    pub detail: String,
+}
+
+/// Pass counts of the `parse` cases of a corpus ([`run_corpus`]).
+#[derive(Debug, Clone, Default)]
+pub struct CorpusReport {
+    /// Parse cases run.
+    pub total: usize,
+    /// Parse cases passed.
+    pub passed: usize,
+    /// Every failed case.
+    pub failures: Vec<CaseOutcome>,
+    /// Per template: (passed, total).
+    pub per_template: BTreeMap<String, (usize, usize)>,
+}
+
+/// Runs only the `parse` cases of `corpus_dir` with templates from `templates_dir`, judged
+/// like [`run`] does (it is [`run`] with `kinds = ["parse"]`), summarized per template.
+pub fn run_corpus(corpus_dir: &Path, templates_dir: &Path) -> Result<CorpusReport, String> {
+    let mut opts = CheckOptions::new(templates_dir);
+    opts.kinds = vec!["parse".into()];
+    let report = run(corpus_dir, &opts).map_err(|e| e.to_string())?;
+    let mut out = CorpusReport::default();
+    for r in &report.results {
+        let passed = r.status == Status::Pass;
+        out.total += 1;
+        let slot = out.per_template.entry(r.template.clone()).or_default();
+        slot.1 += 1;
+        if passed {
+            out.passed += 1;
+            slot.0 += 1;
+        } else {
+            out.failures.push(CaseOutcome { id: r.id.clone(), passed, detail: r.reasons.join("; ") });
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -159,6 +159,7 @@ pub fn run_render(render_dir: &Path, store: &mut TemplateStore, filter: Option<&
             out.push(CaseResult {
                 id,
                 kind: "render".into(),
+                template: name.clone(),
                 status,
                 reasons: if reason.is_empty() { Vec::new() } else { vec![reason] },
                 elapsed: t0.elapsed(),

@@ -7,6 +7,7 @@ use clap::Args;
 use serde_json::json;
 
 use super::{print_json, AnalysisArg, RequestArg, TemplateArg};
+use crate::analysis::TemplateRender;
 use crate::generator::{generate, GeneratedParser, Request};
 
 /// Arguments of `generate`.
@@ -46,7 +47,7 @@ pub fn run(args: &GenerateArgs) -> Result<ExitCode, String> {
     let t0 = Instant::now();
     let a = args.analysis.get(&t)?;
     let t1 = Instant::now();
-    let g = generate(&t, &a, &Request::from_inputs(&inputs)).map_err(|e| e.to_string())?;
+    let g = generate(&TemplateRender(&t), &a, &Request::from_inputs(&inputs)).map_err(|e| e.to_string())?;
     if args.timings {
         let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
         eprintln!("analysis: {:.3} ms, generate: {:.3} ms", ms(t1 - t0), ms(t1.elapsed()));

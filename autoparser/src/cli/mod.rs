@@ -96,7 +96,7 @@ impl AnalysisArg {
                 let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
                 TemplateAnalysis::from_json(&text).map_err(|e| format!("{}: not an analysis: {e}", p.display()))
             }
-            None => crate::analysis::analyze(t).map_err(|e| e.to_string()),
+            None => crate::analysis::analyze_template(t).map_err(|e| e.to_string()),
         }
     }
 }

@@ -7,6 +7,7 @@ use clap::Args;
 use peg_runtime::chat::{ChatParseOptions, ChatParser, ChatStream, ToolSpec};
 
 use super::{print_json, AnalysisArg, RequestArg, TemplateArg};
+use crate::analysis::TemplateRender;
 use crate::generator::{generate, Request};
 
 /// Arguments of `parse`.
@@ -41,7 +42,7 @@ pub fn run(args: &ParseArgs) -> Result<ExitCode, String> {
     let inputs = args.request.load()?;
     let a = args.analysis.get(&t)?;
     let req = Request::from_inputs(&inputs);
-    let g = generate(&t, &a, &req).map_err(|e| e.to_string())?;
+    let g = generate(&TemplateRender(&t), &a, &req).map_err(|e| e.to_string())?;
     let parser = ChatParser::new(
         g.arena.clone(),
         ChatParseOptions {

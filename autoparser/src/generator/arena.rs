@@ -7,36 +7,7 @@ use super::request::{ReasoningFormat, Request, ToolChoice};
 use crate::analysis::{ContentMode, ReasoningMode, TemplateAnalysis, ToolFormat};
 
 /// The semantic tags of the chat shapes (the chat mapper reads these).
-pub mod tags {
-    /// Reasoning text.
-    pub const REASONING: &str = "reasoning";
-    /// Content text.
-    pub const CONTENT: &str = "content";
-    /// A whole tool call.
-    pub const TOOL: &str = "tool";
-    /// Start of a call.
-    pub const TOOL_OPEN: &str = "tool_open";
-    /// End of a call.
-    pub const TOOL_CLOSE: &str = "tool_close";
-    /// Call id.
-    pub const TOOL_ID: &str = "tool_id";
-    /// Function name.
-    pub const TOOL_NAME: &str = "tool_name";
-    /// Arguments as one JSON object.
-    pub const TOOL_ARGS: &str = "tool_args";
-    /// One argument.
-    pub const TOOL_ARG: &str = "tool_arg";
-    /// Start of an argument.
-    pub const TOOL_ARG_OPEN: &str = "tool_arg_open";
-    /// End of an argument.
-    pub const TOOL_ARG_CLOSE: &str = "tool_arg_close";
-    /// Argument name.
-    pub const TOOL_ARG_NAME: &str = "tool_arg_name";
-    /// Raw string value.
-    pub const TOOL_ARG_STRING_VALUE: &str = "tool_arg_string_value";
-    /// JSON value.
-    pub const TOOL_ARG_JSON_VALUE: &str = "tool_arg_json_value";
-}
+pub use peg_runtime::chat::tags;
 
 /// A literal that tolerates whitespace differences: surrounding whitespace of `s` is optional.
 fn lit<'a>(b: &'a Builder, s: &str) -> Parser<'a> {
@@ -71,18 +42,19 @@ fn lit_indexed<'a>(b: &'a Builder, s: &str) -> Parser<'a> {
 /// The words that start a tool section (grammar triggers, content delimiters).
 pub fn trigger_words(a: &TemplateAnalysis) -> Vec<String> {
     let f = &a.tools.format;
-    let first = [&f.section_start, &f.per_call_start]
-        .into_iter()
-        .map(|s| s.trim())
-        .find(|s| !s.is_empty())
-        .map(str::to_owned);
-    let mut out: Vec<String> = first.into_iter().collect();
+    let mut out: Vec<String> = Vec::new();
+    // Both the section and the per-call opener announce calls: models drop the section
+    // wrapper when each call has its own.
+    for s in [&f.section_start, &f.per_call_start] {
+        let s = s.trim();
+        if !s.is_empty() && !out.iter().any(|x| x == s) {
+            out.push(s.to_owned());
+        }
+    }
     let np = a.tools.function.name_prefix.trim();
     let np_is_marker = crate::analysis::segment::first_marker(np).is_some() || crate::analysis::text::open_tail(np).is_some();
-    if a.tools.format.mode != ToolFormat::JsonNative && np_is_marker {
-        if f.section_start.trim().is_empty() {
-            out.push(np.to_owned());
-        }
+    if a.tools.format.mode != ToolFormat::JsonNative && np_is_marker && f.section_start.trim().is_empty() && !out.iter().any(|x| x == np) {
+        out.push(np.to_owned());
     }
     out
 }
@@ -261,14 +233,12 @@ impl<'a, 'b> Ctx<'a, 'b> {
         if t.call_id.pos == P::PreFuncName {
             open = open + self.call_id();
         }
-        // Nesting the name inside a call id (`functions.NAME:0`) is right for one-shot parses
-        // but the streaming mapper does not yet handle it; off until it does.
-        const ID_AROUND_NAME: bool = false;
-        if t.function.indexed && ID_AROUND_NAME {
+        if t.function.indexed {
             // `functions.NAME:0` is the call id, with the name inside.
             let np = t.function.name_prefix.trim();
             let id = b.literal(np) + b.tag(super::tags::TOOL_NAME, b.literal(name)) + lit_indexed(b, &t.function.name_suffix);
-            open = open + b.space() + b.tag(super::tags::TOOL_ID, id);
+            // Atomic: the name inside is announced only with the whole id.
+            open = open + b.space() + b.atomic(b.tag(super::tags::TOOL_ID, id));
         } else {
             open = open + lit(b, &t.function.name_prefix) + b.tag(super::tags::TOOL_NAME, b.literal(name));
             open = open + lit_indexed(b, &t.function.name_suffix);
@@ -355,7 +325,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let f = &self.a.tools.format;
         let mut tools = self.tools();
         // Ordered choice: a name that prefixes another (`f` vs `f_with_opt`) must come last.
-        tools.sort_by(|x, y| y.0.len().cmp(&x.0.len()));
+        tools.sort_by_key(|t| std::cmp::Reverse(t.0.len()));
         let calls: Vec<Parser<'b>> = tools
             .iter()
             .map(|(n, s)| if f.mode == ToolFormat::JsonNative { self.json_call(n, s) } else { self.tag_call(n, s) })
@@ -374,6 +344,11 @@ impl<'a, 'b> Ctx<'a, 'b> {
 
     /// The whole tool section.
     fn tool_section(&self) -> Parser<'b> {
+        self.tool_section_then(self.b.eps())
+    }
+
+    /// The tool section followed by `after`, in one trigger rule.
+    fn tool_section_then(&self, after: Parser<'b>) -> Parser<'b> {
         let b = self.b;
         let f = &self.a.tools.format;
         let call = self.any_call();
@@ -381,11 +356,13 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let more = if sep.is_empty() { b.space() + call } else { b.space() + sep + b.space() + call };
         let calls = if self.req.parallel_tool_calls { call + b.zero_or_more(more) } else { call };
         let calls = if f.tools_array_wrapped { b.space() + "[" + b.space() + calls + b.space() + "]" } else { calls };
-        let mut sec = lit(b, &f.section_start) + calls;
+        let ss = lit(b, &f.section_start);
+        let has_per_call = !f.per_call_start.trim().is_empty();
+        let mut sec = if has_per_call && !f.section_start.trim().is_empty() { b.optional(ss) } else { ss } + calls;
         if !f.section_end.trim().is_empty() {
             sec = sec + b.optional(lit(b, &f.section_end));
         }
-        b.trigger_rule("tool-calls", sec + b.space())
+        b.trigger_rule("tool-calls", sec + b.space() + after)
     }
 
     fn tools_on(&self) -> bool {
@@ -416,8 +393,13 @@ impl<'a, 'b> Ctx<'a, 'b> {
         if !self.tools_on() {
             return reasoning + self.content(&[]) + b.end();
         }
-        let section = self.tool_section();
         let triggers = trigger_words(self.a);
+        let section = if self.a.tools.format.content_after_calls && !triggers.is_empty() {
+            // Content the template writes after the calls.
+            self.tool_section_then(b.optional(self.content(&triggers)))
+        } else {
+            self.tool_section()
+        };
         if self.req.tool_choice == ToolChoice::Required {
             // Calls are required; a short preamble before a marked call is still content.
             if triggers.is_empty() {

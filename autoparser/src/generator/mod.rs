@@ -106,7 +106,8 @@ fn continue_final(
     earlier: &[serde_json::Value],
 ) -> Result<(String, String, String), GenerateError> {
     let p0 = r.render(&req.context_with(earlier, true)).map_err(GenerateError::Render)?;
-    let full = r.render(&req.context(false)).map_err(GenerateError::Render)?;
+    // Templates may refuse a final message without content: then the turn is built below.
+    let full = r.render(&req.context(false)).unwrap_or_default();
     let get = |k: &str| last.get(k).and_then(serde_json::Value::as_str).unwrap_or("");
     let reasoning_text = [get("reasoning_content"), get("thinking"), get("reasoning")].into_iter().find(|s| !s.is_empty()).unwrap_or("");
     let content_text = get("content");
@@ -158,9 +159,58 @@ fn continue_final(
 }
 
 /// Builds the parser, prompt and triggers for `req`.
+///
+/// ```
+/// # use autoparser::analysis::{analyze, Render};
+/// # use autoparser::generator::{generate, Request, GrammarTrigger};
+/// # struct Fixed;
+/// # impl Render for Fixed {
+/// #     fn render(&self, ctx: &serde_json::Value) -> Result<String, String> {
+/// #         let mut out = String::new();
+/// #         for m in ctx["messages"].as_array().unwrap() {
+/// #             out += &format!("<|{}|>", m["role"].as_str().unwrap());
+/// #             if let Some(r) = m["reasoning_content"].as_str() { out += &format!("<think>{r}</think>"); }
+/// #             out += m["content"].as_str().unwrap_or("");
+/// #             for c in m["tool_calls"].as_array().into_iter().flatten() {
+/// #                 out += &format!("<tool_call>{}</tool_call>", serde_json::json!({
+/// #                     "name": c["function"]["name"], "arguments": c["function"]["arguments"]}));
+/// #             }
+/// #             out += "<|end|>";
+/// #         }
+/// #         if ctx["add_generation_prompt"] == true { out += "<|assistant|>"; }
+/// #         Ok(out)
+/// #     }
+/// # }
+/// let analysis = analyze(&Fixed).unwrap(); // once per template
+/// let req = Request {
+///     messages: vec![serde_json::json!({"role": "user", "content": "Weather?"})],
+///     tools: vec![serde_json::json!({"type": "function", "function": {"name": "get_weather",
+///         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}})],
+///     add_generation_prompt: true,
+///     ..Request::default()
+/// };
+/// let g = generate(&Fixed, &analysis, &req).unwrap(); // per request
+/// assert_eq!(g.generation_prompt, "<|assistant|>");
+/// assert_eq!(g.grammar_triggers, [GrammarTrigger::Word("<tool_call>".into())]);
+/// let out = r#"<think>Let me check.</think><tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>"#;
+/// let parsed = g.arena.parse(out.as_bytes(), false).unwrap();
+/// assert_eq!(parsed.result.outcome, peg_runtime::Outcome::Success);
+/// ```
 pub fn generate(r: &dyn Render, a: &TemplateAnalysis, req: &Request) -> Result<GeneratedParser, GenerateError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| generate_inner(r, a, req)))
+        .unwrap_or_else(|_| Err(GenerateError::Arena("internal error during generation".into())))
+}
+
+fn generate_inner(r: &dyn Render, a: &TemplateAnalysis, req: &Request) -> Result<GeneratedParser, GenerateError> {
     let lenient = crate::analysis::Lenient(r);
     let r: &dyn Render = &lenient;
+    let normalized;
+    let req = if a.caps.supports_object_arguments {
+        normalized = req.with_object_arguments();
+        &normalized
+    } else {
+        req
+    };
     let (prompt, generation_prompt, prefill) = match (req.continue_final, req.messages.split_last()) {
         (ContinueFinal::None, _) | (_, None) => {
             let prompt = r.render(&req.context(req.add_generation_prompt)).map_err(GenerateError::Render)?;

@@ -105,6 +105,24 @@ impl Request {
         }
     }
 
+    /// A copy whose tool-call arguments given as JSON text are objects (templates that iterate
+    /// `arguments.items()` need objects).
+    pub fn with_object_arguments(&self) -> Request {
+        let mut r = self.clone();
+        for m in &mut r.messages {
+            let Some(calls) = m.get_mut("tool_calls").and_then(Value::as_array_mut) else { continue };
+            for c in calls {
+                let Some(f) = c.get_mut("function") else { continue };
+                if let Some(Value::String(text)) = f.get("arguments") {
+                    if let Ok(v @ Value::Object(_)) = serde_json::from_str::<Value>(text) {
+                        f["arguments"] = v;
+                    }
+                }
+            }
+        }
+        r
+    }
+
     /// The template context for this request.
     pub fn context(&self, add_generation_prompt: bool) -> Value {
         self.context_with(&self.messages, add_generation_prompt)

@@ -47,6 +47,13 @@ impl Kind {
         })
     }
 
+    /// The text kind of a tag.
+    pub(crate) fn of_text_tag(tag: &str) -> Option<Kind> {
+        [Kind::Content, Kind::Reasoning, Kind::ToolArgs, Kind::ArgString, Kind::ArgJson]
+            .into_iter()
+            .find(|k| k.text_tag() == Some(tag))
+    }
+
     fn is_text(self) -> bool {
         matches!(self, Kind::Content | Kind::Reasoning | Kind::ToolArgs | Kind::ArgString | Kind::ArgJson)
     }
@@ -207,6 +214,9 @@ pub(crate) struct Context {
     pub has_scopes: bool,
     /// Generated ids are this prefix plus the call index.
     pub id_prefix: String,
+    /// Literals some parsers of a text kind start with: a growing node of that kind whose
+    /// text is still a prefix of one may vanish (the literal may fail), so it is not folded.
+    pub leading: Vec<(Kind, String)>,
 }
 
 impl Context {
@@ -632,6 +642,13 @@ impl Driver {
                     Some((k, s, read)) if k == ev.kind && s == ev.start => (read.min(ev.end), false),
                     _ => (ev.start, true),
                 };
+                if !ev.sealed && first && !cx.leading.is_empty() {
+                    let t = String::from_utf8_lossy(&input[ev.start..ev.end]);
+                    let t = t.trim_start();
+                    if cx.leading.iter().any(|(k, lit)| *k == ev.kind && lit.starts_with(t)) {
+                        break;
+                    }
+                }
                 let to = if ev.sealed { ev.end } else { utf8_safe_end(input, from, ev.end) };
                 let text = String::from_utf8_lossy(&input[from..to]);
                 self.fold.text(ev.kind, &text, first, ev.sealed, cx, sink);

@@ -140,7 +140,8 @@ fn null_as_default<'de, D: Deserializer<'de>, T: Deserialize<'de> + Default>(d: 
 
 impl ChatMessage {
     /// Appends one streaming delta: text is concatenated, a tool call is created at its first
-    /// appearance (`index`), later fragments extend its arguments.
+    /// appearance (`index`), later fragments extend its arguments. Calls appear in index order
+    /// in a stream, so a fragment whose index skips ahead of the next new call is ignored.
     ///
     /// ```
     /// use peg_runtime::chat::{ChatDelta, ChatMessage, ToolCallDelta};
@@ -160,7 +161,10 @@ impl ChatMessage {
             self.reasoning_content.push_str(r);
         }
         for t in &delta.tool_calls {
-            while self.tool_calls.len() <= t.index {
+            if t.index > self.tool_calls.len() {
+                continue;
+            }
+            if t.index == self.tool_calls.len() {
                 self.tool_calls.push(ChatToolCall::default());
             }
             let call = &mut self.tool_calls[t.index];
@@ -324,6 +328,14 @@ mod tests {
         .unwrap();
         assert_eq!(m.content, "");
         assert_eq!(m.reasoning_content, "r");
+        assert_eq!(m.tool_calls.len(), 1);
+    }
+
+    #[test]
+    fn out_of_order_index_is_ignored() {
+        let mut m = ChatMessage::default();
+        m.apply(&ChatDelta::tool_call(ToolCallDelta::arguments(usize::MAX, "x")));
+        m.apply(&ChatDelta::tool_call(ToolCallDelta::header(0, "a", "f")));
         assert_eq!(m.tool_calls.len(), 1);
     }
 

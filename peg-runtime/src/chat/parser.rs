@@ -7,9 +7,9 @@ use serde::{Deserialize, Serialize};
 use crate::arena::{Arena, Node};
 use crate::chat::builder::tags;
 use crate::chat::json_text::close_partial_json;
-use crate::chat::mapper::{ArgType, Context, Driver, MessageSink, Sink};
+use crate::chat::mapper::{ArgType, Context, Driver, Kind, MessageSink, Sink};
 use crate::chat::message::ChatMessage;
-use crate::chat::predict::Predictor;
+use crate::chat::predict::{leading_literals, Predictor};
 use crate::chat::stream::ChatStream;
 use crate::error::{Error, ErrorKind};
 use crate::parse::{Outcome, ParseOutput};
@@ -155,6 +155,11 @@ impl ChatParser {
             cx.arg_types.insert(tool.name.clone(), types);
         }
         let predict = Predictor::new(&arena);
+        for (tag, lit) in leading_literals(&arena) {
+            if let Some(kind) = Kind::of_text_tag(tag) {
+                cx.leading.push((kind, lit));
+            }
+        }
         ChatParser { inner: Arc::new(Inner { arena, options, cx, predict }) }
     }
 

@@ -78,6 +78,35 @@ impl Predictor {
     }
 }
 
+/// For each text tag whose parser starts with a literal (after optional whitespace), that
+/// literal: e.g. a `content` tag around a whole `<think>...</think>` block.
+pub(crate) fn leading_literals(arena: &Arena) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    for node in arena.nodes() {
+        let Node::Tag { tag, child } = node else { continue };
+        let Some(&name) = TEXT_TAGS.iter().find(|t| **t == tag.as_str()) else { continue };
+        if let Some(lit) = leading_literal(arena, *child, 0) {
+            out.push((name, lit));
+        }
+    }
+    out
+}
+
+fn leading_literal(arena: &Arena, id: NodeId, depth: usize) -> Option<String> {
+    if depth > 32 {
+        return None;
+    }
+    match arena.node(arena.resolve(id)) {
+        Node::Literal { text } if !text.is_empty() => Some(text.clone()),
+        Node::Sequence { children } => {
+            let first = children.iter().find(|&&c| !matches!(arena.node(arena.resolve(c)), Node::Space | Node::Eps))?;
+            leading_literal(arena, *first, depth + 1)
+        }
+        Node::Rule { child, .. } | Node::Schema { child, .. } | Node::Gbnf { child, .. } => leading_literal(arena, *child, depth + 1),
+        _ => None,
+    }
+}
+
 fn classify(arena: &Arena, id: NodeId, depth: usize) -> Option<Growth> {
     if depth > 32 {
         return None;

@@ -1,7 +1,6 @@
 peg_macros::chat_peg! {
     grammar g {
-        root = call(json);
-        rule call = "x";
+        root = each_tool(tool_name each_tool(tool_name));
     }
 }
 fn main() {}

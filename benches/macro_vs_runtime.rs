@@ -1,0 +1,141 @@
+//! The specialized parsers of `chat_peg::formats` against the runtime arena of the same
+//! grammar, on the same inputs (one-shot, complete input). Target: macro >= 2x faster.
+//!
+//! Run: `cargo bench --bench macro_vs_runtime -- --quick`
+
+use std::hint::black_box;
+
+use chat_peg::formats::{gpt_oss, hermes, qwen3_coder};
+use chat_peg::peg_runtime::chat::ToolSpec;
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use serde_json::json;
+
+fn tools() -> Vec<ToolSpec> {
+    ["get_weather", "search_web", "read_file", "write_file", "run_command"]
+        .iter()
+        .map(|name| {
+            ToolSpec::new(
+                *name,
+                json!({"type": "object", "properties": {
+                    "path": {"type": "string"}, "count": {"type": "integer"}, "verbose": {"type": "boolean"}
+                }}),
+            )
+        })
+        .collect()
+}
+
+/// Many short tool calls: parser structure dominates.
+fn hermes_input(calls: usize) -> String {
+    let mut s = String::from("Let me look at a few things before answering.\n");
+    for i in 0..calls {
+        let name = ["get_weather", "search_web", "read_file", "write_file", "run_command"][i % 5];
+        s.push_str(&format!(
+            "<tool_call>\n{{\"name\": \"{name}\", \"arguments\": {{\"path\": \"src/file_{i}.rs\", \"count\": {i}, \"verbose\": true}}}}\n</tool_call>\n"
+        ));
+    }
+    s
+}
+
+fn qwen_input(calls: usize) -> String {
+    let mut s = String::from("I'll make the changes.\n");
+    for i in 0..calls {
+        let name = ["get_weather", "search_web", "read_file", "write_file", "run_command"][i % 5];
+        s.push_str(&format!(
+            "<tool_call>\n<function={name}>\n<parameter=path>\nsrc/file_{i}.rs\n</parameter>\n<parameter=count>\n{i}\n</parameter>\n<parameter=verbose>\ntrue\n</parameter>\n</function>\n</tool_call>\n"
+        ));
+    }
+    s
+}
+
+fn gpt_oss_input(calls: usize) -> String {
+    let mut s = String::from("<|channel|>analysis<|message|>The user wants several files read.<|end|>");
+    for i in 0..calls {
+        let name = ["get_weather", "search_web", "read_file", "write_file", "run_command"][i % 5];
+        s.push_str(&format!(
+            "<|start|>assistant<|channel|>commentary to=functions.{name} <|constrain|>json<|message|>{{\"path\": \"src/file_{i}.rs\", \"count\": {i}}}<|call|>"
+        ));
+    }
+    s.push_str("<|start|>assistant<|channel|>final<|message|>Done.");
+    s
+}
+
+/// Name, input, the specialized parse (returns the AST size), the arena of the same grammar.
+type Case = (&'static str, String, Box<dyn Fn(&[u8]) -> usize>, chat_peg::peg_runtime::Arena);
+
+fn bench(c: &mut Criterion) {
+    let tools = tools();
+    let cases: Vec<Case> = vec![
+        (
+            "hermes",
+            hermes_input(20),
+            {
+                let p = hermes::Parser::new(&tools);
+                Box::new(move |x: &[u8]| p.parse(x, false).unwrap().ast.len())
+            },
+            hermes::arena(&tools).unwrap(),
+        ),
+        (
+            "qwen3_coder",
+            qwen_input(20),
+            {
+                let p = qwen3_coder::Parser::new(&tools);
+                Box::new(move |x: &[u8]| p.parse(x, false).unwrap().ast.len())
+            },
+            qwen3_coder::arena(&tools).unwrap(),
+        ),
+        (
+            "gpt_oss",
+            gpt_oss_input(20),
+            {
+                let p = gpt_oss::Parser::new(&tools);
+                Box::new(move |x: &[u8]| p.parse(x, false).unwrap().ast.len())
+            },
+            gpt_oss::arena(&tools).unwrap(),
+        ),
+    ];
+    for (name, input, macro_parse, arena) in &cases {
+        // Same result from both, or the comparison is meaningless.
+        assert_eq!(macro_parse(input.as_bytes()), arena.parse(input.as_bytes(), false).unwrap().ast.len());
+        assert!(arena.parse(input.as_bytes(), false).unwrap().result.outcome == chat_peg::peg_runtime::Outcome::Success);
+        let mut g = c.benchmark_group(*name);
+        g.throughput(Throughput::Bytes(input.len() as u64));
+        g.bench_function("macro", |b| b.iter(|| macro_parse(black_box(input.as_bytes()))));
+        g.bench_function("arena", |b| b.iter(|| arena.parse(black_box(input.as_bytes()), false).unwrap().ast.len()));
+        g.finish();
+    }
+}
+
+/// Streaming the Hermes input in 16-byte chunks, a partial parse after each: the generated
+/// `Session` (re-parses all input so far) against the runtime's incremental `Session`.
+fn stream(c: &mut Criterion) {
+    let tools = tools();
+    let input = hermes_input(20);
+    let arena = std::sync::Arc::new(hermes::arena(&tools).unwrap());
+    let parser = hermes::Parser::new(&tools);
+    let mut g = c.benchmark_group("hermes_stream_16b");
+    g.throughput(Throughput::Bytes(input.len() as u64));
+    g.bench_function("macro", |b| {
+        b.iter(|| {
+            let mut s = hermes::Session::new(parser.clone());
+            for chunk in input.as_bytes().chunks(16) {
+                s.push(chunk);
+                black_box(s.parse().unwrap());
+            }
+            s.finish().unwrap().ast.len()
+        })
+    });
+    g.bench_function("arena", |b| {
+        b.iter(|| {
+            let mut s = chat_peg::peg_runtime::Session::new(arena.clone());
+            for chunk in input.as_bytes().chunks(16) {
+                s.push(chunk);
+                black_box(s.parse().unwrap());
+            }
+            s.finish().unwrap().ast.len()
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench, stream);
+criterion_main!(benches);

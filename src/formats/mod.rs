@@ -1,0 +1,75 @@
+//! Real model output formats written with [`chat_peg!`](peg_macros::chat_peg): each module is
+//! a specialized parser, its equivalent runtime arena and its GBNF (see the `peg-macros` docs
+//! for the generated items). The grammars tag the chat AST shapes of seed 003, so
+//! `peg_runtime::chat` maps their parses to messages.
+//!
+//! ```
+//! use chat_peg::formats::hermes;
+//! let tools = vec![hermes::Tool::new("get_weather", serde_json::json!({"type": "object"}))];
+//! let input = br#"Sure.<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>"#;
+//! let out = hermes::Parser::new(&tools).parse(input, false).unwrap();
+//! let name = out.ast.find_by_tag("tool_name")[0];
+//! assert_eq!(out.ast.text(name, input), "get_weather");
+//! assert_eq!(out, hermes::arena(&tools).unwrap().parse(input, false).unwrap());
+//! ```
+
+use peg_macros::chat_peg;
+
+chat_peg! {
+    /// Hermes 2 Pro / Hermes 3 / Qwen 2.5: content, then `<tool_call>` blocks holding one JSON
+    /// object `{"name": ..., "arguments": {...}}` each.
+    pub grammar hermes {
+        root = #content(until("<tool_call>")) (tool_call _)* end;
+        trigger rule tool_call = #tool(
+            #tool_open("<tool_call>") _ "{" _ each_tool(
+                json_member("name", "\"" #tool_name(tool_name) "\"") _ "," _
+                json_member("arguments", #tool_args(tool_schema(json)))
+            ) _ "}" _ #tool_close("</tool_call>")
+        );
+    }
+}
+
+chat_peg! {
+    /// Qwen3-Coder: XML-style calls, one `<parameter=NAME>` element per argument, values raw
+    /// (the chat mapper converts them by the argument's schema type). The opening
+    /// `<tool_call>` is optional, as the model sometimes omits it.
+    pub grammar qwen3_coder {
+        root = #content(until("<tool_call>", "<function=")) (tool_call _)* end;
+        trigger rule tool_call = #tool(
+            #tool_open(("<tool_call>" _)? "<function=") each_tool(
+                #tool_name(tool_name) ">" _ (each_arg(#tool_arg(
+                    #tool_arg_open("<parameter=") #tool_arg_name(arg_name) ">" "\n"?
+                    #tool_arg_string_value(arg_schema(until("\n</parameter>", "</parameter>"))) "\n"?
+                    #tool_arg_close("</parameter>")
+                )) _)*
+            ) #tool_close("</function>" (_ "</tool_call>")?)
+        );
+    }
+}
+
+chat_peg! {
+    /// gpt-oss (harmony): a sequence of messages `<|channel|>CHANNEL[ to=RECIPIENT][ <|constrain|>TYPE]<|message|>BODY`
+    /// separated by `<|end|><|start|>assistant`. `analysis` is reasoning, `final` and
+    /// `commentary` are content, a `functions.NAME` recipient (before or after the channel)
+    /// makes a tool call whose body is the JSON arguments; other recipients (built-in tools)
+    /// are skipped.
+    pub grammar gpt_oss {
+        root = message (separator? message)* _ end;
+        rule separator = ("<|end|>" / "<|call|>" / "<|return|>")? "<|start|>assistant";
+        rule message = tool_call / forwarded / analysis / text / builtin;
+        trigger rule tool_call = #tool(each_tool(
+            (" to=functions." #tool_name(tool_name) "<|channel|>" channel
+                / "<|channel|>" channel " to=functions." #tool_name(tool_name))
+            constrain? "<|message|>" #tool_args(tool_schema(json))
+        )) ("<|call|>" / "<|end|>")?;
+        rule channel = ["a-z"]+;
+        rule constrain = _ "<|constrain|>" ["a-zA-Z0-9_"]+;
+        // A header handing over to another header (`commentary to=assistant<|channel|>final...`).
+        rule forwarded = "<|channel|>" channel " to=" recipient &"<|channel|>";
+        rule recipient = ["^<\n "]+;
+        rule analysis = "<|channel|>analysis<|message|>" #reasoning(body);
+        rule text = "<|channel|>" ("final" / "commentary") constrain? "<|message|>" #content(body);
+        rule builtin = (" to=" recipient)? "<|channel|>" channel (" to=" recipient)? constrain? "<|message|>" body;
+        rule body = until("<|end|>", "<|call|>", "<|return|>", "<|start|>");
+    }
+}

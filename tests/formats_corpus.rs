@@ -1,0 +1,215 @@
+//! The formats of `chat_peg::formats` over the corpus `parse` cases of their templates, judged
+//! as `autoparser check` does (corpus README): content and reasoning trimmed, names and
+//! non-empty ids equal, arguments as JSON values, and streaming in small chunks adds up to the
+//! final message. Each case also checks that the specialized parser and the arena give the same
+//! parse, whole and for every prefix as partial input (so they map to the same message).
+
+use std::sync::Arc;
+
+use chat_peg::formats::{gpt_oss, hermes, qwen3_coder};
+use peg_runtime::chat::{ChatMessage, ChatParseOptions, ChatParser, ToolSpec};
+use peg_runtime::{Arena, ParseOutput};
+use serde_json::Value;
+
+const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus/chat-cases.jsonl");
+
+/// A format: its arena and its specialized parser for a request's tools.
+struct Format {
+    arena: fn(&[ToolSpec]) -> Result<Arena, peg_runtime::Error>,
+    parse: fn(&[ToolSpec], &[u8], bool) -> ParseOutput,
+}
+
+fn format_of(template: &str) -> Option<Format> {
+    Some(match template {
+        "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use" | "NousResearch-Hermes-3-Llama-3.1-8B-tool_use" => Format {
+            arena: hermes::arena,
+            parse: |t, x, p| hermes::Parser::new(t).parse(x, p).unwrap(),
+        },
+        "Qwen3-Coder" => Format { arena: qwen3_coder::arena, parse: |t, x, p| qwen3_coder::Parser::new(t).parse(x, p).unwrap() },
+        "openai-gpt-oss-120b" => Format { arena: gpt_oss::arena, parse: |t, x, p| gpt_oss::Parser::new(t).parse(x, p).unwrap() },
+        _ => return None,
+    })
+}
+
+/// Cases a format does not cover, with the reason.
+const SKIPPED: &[(&str, &str)] = &[
+    // reasoning_format `none` keeps harmony's analysis message, markers and all, in the content:
+    // a different grammar (reasoning tagged as content), not part of this format.
+    ("openai-gpt-oss-120b:6447:509", "reasoning_format none"),
+    // The prefill holds a whole analysis message of the final assistant turn, which the
+    // generation prompt renders; reconstructing it is the template layer's job.
+    ("openai-gpt-oss-120b:6591:522", "prefill from the rendered generation prompt"),
+    ("openai-gpt-oss-120b:6601:523", "prefill from the rendered generation prompt"),
+];
+
+fn args_value(s: &str) -> Value {
+    serde_json::from_str(s).unwrap_or(Value::Null)
+}
+
+fn judge(id: &str, got: &ChatMessage, want: &ChatMessage) -> Result<(), String> {
+    let fail = |what: &str| Err(format!("{id}: {what}\n got  {got:?}\n want {want:?}"));
+    if got.content.trim() != want.content.trim() {
+        return fail("content");
+    }
+    if got.reasoning_content.trim() != want.reasoning_content.trim() {
+        return fail("reasoning");
+    }
+    if got.tool_calls.len() != want.tool_calls.len() {
+        return fail("tool call count");
+    }
+    for (g, w) in got.tool_calls.iter().zip(&want.tool_calls) {
+        if g.name != w.name || (!w.id.is_empty() && g.id != w.id) {
+            return fail("tool name or id");
+        }
+        if args_value(&g.arguments) != args_value(&w.arguments) {
+            return fail("arguments");
+        }
+    }
+    Ok(())
+}
+
+fn chunks(s: &str, n: usize) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start < s.len() {
+        let mut end = (start + n).min(s.len());
+        while !s.is_char_boundary(end) {
+            end += 1;
+        }
+        out.push(&s[start..end]);
+        start = end;
+    }
+    out
+}
+
+#[test]
+fn formats_pass_their_corpus_cases() {
+    let text = std::fs::read_to_string(CORPUS).expect("the shared corpus");
+    let mut ran = 0;
+    let mut failures = Vec::new();
+    for line in text.lines() {
+        let case: Value = serde_json::from_str(line).unwrap();
+        if case["kind"] != "parse" || case["expect_failure"] == true {
+            continue;
+        }
+        let Some(format) = format_of(case["template"].as_str().unwrap_or("")) else { continue };
+        let id = case["id"].as_str().unwrap();
+        if SKIPPED.iter().any(|(s, _)| *s == id) {
+            continue;
+        }
+        let inputs = &case["inputs"];
+        let tools: Vec<ToolSpec> = inputs["tools"].as_array().into_iter().flatten().filter_map(ToolSpec::from_openai).collect();
+        // Continuing the final assistant message: its content was already "said".
+        let prefill = if inputs["continue_final_message"] == "content" {
+            inputs["messages"].as_array().and_then(|m| m.last()).and_then(|m| m["content"].as_str()).unwrap_or("").to_owned()
+        } else {
+            String::new()
+        };
+        let output = case["model_output"].as_str().unwrap();
+        let partial = case["is_partial"] == true;
+        let want: ChatMessage = serde_json::from_value(case["expected"].clone()).unwrap();
+        ran += 1;
+
+        // Specialized parser and arena agree on the input, whole and every prefix.
+        let arena = (format.arena)(&tools).unwrap();
+        let full = format!("{prefill}{output}");
+        let bytes = full.as_bytes();
+        let whole = (format.parse)(&tools, bytes, partial);
+        if whole != arena.parse(bytes, partial).unwrap() {
+            failures.push(format!("{id}: specialized parser and arena differ on the whole output"));
+            continue;
+        }
+        if whole.result.outcome == peg_runtime::Outcome::Fail {
+            failures.push(format!("{id}: the grammar does not match the output"));
+            continue;
+        }
+        if let Some(end) = (0..=bytes.len()).find(|&e| (format.parse)(&tools, &bytes[..e], true) != arena.parse(&bytes[..e], true).unwrap()) {
+            failures.push(format!("{id}: specialized parser and arena differ on the prefix of {end} bytes"));
+            continue;
+        }
+
+        let parser = ChatParser::new(Arc::new(arena), ChatParseOptions { tools: tools.clone(), prefill, ..Default::default() });
+        let got = parser.parse(output, partial).unwrap();
+        if let Err(e) = judge(id, &got.message, &want) {
+            failures.push(e);
+            continue;
+        }
+        if !partial {
+            let mut stream = parser.stream();
+            let mut deltas = Vec::new();
+            for c in chunks(output, 3) {
+                deltas.extend(stream.push(c).unwrap());
+            }
+            let (last, fin) = stream.finish().unwrap();
+            deltas.extend(last);
+            if ChatMessage::from_deltas(&deltas) != got.message || fin != got {
+                failures.push(format!("{id}: streaming disagrees with one-shot"));
+            }
+        }
+    }
+    assert!(ran >= 40, "only {ran} cases ran");
+    assert!(failures.is_empty(), "{} of {ran} failed:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn gbnf_snapshots() {
+    insta::assert_snapshot!("hermes_gbnf", hermes::GBNF);
+    insta::assert_snapshot!("hermes_gbnf_lazy", hermes::GBNF_LAZY.unwrap());
+    insta::assert_snapshot!("qwen3_coder_gbnf_lazy", qwen3_coder::GBNF_LAZY.unwrap());
+    insta::assert_snapshot!("gpt_oss_gbnf", gpt_oss::GBNF);
+    let tools: Vec<ToolSpec> = vec![ToolSpec::new(
+        "get_weather",
+        serde_json::json!({"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}),
+    )];
+    insta::assert_snapshot!("hermes_gbnf_lazy_with_tool", hermes::gbnf(&tools, true).unwrap());
+    insta::assert_snapshot!("qwen3_coder_gbnf_lazy_with_tool", qwen3_coder::gbnf(&tools, true).unwrap());
+    insta::assert_snapshot!("gpt_oss_gbnf_lazy_with_tool", gpt_oss::gbnf(&tools, true).unwrap());
+}
+
+mod fragments {
+    //! Specialized parser and arena agree on random splices of each format's tokens, whole and
+    //! every prefix as partial input.
+
+    use super::*;
+    use proptest::prelude::*;
+
+    const HARMONY: &[&str] = &[
+        "<|channel|>", "analysis", "final", "commentary", "<|message|>", "<|end|>", "<|start|>assistant", "<|call|>",
+        " to=functions.get_weather", " to=python", " <|constrain|>json", "{\"city\": \"Paris\"}", "text", " ", "\n",
+    ];
+    const QWEN: &[&str] = &[
+        "<tool_call>", "\n", "<function=get_weather>", "<function=other>", "<parameter=city>", "<parameter=days>",
+        "Paris", "3", "</parameter>", "</function>", "</tool_call>", "text ",
+    ];
+    const HERMES: &[&str] = &["<tool_call>", "</tool_call>", "{", "}", "\"name\": \"get_weather\"", ",", "\"arguments\": ", "{\"city\": 1}", " ", "hi"];
+
+    fn splice(list: &'static [&'static str]) -> impl Strategy<Value = String> {
+        proptest::collection::vec(proptest::sample::select(list), 0..12).prop_map(|v| v.concat())
+    }
+
+    fn check(format: Format, input: &str) {
+        let tools = vec![ToolSpec::new("get_weather", serde_json::json!({"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}))];
+        let arena = (format.arena)(&tools).unwrap();
+        let b = input.as_bytes();
+        assert_eq!((format.parse)(&tools, b, false), arena.parse(b, false).unwrap(), "{input:?}");
+        for e in 0..=b.len() {
+            assert_eq!((format.parse)(&tools, &b[..e], true), arena.parse(&b[..e], true).unwrap(), "{:?}", &input.as_bytes()[..e]);
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+        #[test]
+        fn gpt_oss_agrees(input in splice(HARMONY)) {
+            check(format_of("openai-gpt-oss-120b").unwrap(), &input);
+        }
+        #[test]
+        fn qwen3_coder_agrees(input in splice(QWEN)) {
+            check(format_of("Qwen3-Coder").unwrap(), &input);
+        }
+        #[test]
+        fn hermes_agrees(input in splice(HERMES)) {
+            check(format_of("NousResearch-Hermes-3-Llama-3.1-8B-tool_use").unwrap(), &input);
+        }
+    }
+}
