@@ -168,18 +168,30 @@ impl ParseCase<'_> {
         let t0 = Instant::now();
         let parsed = parser.parse(self.output, self.partial);
         timings.parse.push(t0.elapsed());
-        match parsed {
-            Err(e) => reasons.push(format!("parse error: {e}")),
+        let one_shot = match parsed {
+            Err(e) => {
+                reasons.push(format!("parse error: {e}"));
+                None
+            }
             Ok(p) => {
                 if let Err(d) = compare_messages(&p.message, want) {
                     let diag = p.diagnostic.map(|d| format!(" [grammar stopped at byte {}: {}]", d.offset, d.message));
                     reasons.push(format!("parse: {d}{}", diag.unwrap_or_default()));
                 }
+                Some(p.message)
             }
-        }
+        };
         for &n in &opts.chunk_sizes {
-            let streamed = stream_message(&parser, self.output, self.partial, n)
-                .and_then(|m| compare_messages(&m, want).map_err(|d| format!("streamed message: {d}")));
+            let streamed = stream_message(&parser, self.output, self.partial, n).and_then(|m| {
+                compare_messages(&m, want).map_err(|d| format!("streamed message: {d}"))?;
+                // A complete stream ends where the one-shot parse does, byte for byte.
+                match &one_shot {
+                    Some(o) if !self.partial && *o != m => {
+                        Err(format!("stream ends in {m:?}, the one-shot parse is {o:?}"))
+                    }
+                    _ => Ok(()),
+                }
+            });
             if let Err(e) = streamed {
                 reasons.push(format!("stream ({n}-byte chunks): {e}"));
                 break;
