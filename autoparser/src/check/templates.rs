@@ -113,3 +113,28 @@ impl TemplateStore {
         v
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_are_found_in_every_layout_and_loaded_once() {
+        let dir = std::env::temp_dir().join(format!("autoparser-store-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("b")).unwrap();
+        std::fs::write(dir.join("a.jinja"), "{{ messages[0].content }}").unwrap();
+        let cfg = serde_json::json!({"chat_template": "{{ bos_token }}{{ messages[0].content }}", "bos_token": "<s>"});
+        std::fs::write(dir.join("b").join("tokenizer_config.json"), cfg.to_string()).unwrap();
+        assert_eq!(find_template(&dir, "a"), Some(dir.join("a.jinja")));
+        assert_eq!(find_template(&dir, "b"), Some(dir.join("b").join("tokenizer_config.json")));
+        assert_eq!(find_template(&dir, "../a"), None);
+        assert_eq!(find_template(&dir, "c"), None);
+        let mut store = TemplateStore::new(&dir);
+        let b = store.named("b");
+        let ctx = serde_json::json!({"messages": [{"role": "user", "content": "Hi"}]});
+        assert_eq!(b.template.as_ref().unwrap().render(&ctx).unwrap(), "<s>Hi");
+        assert!(Arc::ptr_eq(&b, &store.named("b")));
+        assert!(store.named("c").template.is_err());
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
