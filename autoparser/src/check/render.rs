@@ -5,6 +5,7 @@
 //! ([`judge_render`]), here and only here.
 
 use std::fs;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 use std::time::Instant;
 
@@ -150,11 +151,16 @@ pub fn run_render(render_dir: &Path, store: &mut TemplateStore, filter: Option<&
                 (Err(e), _, _) => (Status::Fail, format!("cannot read expectation: {e}")),
                 (_, Err(e), _) => (Status::Fail, format!("bad scenario {sc}: {e}")),
                 (_, _, Err(e)) => (Status::Fail, e.clone()),
-                (Ok(exp), Ok(ctx), Ok(t)) => match judge_render(&name, &t.render(ctx), &exp) {
-                    RenderVerdict::Pass => (Status::Pass, String::new()),
-                    RenderVerdict::Fail(r) => (Status::Fail, r),
-                    RenderVerdict::Skip(r) => (Status::Skip, r),
-                },
+                (Ok(exp), Ok(ctx), Ok(t)) => {
+                    // A panic in one render is that scenario's failure, not the run's.
+                    let verdict = catch_unwind(AssertUnwindSafe(|| judge_render(&name, &t.render(ctx), &exp)));
+                    match verdict {
+                        Ok(RenderVerdict::Pass) => (Status::Pass, String::new()),
+                        Ok(RenderVerdict::Fail(r)) => (Status::Fail, r),
+                        Ok(RenderVerdict::Skip(r)) => (Status::Skip, r),
+                        Err(p) => (Status::Fail, format!("panicked: {}", super::panic_message(&*p))),
+                    }
+                }
             };
             out.push(CaseResult {
                 id,
