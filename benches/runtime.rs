@@ -6,7 +6,7 @@
 use std::hint::black_box;
 use std::sync::Arc;
 
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use criterion::{criterion_group, Criterion, Throughput};
 use peg_runtime::{Arena, Builder, Outcome, Parser, Session};
 
 fn chat<'a>(p: &'a Builder) -> Parser<'a> {
@@ -137,4 +137,25 @@ criterion_group! {
     config = Criterion::default().sample_size(10);
     targets = benches
 }
-criterion_main!(runtime);
+
+/// `RUNTIME_ONCE=full|stream|stream_update|json_heavy cargo bench --bench runtime`: run one workload
+/// once and exit, for instruction counts under `valgrind --tool=callgrind` (wall-clock numbers on a
+/// shared machine are noisy).
+fn main() {
+    if let Ok(which) = std::env::var("RUNTIME_ONCE") {
+        let arena = Arc::new(Arena::build(chat).unwrap());
+        let (input, json) = (one_arg_64k(), json_heavy());
+        let out = match which.as_str() {
+            "full" => arena.parse(&input, false).unwrap().result.outcome,
+            "stream" => stream(&arena, &input, 4),
+            "stream_update" => stream_update(&arena, &input, 4),
+            "json_heavy" => arena.parse(&json, false).unwrap().result.outcome,
+            "none" => Outcome::Success,
+            other => panic!("unknown workload {other}"),
+        };
+        assert_eq!(out, Outcome::Success);
+        return;
+    }
+    runtime();
+    Criterion::default().configure_from_args().final_summary();
+}

@@ -177,7 +177,28 @@ impl Scanner {
     /// Continues scanning over `input` (the whole input, positions are absolute). `partial`: the
     /// input may continue. A result with `touched_end == false` is final; otherwise the scanner
     /// may be run again on a longer input and continues where it stopped.
+    #[inline]
     pub fn run(&mut self, input: &[u8], partial: bool) -> ScanResult {
+        // Streaming fast path: a few new plain bytes inside a string (a tool argument growing
+        // token by token) only move the cursor; larger inputs take the memchr paths below.
+        if partial {
+            if let Some(rest) = input.get(self.pos..).filter(|r| r.len() <= 16) {
+                let stays = match self.st {
+                    St::Str { .. } => rest.iter().all(|&b| PLAIN[b as usize]),
+                    St::Num(Num::Int | Num::Frac | Num::Exp) => rest.iter().all(u8::is_ascii_digit),
+                    _ => false,
+                };
+                if stays {
+                    self.pos = input.len();
+                    return ScanResult { outcome: Outcome::NeedMoreInput, end: input.len(), touched_end: true, invalid_utf8: self.invalid };
+                }
+            }
+        }
+        self.run_states(input, partial)
+    }
+
+    #[inline(never)]
+    fn run_states(&mut self, input: &[u8], partial: bool) -> ScanResult {
         let py = self.dialect == Dialect::Python;
         let n = input.len();
         // The cursor lives in a register; `self.pos` is written back wherever `run` returns.
@@ -461,6 +482,7 @@ impl Scanner {
     }
 
     /// Dispatches the first byte of a value (not yet consumed). False if no value starts with it.
+    #[inline(always)]
     fn value_start(&mut self, b: u8, py: bool, pos: &mut usize) -> bool {
         let st = match b {
             b'{' => {
@@ -492,6 +514,7 @@ impl Scanner {
     }
 
     /// A value ended at `self.pos`: continue according to the enclosing container.
+    #[inline(always)]
     fn complete(&mut self) {
         self.st = match self.stack.last() {
             None => St::Done,

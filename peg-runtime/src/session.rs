@@ -66,6 +66,9 @@ struct Frontier {
     ops: Vec<Op>,
     /// The leaf's resume state (moved out of its memo entry while the frontier lives).
     leaf_resume: Option<Resume>,
+    /// When every op is a label: (session node, output node) pairs to move, `u32::MAX` for none.
+    /// The common path (a tool argument inside tags) then costs a scanner step and a few stores.
+    labels: Option<Box<[(u32, u32)]>>,
 }
 
 impl Session {
@@ -85,7 +88,16 @@ impl Session {
     }
 
     /// Appends a chunk of input.
+    #[inline]
     pub fn push(&mut self, chunk: &[u8]) {
+        if chunk.len() <= 8 {
+            // Token-sized chunks: a short loop beats a call to `memcpy`.
+            self.input.reserve(chunk.len());
+            for &b in chunk {
+                self.input.push(b);
+            }
+            return;
+        }
         self.input.extend_from_slice(chunk);
     }
 
@@ -112,8 +124,9 @@ impl Session {
     /// assert_eq!(out.result.outcome, Outcome::NeedMoreInput);
     /// assert_eq!(out.ast.nodes[0].end, 10);
     /// ```
+    #[inline]
     pub fn update(&mut self) -> Result<&ParseOutput, Error> {
-        if !self.fast() {
+        if !self.fast_json() && !self.fast() {
             self.last = self.run(true)?;
         }
         Ok(&self.last)
@@ -142,7 +155,33 @@ impl Session {
         self.last = empty_output();
     }
 
+    /// The leanest frontier step: a JSON/Python scanner in the middle of a value under labels
+    /// only. No memo access, no allocation: resume the scanner, store the new end.
+    #[inline]
+    fn fast_json(&mut self) -> bool {
+        let Some(f) = self.frontier.as_mut() else { return false };
+        let (Some(labels), Some(Resume::Json(sc))) = (f.labels.as_deref(), f.leaf_resume.as_mut()) else { return false };
+        // Rerunning a scanner that stopped is idempotent, so `fast` may take over from here.
+        let r = sc.run(&self.input, true);
+        if r.outcome != Outcome::NeedMoreInput {
+            return false;
+        }
+        for &(node, out) in labels {
+            if let Some(n) = self.nodes.get_mut(node as usize) {
+                n.end = r.end;
+                n.invalid_utf8 = r.invalid_utf8;
+            }
+            if let Some(n) = self.last.ast.nodes.get_mut(out as usize) {
+                n.end = r.end;
+                n.invalid_utf8 = r.invalid_utf8;
+            }
+        }
+        self.last.result.end = r.end;
+        true
+    }
+
     /// The frontier fast path, updating `self.last`; false when the slow path must run.
+    #[inline(never)]
     fn fast(&mut self) -> bool {
         let Some(f) = self.frontier.as_mut() else { return false };
         let arena = &*self.arena;
@@ -184,6 +223,7 @@ impl Session {
         true
     }
 
+    #[inline(never)]
     fn run(&mut self, partial: bool) -> Result<ParseOutput, Error> {
         if let Some(f) = self.frontier.take() {
             // Hand the leaf's latest state back to its memo entry.
@@ -221,7 +261,14 @@ impl Session {
             }
             let leaf = (links[0].id, links[0].pos);
             let leaf_resume = self.memo.map.get_mut(&(leaf.0 .0, leaf.1)).and_then(|e| e.resume.take());
-            self.frontier = Some(Frontier { leaf, ops, leaf_resume });
+            let labels = ops
+                .iter()
+                .map(|op| match *op {
+                    Op::Label { node, out } => Some((node.unwrap_or(u32::MAX), out.unwrap_or(u32::MAX))),
+                    _ => None,
+                })
+                .collect::<Option<Box<[_]>>>();
+            self.frontier = Some(Frontier { leaf, ops, leaf_resume, labels });
         }
         Ok(output)
     }
@@ -232,6 +279,7 @@ fn empty_output() -> ParseOutput {
 }
 
 /// Moves the ends of the partial path after its leaf grew to (`end`, `invalid`).
+#[inline]
 fn apply_ops(ops: &[Op], end: usize, invalid: bool, nodes: &mut [AstNode], last: &mut ParseOutput) {
     let (mut end, mut invalid) = (end, invalid);
     for op in ops {
@@ -288,6 +336,23 @@ mod tests {
         }
         assert_eq!(s.finish().unwrap(), arena.parse(text.as_bytes(), false).unwrap());
         assert_eq!(s.output().result.outcome, Outcome::Success);
+    }
+
+    #[test]
+    fn json_argument_fast_path_matches_one_shot() {
+        // Long digit runs and plain string runs take the scanner's and the session's fast steps.
+        let arena = chat();
+        let text = "Hi<tool_call>{\"n\": 1234567890123.25e12345, \"s\": \"plain text plain text \\\"q\\\" caf\u{e9} \\u00e9 more plain\", \"a\": [10, 200, 3000]}</tool_call>";
+        for chunk in 1..7 {
+            let mut s = Session::new(arena.clone());
+            for (i, c) in text.as_bytes().chunks(chunk).enumerate() {
+                s.push(c);
+                let at = ((i + 1) * chunk).min(text.len());
+                assert_eq!(s.update().unwrap(), &arena.parse(&text.as_bytes()[..at], true).unwrap(), "chunk {chunk} at {at}");
+            }
+            assert_eq!(s.finish().unwrap(), arena.parse(text.as_bytes(), false).unwrap());
+            assert_eq!(s.output().result.outcome, Outcome::Success);
+        }
     }
 
     #[test]
