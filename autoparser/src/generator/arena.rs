@@ -91,6 +91,12 @@ impl<'a, 'b> Ctx<'a, 'b> {
 
     /// The reasoning block, optional.
     fn reasoning(&self) -> Parser<'b> {
+        self.reasoning_before(None)
+    }
+
+    /// The reasoning block, optional; `calls` is what follows when the model goes from
+    /// reasoning straight to a tool call (the section to the end of the output).
+    fn reasoning_before(&self, calls: Option<Parser<'b>>) -> Parser<'b> {
         let b = self.b;
         let r = &self.a.reasoning;
         if r.mode == ReasoningMode::None || r.end.trim().is_empty() {
@@ -116,7 +122,18 @@ impl<'a, 'b> Ctx<'a, 'b> {
             } else {
                 let mut d = vec![e.to_owned()];
                 d.extend(triggers);
-                (b.tag(super::tags::REASONING, b.until_one_of(d)), b.optional(b.literal(e)))
+                let inner = b.tag(super::tags::REASONING, b.until_one_of(d));
+                match calls {
+                    // A trigger ends the reasoning only when the calls from it run to the end
+                    // of the output; otherwise (a call quoted in the reasoning) the block goes
+                    // on to its end marker. The lookahead tags nothing, so a stream only ever
+                    // extends the reasoning.
+                    Some(calls) => {
+                        let quoted = b.tag(super::tags::REASONING, b.until(e)) + e;
+                        (inner, b.choice([b.literal(e), b.peek(calls), b.end(), quoted]))
+                    }
+                    None => (inner, b.optional(b.literal(e))),
+                }
             };
             if s.is_empty() {
                 inner + close
@@ -400,6 +417,8 @@ impl<'a, 'b> Ctx<'a, 'b> {
         } else {
             self.tool_section()
         };
+        // The grammar has no lookahead: there, any trigger ends the reasoning.
+        let reasoning = if self.prefill_for_grammar.is_none() { self.reasoning_before(Some(section + b.space() + b.end())) } else { reasoning };
         if self.req.tool_choice == ToolChoice::Required {
             // Calls are required; a short preamble before a marked call is still content.
             if triggers.is_empty() {
