@@ -152,6 +152,24 @@ impl<'a, 'b> Ctx<'a, 'b> {
         b.optional(block) + b.space()
     }
 
+    /// When reasoning is extracted: what matches reasoning-marker noise in the content (an
+    /// empty block, possibly after stray opening tokens, or a stray end marker), the opening
+    /// token of the start marker and the end marker.
+    fn reasoning_noise(&self) -> Option<(Parser<'b>, String, String)> {
+        let b = self.b;
+        let r = &self.a.reasoning;
+        let (s, e) = (r.start.trim(), r.end.trim());
+        // Not in the grammar: GBNF has no lookahead, and the model need not write noise.
+        if self.prefill_for_grammar.is_some() || !self.extract_reasoning() || r.mode == ReasoningMode::None || s.is_empty() || e.is_empty() {
+            return None;
+        }
+        let open_tok = crate::analysis::segment::first_marker(s).filter(|(i, _)| *i == 0).map_or(s, |(_, m)| m);
+        // A stray token is one another follows (PEG repetition does not give back).
+        let stray = b.zero_or_more(b.literal(open_tok) + b.peek(b.literal(open_tok)));
+        let empty_block = stray + b.literal(s) + b.space() + b.literal(e);
+        Some((b.choice([empty_block, b.literal(e)]), open_tok.to_owned(), e.to_owned()))
+    }
+
     /// Content up to one of `stops` (or the end), unwrapping content markers.
     fn content(&self, stops: &[String]) -> Parser<'b> {
         let b = self.b;
@@ -162,8 +180,18 @@ impl<'a, 'b> Ctx<'a, 'b> {
             delims.push(ce.to_owned());
         }
         let eot = self.a.end_of_turn.trim();
-        let body = if delims.is_empty() { b.rest() } else { b.until_one_of(delims) };
-        let body = b.tag(super::tags::CONTENT, body);
+        let body = match self.reasoning_noise() {
+            // Empty reasoning blocks and stray end markers around the content are not text.
+            Some((noise, open_tok, end)) => {
+                let mut d = delims.clone();
+                d.push(open_tok.clone());
+                d.push(end);
+                let piece = || b.tag(super::tags::CONTENT, b.until_one_of(d.clone()));
+                let kept = b.tag(super::tags::CONTENT, b.literal(&open_tok));
+                b.zero_or_more(noise) + piece() + b.zero_or_more(b.choice([noise, kept]) + piece())
+            }
+            None => b.tag(super::tags::CONTENT, if delims.is_empty() { b.rest() } else { b.until_one_of(delims) }),
+        };
         if c.mode != ContentMode::Plain && !cs.is_empty() {
             let mut p = b.optional(b.space() + cs) + body;
             if !ce.is_empty() {
