@@ -180,18 +180,35 @@ impl<'a, 'b> Ctx<'a, 'b> {
             delims.push(ce.to_owned());
         }
         let eot = self.a.end_of_turn.trim();
-        let body = match self.reasoning_noise() {
+        // Text that is dropped (marker noise) and the delimiters kept as text when they are not.
+        let mut drops: Vec<Parser<'b>> = Vec::new();
+        let mut kept: Vec<String> = Vec::new();
+        if let Some((noise, open_tok, end)) = self.reasoning_noise() {
             // Empty reasoning blocks and stray end markers around the content are not text.
-            Some((noise, open_tok, end)) => {
-                let mut d = delims.clone();
-                d.push(open_tok.clone());
-                d.push(end);
-                let piece = || b.tag(super::tags::CONTENT, b.until_one_of(d.clone()));
-                let kept = b.tag(super::tags::CONTENT, b.literal(&open_tok));
-                b.zero_or_more(noise) + piece() + b.zero_or_more(b.choice([noise, kept]) + piece())
-            }
-            None => b.tag(super::tags::CONTENT, if delims.is_empty() { b.rest() } else { b.until_one_of(delims) }),
+            drops.push(noise);
+            kept.push(open_tok);
+            kept.push(end);
+        }
+        let plain = c.mode == ContentMode::Plain || cs.is_empty();
+        if plain && !eot.is_empty() && stops.is_empty() && self.prefill_for_grammar.is_none() {
+            // Models write the end-of-turn marker the template puts after the content (not
+            // with tools: templates may render calls after it, `<|message_sep|>function call`).
+            drops.push(b.literal(eot) + b.space() + b.end());
+            kept.push(eot.to_owned());
+        }
+        let body = if drops.is_empty() {
+            b.tag(super::tags::CONTENT, if delims.is_empty() { b.rest() } else { b.until_one_of(delims) })
+        } else {
+            let mut d = delims.clone();
+            d.extend(kept.iter().cloned());
+            let piece = || b.tag(super::tags::CONTENT, b.until_one_of(d.clone()));
+            let mut alts = drops.clone();
+            alts.extend(kept.iter().map(|k| b.tag(super::tags::CONTENT, b.literal(k))));
+            b.zero_or_more(b.choice(drops)) + piece() + b.zero_or_more(b.choice(alts) + piece())
         };
+        // Models repeat the turn header the generation prompt ends with.
+        let th = self.a.turn_header.trim();
+        let body = if plain && !th.is_empty() && self.prefill_for_grammar.is_none() { b.optional(b.literal(th)) + body } else { body };
         if c.mode != ContentMode::Plain && !cs.is_empty() {
             let mut p = b.optional(b.space() + cs) + body;
             if !ce.is_empty() {
