@@ -350,7 +350,10 @@ impl<'a, 'b> Ctx<'a, 'b> {
             if ar.value_is_literal {
                 // Literal syntax: JSON or Python (`'x'`, `True`, `None`).
                 let schema_json = b.schema(b.json(), &format!("{name}-{arg}"), s.clone(), false);
-                let lit_value = b.tag(super::tags::TOOL_ARG_JSON_VALUE, b.choice([schema_json, b.python()]));
+                // Models also write raw line breaks inside single-quoted strings (the chat
+                // mapper escapes them).
+                let raw_sq = "'" + b.zero_or_more(b.choice(["\\" + b.any(), b.chars("[^'\\\\]", 1, None)])) + "'";
+                let lit_value = b.tag(super::tags::TOOL_ARG_JSON_VALUE, b.choice([schema_json, b.python(), raw_sq]));
                 let open = lit(b, &ar.name_prefix) + b.tag(super::tags::TOOL_ARG_NAME, b.literal(arg)) + lit(b, &ar.name_suffix);
                 return b.tag(super::tags::TOOL_ARG, b.tag(super::tags::TOOL_ARG_OPEN, open) + b.space() + lit_value + b.tag(super::tags::TOOL_ARG_CLOSE, b.eps()));
             }
