@@ -4,26 +4,14 @@
 //!   output, and raises where jinja2's template called `raise_exception`.
 //! * `chat-cases.jsonl`: every `prompt`, `generation_prompt` and `capability` case passes.
 
-use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use autoparser::template::{ChatRequest, ChatTemplate};
+use autoparser::check::{run, run_render, CheckOptions, Status, TemplateStore, JINJA2_ERROR_QUIRKS, JINJA2_QUIRK_TEMPLATES};
+use autoparser::template::ChatTemplate;
 use serde_json::Value as Json;
 
 const SHARED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared");
-
-/// Render outputs where jinja2 differs from any sane engine (corpus README: "not goals").
-/// A `safe` string concatenated with text is HTML-escaped by jinja2 here.
-const JINJA2_QUIRK_TEMPLATES: &[&str] = &["meetkai-functionary-medium-v3.1"];
-
-/// jinja2 errors that are not goals (corpus README): iterating `None`, serializing a
-/// generator; and `from_json`, which HF lacks and the issue asks for.
-const JINJA2_ERROR_QUIRKS: &[&str] = &[
-    "'NoneType' object is not iterable",
-    "Object of type generator is not JSON serializable",
-    "No filter named 'from_json'",
-];
 
 fn templates_dir() -> PathBuf {
     Path::new(SHARED).join("templates")
@@ -35,175 +23,39 @@ fn load_template(name: &str) -> ChatTemplate {
     ChatTemplate::from_source(&src, "<s>", "</s>").unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
-fn first_diff(a: &str, b: &str) -> String {
-    let i = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
-    let lo = i.saturating_sub(60);
-    let snip = |s: &str| {
-        let mut lo = lo.min(s.len());
-        while !s.is_char_boundary(lo) {
-            lo -= 1;
-        }
-        let mut hi = (i + 60).min(s.len());
-        while !s.is_char_boundary(hi) {
-            hi += 1;
-        }
-        format!("{:?}", &s[lo..hi])
-    };
-    format!("at byte {i}:\n      got      {}\n      expected {}", snip(a), snip(b))
-}
-
 #[test]
 fn render_corpus() {
+    // One implementation of the render judgement (and of the README's jinja2-quirk
+    // exclusions): the corpus judge's, also behind `autoparser check`.
     let root = Path::new(SHARED).join("corpus/render");
-    let mut scenarios: Vec<(String, Json)> = fs::read_dir(root.join("scenarios"))
-        .expect("render scenarios")
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .map(|p| {
-            let name = p.file_stem().unwrap().to_string_lossy().into_owned();
-            (name, serde_json::from_str(&fs::read_to_string(&p).unwrap()).unwrap())
-        })
-        .collect();
-    scenarios.sort_by(|a, b| a.0.cmp(&b.0));
-    let mut names: Vec<String> = fs::read_dir(root.join("expected"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-
-    let (mut ok, mut total, mut quirks) = (0, 0, 0);
-    let (mut raise_ok, mut raise_total) = (0, 0);
-    let mut other_errs = BTreeMap::<&str, usize>::new();
-    let mut failures = Vec::new();
-    for name in &names {
-        let tmpl = load_template(name);
-        for (sc, ctx) in &scenarios {
-            let base = root.join("expected").join(name).join(sc);
-            let txt = base.with_extension("txt");
-            let err = base.with_extension("err");
-            let got = tmpl.render(ctx);
-            if txt.exists() {
-                let expected = fs::read_to_string(&txt).unwrap();
-                let html_escaped = ["&#34;", "&#39;", "&lt;", "&gt;", "&amp;", "&quot;"].iter().any(|e| expected.contains(e));
-                if JINJA2_QUIRK_TEMPLATES.contains(&name.as_str())
-                    && html_escaped
-                    && got.as_deref().ok() != Some(expected.as_str())
-                {
-                    quirks += 1;
-                    continue;
-                }
-                total += 1;
-                match got {
-                    Ok(g) if g == expected => ok += 1,
-                    Ok(g) => failures.push(format!("{name}/{sc}: differs {}", first_diff(&g, &expected))),
-                    Err(e) => failures.push(format!("{name}/{sc}: error {e}")),
-                }
-            } else if err.exists() {
-                let msg = fs::read_to_string(&err).unwrap();
-                if msg.starts_with("TemplateError:") {
-                    // jinja2's template called raise_exception: we must refuse too.
-                    raise_total += 1;
-                    match got {
-                        Err(e) if e.is_raised() => raise_ok += 1,
-                        Err(e) => failures.push(format!("{name}/{sc}: expected raise ({}), got error {e}", msg.trim())),
-                        Ok(_) => failures.push(format!("{name}/{sc}: expected raise ({}), rendered", msg.trim())),
-                    }
-                } else {
-                    // jinja2 failed on a Python-level error. We fail too, except for the
-                    // quirks the corpus README names as non-goals, where we render.
-                    let kind = if got.is_ok() { "rendered" } else { "errored" };
-                    *other_errs.entry(kind).or_default() += 1;
-                    if got.is_ok() && !JINJA2_ERROR_QUIRKS.iter().any(|q| msg.contains(q)) {
-                        failures.push(format!("{name}/{sc}: rendered where jinja2 raised {}", msg.trim()));
-                    }
-                }
-            }
-        }
-    }
-    println!("render corpus: {ok}/{total} byte-identical, {raise_ok}/{raise_total} raise_exception refusals");
+    let mut store = TemplateStore::new(templates_dir());
+    let results = run_render(&root, &mut store, None);
+    let count = |s: Status| results.iter().filter(|r| r.status == s).count();
     println!(
-        "  skipped {quirks} outputs of jinja2 quirk templates {JINJA2_QUIRK_TEMPLATES:?} (corpus README: not goals)"
+        "render corpus: {} passed, {} failed, {} skipped as jinja2 quirks {JINJA2_QUIRK_TEMPLATES:?} / {JINJA2_ERROR_QUIRKS:?} (corpus README: not goals)",
+        count(Status::Pass),
+        count(Status::Fail),
+        count(Status::Skip)
     );
-    println!(
-        "  jinja2 Python-level errors (TypeError/UndefinedError/SecurityError, not goals): {other_errs:?}; \
-         rendered only for the README quirks {JINJA2_ERROR_QUIRKS:?}"
-    );
+    let failures: Vec<_> = results.iter().filter(|r| r.status == Status::Fail).collect();
     for f in &failures {
-        println!("FAIL {f}");
+        println!("FAIL {}: {}", f.id, f.reasons.join("; "));
     }
+    assert!(count(Status::Pass) > 1000, "render scenarios went missing");
     assert!(failures.is_empty(), "{} render corpus failures", failures.len());
-}
-
-fn check(op: &str, actual: &str, value: &str) -> bool {
-    match op {
-        "contains" => actual.contains(value),
-        "not_contains" => !actual.contains(value),
-        "equals" => actual == value,
-        "ends_with" => actual.ends_with(value),
-        _ => false,
-    }
 }
 
 #[test]
 fn chat_cases() {
-    let path = Path::new(SHARED).join("corpus/chat-cases.jsonl");
-    let text = fs::read_to_string(&path).expect("chat-cases.jsonl");
-    let mut templates: BTreeMap<String, ChatTemplate> = BTreeMap::new();
-    let mut counts: BTreeMap<String, (usize, usize)> = BTreeMap::new();
-    let mut failures = Vec::new();
-    for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        let case: Json = serde_json::from_str(line).unwrap();
-        let kind = case["kind"].as_str().unwrap_or_default().to_string();
-        if !matches!(kind.as_str(), "prompt" | "generation_prompt" | "capability") {
-            continue;
-        }
-        let id = case["id"].as_str().unwrap_or_default().to_string();
-        let tmpl = match case["template"].as_str() {
-            Some(name) => templates.entry(name.to_string()).or_insert_with(|| load_template(name)).clone(),
-            None => ChatTemplate::from_source(case["template_source"].as_str().unwrap(), "", "")
-                .unwrap_or_else(|e| panic!("{id}: {e}")),
-        };
-        let entry = counts.entry(kind.clone()).or_default();
-        entry.1 += 1;
-        let result: Result<(), String> = if kind == "capability" {
-            let cap = case["cap"].as_str().unwrap();
-            let caps = tmpl.capabilities();
-            let got = caps.get(cap);
-            if got == case["expected"].as_bool() {
-                Ok(())
-            } else {
-                Err(format!("{cap} = {got:?}, expected {}", case["expected"]))
-            }
-        } else {
-            let req: ChatRequest = serde_json::from_value(case["inputs"].clone()).unwrap();
-            match tmpl.apply(&req) {
-                Err(e) => Err(format!("render error: {e}")),
-                Ok(out) => {
-                    let mut errs = Vec::new();
-                    for c in case["checks"].as_array().into_iter().flatten() {
-                        let (op, target, value) =
-                            (c["op"].as_str().unwrap(), c["target"].as_str().unwrap(), c["value"].as_str().unwrap());
-                        let actual = if target == "prompt" { &out.prompt } else { &out.generation_prompt };
-                        if !check(op, actual, value) {
-                            errs.push(format!("{op} {target} {value:?}: got {actual:?}"));
-                        }
-                    }
-                    if errs.is_empty() { Ok(()) } else { Err(errs.join("\n    ")) }
-                }
-            }
-        };
-        match result {
-            Ok(()) => entry.0 += 1,
-            Err(e) => failures.push(format!("{id} ({kind}): {e}")),
-        }
+    // The corpus judge's implementation, as `autoparser check` runs it.
+    let mut opts = CheckOptions::new(templates_dir());
+    opts.kinds = ["prompt", "generation_prompt", "capability"].map(String::from).to_vec();
+    let report = run(&Path::new(SHARED).join("corpus"), &opts).expect("corpus");
+    print!("{}", report.text(false));
+    for kind in &opts.kinds {
+        assert!(report.kind(kind).passed > 0, "no {kind} case ran");
     }
-    for (kind, (ok, total)) in &counts {
-        println!("chat cases {kind}: {ok}/{total}");
-    }
-    for f in &failures {
-        println!("FAIL {f}");
-    }
-    assert!(failures.is_empty(), "{} chat-case failures", failures.len());
+    assert_eq!(report.failed(), 0, "{} chat-case failures", report.failed());
 }
 
 /// Capabilities against the reference's detected `caps` in `analysis/NAME.json` (informational:

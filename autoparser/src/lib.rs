@@ -5,10 +5,11 @@
 //!
 //! The flow: [`template`] renders, [`analysis`] learns the markers once per template,
 //! [`generator`] builds the parser arena, grammar and prompt per request, [`registry`] holds
-//! the few model-specific builders, and [`check`] judges the golden corpus.
+//! the few model-specific builders, [`check`] judges a corpus, and [`cli`] is the `autoparser` command.
 
 pub mod analysis;
 pub mod check;
+pub mod cli;
 pub mod generator;
 pub mod registry;
 pub mod template;
