@@ -212,9 +212,13 @@ fn functionary_arena(req: &Request) -> Result<Arena, Error> {
     b.finish(root.id())
 }
 
-/// Kimi K2 templates whose call rendering uses `list.append`, which sandboxed Jinja (Hugging
-/// Face's and ours) refuses: the calls never render, so the diff cannot see them. The format
-/// is the one the general analysis finds on the Kimi K2 template that does render calls.
+/// Kimi K2 templates that do not render what the model writes.
+///
+/// - Calls: some templates render them with `list.append`, which sandboxed Jinja (Hugging
+///   Face's and ours) refuses, so the diff cannot see them. The format is the one the general
+///   analysis finds on the Kimi K2 template that does render calls.
+/// - Reasoning: the models of the family open their turn with a `<think>...</think>` block
+///   (the Kimi K2 Thinking template renders it) even where a template never renders one.
 struct KimiK2Unrendered;
 
 impl ModelBuilder for KimiK2Unrendered {
@@ -222,12 +226,22 @@ impl ModelBuilder for KimiK2Unrendered {
         "kimi_k2"
     }
     fn fingerprint(&self) -> &'static [&'static str] {
-        &["<|im_system|>tool_declare<|im_middle|>"]
+        &["<|im_assistant|>", "<|im_middle|>"]
     }
     fn applies(&self, a: &TemplateAnalysis) -> bool {
-        a.tools.format.mode == crate::analysis::ToolFormat::None
+        a.tools.format.mode == crate::analysis::ToolFormat::None || a.reasoning.mode == crate::analysis::ReasoningMode::None
     }
     fn adjust(&self, a: &mut TemplateAnalysis) {
+        if a.reasoning.mode == crate::analysis::ReasoningMode::None {
+            a.reasoning = crate::analysis::ReasoningAnalysis {
+                mode: crate::analysis::ReasoningMode::TagBased,
+                start: "<think>".into(),
+                end: "</think>".into(),
+            };
+        }
+        if a.tools.format.mode != crate::analysis::ToolFormat::None {
+            return;
+        }
         let t = &mut a.tools;
         t.format.mode = crate::analysis::ToolFormat::TagWithJson;
         t.format.section_start = "<|tool_calls_section_begin|>".into();

@@ -129,6 +129,16 @@ fn analyze_inner(r: &dyn Render) -> Result<TemplateAnalysis, AnalysisError> {
             }
         }
     }
+    // The generation prompt's closing marker, which models may write again.
+    if let (Ok(with), Ok(without)) = (r.render(&p.ctx(p.base(), true, None)), r.render(&p.ctx(p.base(), false, None))) {
+        let gp = diff::calculate_diff_split(&without, &with).right;
+        let gp = gp.trim_end();
+        if let Some((_, m)) = segment::last_marker(gp).filter(|(k, m)| k + m.len() == gp.len()) {
+            if m != a.reasoning.start.trim() && m != a.reasoning.end.trim() && m != a.content.start.trim() {
+                a.turn_header = m.to_owned();
+            }
+        }
+    }
     // Registered builders: fingerprints are matched against the template's own renders.
     let mut renders = String::new();
     for m in [probe::Asst::content(probe::needle::CONTENT), probe::Asst::calls(vec![probe::Call::first()])] {

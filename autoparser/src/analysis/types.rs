@@ -244,6 +244,10 @@ pub struct TemplateAnalysis {
     pub tools: ToolAnalysis,
     /// The marker ending an assistant turn after plain content (e.g. `<|im_end|>`), if any.
     pub end_of_turn: String,
+    /// The marker the generation prompt ends with (`<|CHATBOT_TOKEN|>`), when it is not a
+    /// reasoning marker: models repeat it before their content.
+    #[serde(default)]
+    pub turn_header: String,
     /// Marker tokens the tokenizer must keep whole.
     pub preserved_tokens: Vec<String>,
     /// Extra stop strings.

@@ -91,6 +91,12 @@ impl<'a, 'b> Ctx<'a, 'b> {
 
     /// The reasoning block, optional.
     fn reasoning(&self) -> Parser<'b> {
+        self.reasoning_before(None)
+    }
+
+    /// The reasoning block, optional; `calls` is what follows when the model goes from
+    /// reasoning straight to a tool call (the section to the end of the output).
+    fn reasoning_before(&self, calls: Option<Parser<'b>>) -> Parser<'b> {
         let b = self.b;
         let r = &self.a.reasoning;
         if r.mode == ReasoningMode::None || r.end.trim().is_empty() {
@@ -116,7 +122,18 @@ impl<'a, 'b> Ctx<'a, 'b> {
             } else {
                 let mut d = vec![e.to_owned()];
                 d.extend(triggers);
-                (b.tag(super::tags::REASONING, b.until_one_of(d)), b.optional(b.literal(e)))
+                let inner = b.tag(super::tags::REASONING, b.until_one_of(d));
+                match calls {
+                    // A trigger ends the reasoning only when the calls from it run to the end
+                    // of the output; otherwise (a call quoted in the reasoning) the block goes
+                    // on to its end marker. The lookahead tags nothing, so a stream only ever
+                    // extends the reasoning.
+                    Some(calls) => {
+                        let quoted = b.tag(super::tags::REASONING, b.until(e)) + e;
+                        (inner, b.choice([b.literal(e), b.peek(calls), b.end(), quoted]))
+                    }
+                    None => (inner, b.optional(b.literal(e))),
+                }
             };
             if s.is_empty() {
                 inner + close
@@ -135,6 +152,24 @@ impl<'a, 'b> Ctx<'a, 'b> {
         b.optional(block) + b.space()
     }
 
+    /// When reasoning is extracted: what matches reasoning-marker noise in the content (an
+    /// empty block, possibly after stray opening tokens, or a stray end marker), the opening
+    /// token of the start marker and the end marker.
+    fn reasoning_noise(&self) -> Option<(Parser<'b>, String, String)> {
+        let b = self.b;
+        let r = &self.a.reasoning;
+        let (s, e) = (r.start.trim(), r.end.trim());
+        // Not in the grammar: GBNF has no lookahead, and the model need not write noise.
+        if self.prefill_for_grammar.is_some() || !self.extract_reasoning() || r.mode == ReasoningMode::None || s.is_empty() || e.is_empty() {
+            return None;
+        }
+        let open_tok = crate::analysis::segment::first_marker(s).filter(|(i, _)| *i == 0).map_or(s, |(_, m)| m);
+        // A stray token is one another follows (PEG repetition does not give back).
+        let stray = b.zero_or_more(b.literal(open_tok) + b.peek(b.literal(open_tok)));
+        let empty_block = stray + b.literal(s) + b.space() + b.literal(e);
+        Some((b.choice([empty_block, b.literal(e)]), open_tok.to_owned(), e.to_owned()))
+    }
+
     /// Content up to one of `stops` (or the end), unwrapping content markers.
     fn content(&self, stops: &[String]) -> Parser<'b> {
         let b = self.b;
@@ -145,8 +180,35 @@ impl<'a, 'b> Ctx<'a, 'b> {
             delims.push(ce.to_owned());
         }
         let eot = self.a.end_of_turn.trim();
-        let body = if delims.is_empty() { b.rest() } else { b.until_one_of(delims) };
-        let body = b.tag(super::tags::CONTENT, body);
+        // Text that is dropped (marker noise) and the delimiters kept as text when they are not.
+        let mut drops: Vec<Parser<'b>> = Vec::new();
+        let mut kept: Vec<String> = Vec::new();
+        if let Some((noise, open_tok, end)) = self.reasoning_noise() {
+            // Empty reasoning blocks and stray end markers around the content are not text.
+            drops.push(noise);
+            kept.push(open_tok);
+            kept.push(end);
+        }
+        let plain = c.mode == ContentMode::Plain || cs.is_empty();
+        if plain && !eot.is_empty() && stops.is_empty() && self.prefill_for_grammar.is_none() {
+            // Models write the end-of-turn marker the template puts after the content (not
+            // with tools: templates may render calls after it, `<|message_sep|>function call`).
+            drops.push(b.literal(eot) + b.space() + b.end());
+            kept.push(eot.to_owned());
+        }
+        let body = if drops.is_empty() {
+            b.tag(super::tags::CONTENT, if delims.is_empty() { b.rest() } else { b.until_one_of(delims) })
+        } else {
+            let mut d = delims.clone();
+            d.extend(kept.iter().cloned());
+            let piece = || b.tag(super::tags::CONTENT, b.until_one_of(d.clone()));
+            let mut alts = drops.clone();
+            alts.extend(kept.iter().map(|k| b.tag(super::tags::CONTENT, b.literal(k))));
+            b.zero_or_more(b.choice(drops)) + piece() + b.zero_or_more(b.choice(alts) + piece())
+        };
+        // Models repeat the turn header the generation prompt ends with.
+        let th = self.a.turn_header.trim();
+        let body = if plain && !th.is_empty() && self.prefill_for_grammar.is_none() { b.optional(b.literal(th)) + body } else { body };
         if c.mode != ContentMode::Plain && !cs.is_empty() {
             let mut p = b.optional(b.space() + cs) + body;
             if !ce.is_empty() {
@@ -288,7 +350,10 @@ impl<'a, 'b> Ctx<'a, 'b> {
             if ar.value_is_literal {
                 // Literal syntax: JSON or Python (`'x'`, `True`, `None`).
                 let schema_json = b.schema(b.json(), &format!("{name}-{arg}"), s.clone(), false);
-                let lit_value = b.tag(super::tags::TOOL_ARG_JSON_VALUE, b.choice([schema_json, b.python()]));
+                // Models also write raw line breaks inside single-quoted strings (the chat
+                // mapper escapes them).
+                let raw_sq = "'" + b.zero_or_more(b.choice(["\\" + b.any(), b.chars("[^'\\\\]", 1, None)])) + "'";
+                let lit_value = b.tag(super::tags::TOOL_ARG_JSON_VALUE, b.choice([schema_json, b.python(), raw_sq]));
                 let open = lit(b, &ar.name_prefix) + b.tag(super::tags::TOOL_ARG_NAME, b.literal(arg)) + lit(b, &ar.name_suffix);
                 return b.tag(super::tags::TOOL_ARG, b.tag(super::tags::TOOL_ARG_OPEN, open) + b.space() + lit_value + b.tag(super::tags::TOOL_ARG_CLOSE, b.eps()));
             }
@@ -400,6 +465,8 @@ impl<'a, 'b> Ctx<'a, 'b> {
         } else {
             self.tool_section()
         };
+        // The grammar has no lookahead: there, any trigger ends the reasoning.
+        let reasoning = if self.prefill_for_grammar.is_none() { self.reasoning_before(Some(section + b.space() + b.end())) } else { reasoning };
         if self.req.tool_choice == ToolChoice::Required {
             // Calls are required; a short preamble before a marked call is still content.
             if triggers.is_empty() {

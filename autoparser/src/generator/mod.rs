@@ -144,6 +144,10 @@ fn continue_final(
         turn.push_str(reasoning_text);
         if mode == ContinueFinal::Content {
             turn.push_str(end);
+            // Content the template always wraps starts with its marker after the reasoning.
+            if a.content.mode == crate::analysis::ContentMode::AlwaysWrapped {
+                turn.push_str(&a.content.start);
+            }
         }
     } else if mode == ContinueFinal::Content && open {
         // Continuing content: the reasoning the prompt opened is over.
