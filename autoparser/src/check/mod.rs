@@ -389,52 +389,6 @@ pub fn run(corpus: &Path, opts: &CheckOptions) -> Result<Report, CheckError> {
     Ok(report)
 }
 
-/// One parse case's verdict, in the shape of [`run_corpus`]'s report.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CaseOutcome {
-    /// The case id.
-    pub id: String,
-    /// Whether it passed.
-    pub passed: bool,
-    /// Why it failed (empty when it passed).
-    pub detail: String,
-}
-
-/// Pass counts of the `parse` cases of a corpus ([`run_corpus`]).
-#[derive(Debug, Clone, Default)]
-pub struct CorpusReport {
-    /// Parse cases run.
-    pub total: usize,
-    /// Parse cases passed.
-    pub passed: usize,
-    /// Every failed case.
-    pub failures: Vec<CaseOutcome>,
-    /// Per template: (passed, total).
-    pub per_template: BTreeMap<String, (usize, usize)>,
-}
-
-/// Runs only the `parse` cases of `corpus_dir` with templates from `templates_dir`, judged
-/// like [`run`] does (it is [`run`] with `kinds = ["parse"]`), summarized per template.
-pub fn run_corpus(corpus_dir: &Path, templates_dir: &Path) -> Result<CorpusReport, String> {
-    let mut opts = CheckOptions::new(templates_dir);
-    opts.kinds = vec!["parse".into()];
-    let report = run(corpus_dir, &opts).map_err(|e| e.to_string())?;
-    let mut out = CorpusReport::default();
-    for r in &report.results {
-        let passed = r.status == Status::Pass;
-        out.total += 1;
-        let slot = out.per_template.entry(r.template.clone()).or_default();
-        slot.1 += 1;
-        if passed {
-            out.passed += 1;
-            slot.0 += 1;
-        } else {
-            out.failures.push(CaseOutcome { id: r.id.clone(), passed, detail: r.reasons.join("; ") });
-        }
-    }
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
