@@ -129,15 +129,7 @@ fn harmony_arena(req: &Request) -> Result<Arena, Error> {
     let mut items = Vec::new();
     if tools_on {
         let mut calls = Vec::new();
-        let mut tools: Vec<(String, serde_json::Value)> = req
-            .tools
-            .iter()
-            .filter_map(|t| {
-                let f = t.get("function").unwrap_or(t);
-                Some((f.get("name")?.as_str()?.to_owned(), f.get("parameters").cloned().unwrap_or(serde_json::json!({"type": "object"}))))
-            })
-            .collect();
-        tools.sort_by_key(|t| std::cmp::Reverse(t.0.len()));
+        let tools = req.tool_schemas();
         for (name, schema) in &tools {
             let open = b.tag(tags::TOOL_OPEN, "to=functions." + b.tag(tags::TOOL_NAME, b.literal(name)));
             let args = b.tag(tags::TOOL_ARGS, b.schema(b.json(), &format!("{name}-args"), schema.clone(), false));
@@ -187,15 +179,7 @@ fn functionary_arena(req: &Request) -> Result<Arena, Error> {
     let tools_on = !req.tools.is_empty() && req.tool_choice != ToolChoice::None;
     let mut calls = Vec::new();
     if tools_on {
-        let mut tools: Vec<(String, serde_json::Value)> = req
-            .tools
-            .iter()
-            .filter_map(|t| {
-                let f = t.get("function").unwrap_or(t);
-                Some((f.get("name")?.as_str()?.to_owned(), f.get("parameters").cloned().unwrap_or(serde_json::json!({"type": "object"}))))
-            })
-            .collect();
-        tools.sort_by_key(|t| std::cmp::Reverse(t.0.len()));
+        let tools = req.tool_schemas();
         for (name, schema) in &tools {
             let open = b.tag(tags::TOOL_OPEN, b.tag(tags::TOOL_NAME, b.literal(name)) + "\n");
             let args = b.tag(tags::TOOL_ARGS, b.schema(b.json(), &format!("{name}-args"), schema.clone(), false));

@@ -59,13 +59,6 @@ pub fn trigger_words(a: &TemplateAnalysis) -> Vec<String> {
     out
 }
 
-fn tool_name_and_schema(t: &Value) -> Option<(String, Value)> {
-    let f = t.get("function").unwrap_or(t);
-    let name = f.get("name")?.as_str()?.to_owned();
-    let params = f.get("parameters").cloned().unwrap_or_else(|| serde_json::json!({"type": "object"}));
-    Some((name, params))
-}
-
 fn is_string_schema(s: &Value) -> bool {
     match s.get("type") {
         Some(Value::String(t)) => t == "string",
@@ -224,7 +217,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
     }
 
     fn tools(&self) -> Vec<(String, Value)> {
-        self.req.tools.iter().filter_map(tool_name_and_schema).collect()
+        self.req.tool_schemas()
     }
 
     /// One call of `name`, JSON-native.
@@ -388,9 +381,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
     fn any_call(&self) -> Parser<'b> {
         let b = self.b;
         let f = &self.a.tools.format;
-        let mut tools = self.tools();
-        // Ordered choice: a name that prefixes another (`f` vs `f_with_opt`) must come last.
-        tools.sort_by_key(|t| std::cmp::Reverse(t.0.len()));
+        let tools = self.tools();
         let calls: Vec<Parser<'b>> = tools
             .iter()
             .map(|(n, s)| if f.mode == ToolFormat::JsonNative { self.json_call(n, s) } else { self.tag_call(n, s) })

@@ -66,6 +66,23 @@ pub struct Request {
 }
 
 impl Request {
+    /// The request's functions as (name, parameters schema), longest name first: in an ordered
+    /// choice a name that prefixes another (`f` vs `f_with_opt`) must come after it.
+    pub fn tool_schemas(&self) -> Vec<(String, Value)> {
+        let mut tools: Vec<(String, Value)> = self
+            .tools
+            .iter()
+            .filter_map(|t| {
+                let f = t.get("function").unwrap_or(t);
+                let name = f.get("name")?.as_str()?.to_owned();
+                let params = f.get("parameters").cloned().unwrap_or_else(|| serde_json::json!({"type": "object"}));
+                Some((name, params))
+            })
+            .collect();
+        tools.sort_by_key(|t| std::cmp::Reverse(t.0.len()));
+        tools
+    }
+
     /// Reads the `inputs` object of a corpus case (`messages`, `tools`, `tool_choice`,
     /// `parallel_tool_calls`, `json_schema`, `reasoning_format`, `enable_thinking`,
     /// `add_generation_prompt`, `chat_template_kwargs`).
