@@ -191,3 +191,51 @@ fn deep_nesting_is_an_error_not_a_stack_overflow() {
         assert_eq!(err.kind(), peg_runtime::ErrorKind::TooDeep);
     }
 }
+
+/// The generated parser and the arena map to the same chat message (`ChatParser::parse_with`
+/// over the generated parser against `ChatParser::parse`), whole and every prefix as partial
+/// output; for complete outputs also with a prefill.
+fn same_message(name: &str, parse: &dyn Fn(&[u8], bool) -> peg_runtime::ParseOutput, arena: &Arena, tools: &[hermes::Tool], output: &str) {
+    use peg_runtime::chat::{ChatParseOptions, ChatParser};
+    use std::sync::Arc;
+    let arena = Arc::new(arena.clone());
+    for prefill in ["", "<think>"] {
+        let options = ChatParseOptions { tools: tools.to_vec(), prefill: prefill.into(), ..Default::default() };
+        let chat = ChatParser::new(arena.clone(), options);
+        let ends = (0..=output.len()).filter(|&e| output.is_char_boundary(e));
+        for (end, partial) in ends.map(|e| (e, true)).chain([(output.len(), false)]) {
+            let out = &output[..end];
+            let want = chat.parse(out, partial).unwrap();
+            let got = chat.parse_with(out, partial, |x, p| Ok(parse(x, p))).unwrap();
+            assert_eq!(got, want, "{name}: messages differ on {out:?} (prefill {prefill:?}, partial: {partial})");
+        }
+    }
+}
+
+#[test]
+fn same_chat_message() {
+    let t = tools();
+    let hp = hermes::Parser::new(&t);
+    let ha = hermes::arena(&t).unwrap();
+    for i in HERMES {
+        same_message("hermes", &|x, p| hp.parse(x, p).unwrap(), &ha, &t, i);
+    }
+    let xp = xml_params::Parser::new(&t);
+    let xa = xml_params::arena(&t).unwrap();
+    for i in XML {
+        same_message("xml_params", &|x, p| xp.parse(x, p).unwrap(), &xa, &t, i);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn same_chat_message_on_fragments(hermes_input in fragments(HERMES_FRAGMENTS), xml_input in fragments(XML_FRAGMENTS)) {
+        let t = tools();
+        let hp = hermes::Parser::new(&t);
+        same_message("hermes", &|x, p| hp.parse(x, p).unwrap(), &hermes::arena(&t).unwrap(), &t, &hermes_input);
+        let xp = xml_params::Parser::new(&t);
+        same_message("xml_params", &|x, p| xp.parse(x, p).unwrap(), &xml_params::arena(&t).unwrap(), &t, &xml_input);
+    }
+}
