@@ -206,14 +206,33 @@ mod fragments {
         proptest::collection::vec(proptest::sample::select(list), 0..12).prop_map(|v| v.concat())
     }
 
+    fn tools() -> Vec<ToolSpec> {
+        vec![ToolSpec::new("get_weather", serde_json::json!({"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}))]
+    }
+
     fn check(format: Format, input: &str) {
-        let tools = vec![ToolSpec::new("get_weather", serde_json::json!({"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}))];
+        let tools = tools();
         let arena = (format.arena)(&tools).unwrap();
         let b = input.as_bytes();
         assert_eq!((format.parse)(&tools, b, false), arena.parse(b, false).unwrap(), "{input:?}");
         for e in 0..=b.len() {
             assert_eq!((format.parse)(&tools, &b[..e], true), arena.parse(&b[..e], true).unwrap(), "{:?}", &input.as_bytes()[..e]);
         }
+    }
+
+    /// The generated `Session` (memo of final rule results) equals one-shot parses.
+    macro_rules! session_agrees {
+        ($m:ident, $input:expr, $size:expr) => {{
+            let tools = tools();
+            let parser = $m::Parser::new(&tools);
+            let mut s = $m::Session::new(parser.clone());
+            let b = $input.as_bytes();
+            for chunk in b.chunks($size) {
+                s.push(chunk);
+                assert_eq!(s.parse().unwrap(), parser.parse(s.input(), true).unwrap(), "{:?}", String::from_utf8_lossy(s.input()));
+            }
+            assert_eq!(s.finish().unwrap(), parser.parse(b, false).unwrap(), "{:?}", $input);
+        }};
     }
 
     proptest! {
@@ -229,6 +248,13 @@ mod fragments {
         #[test]
         fn hermes_agrees(input in splice(HERMES)) {
             check(format_of("NousResearch-Hermes-3-Llama-3.1-8B-tool_use", false).unwrap(), &input);
+        }
+        #[test]
+        fn sessions_agree(harmony in splice(HARMONY), qwen in splice(QWEN), hermes_text in splice(HERMES), size in 1usize..6) {
+            session_agrees!(gpt_oss, harmony, size);
+            session_agrees!(gpt_oss_inline_reasoning, harmony, size);
+            session_agrees!(qwen3_coder, qwen, size);
+            session_agrees!(hermes, hermes_text, size);
         }
     }
 }

@@ -239,3 +239,37 @@ proptest! {
         same_message("xml_params", &|x, p| xp.parse(x, p).unwrap(), &xml_params::arena(&t).unwrap(), &t, &xml_input);
     }
 }
+
+/// A session fed `input` in chunks of `size` gives, after each chunk, the one-shot partial
+/// parse of the input so far (its memo of final rule results changes nothing), and finishes
+/// with the one-shot complete parse.
+fn session_agrees<S>(name: &str, mut session: S, push: fn(&mut S, &[u8]), step: fn(&mut S, bool) -> peg_runtime::ParseOutput, one_shot: &dyn Fn(&[u8], bool) -> peg_runtime::ParseOutput, input: &[u8], size: usize) {
+    let mut so_far = Vec::new();
+    for chunk in input.chunks(size.max(1)) {
+        push(&mut session, chunk);
+        so_far.extend_from_slice(chunk);
+        assert_eq!(step(&mut session, true), one_shot(&so_far, true), "{name}: session differs after {:?}", String::from_utf8_lossy(&so_far));
+    }
+    assert_eq!(step(&mut session, false), one_shot(input, false), "{name}: finished session differs on {:?}", String::from_utf8_lossy(input));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn sessions_equal_one_shot(
+        hermes_input in fragments(HERMES_FRAGMENTS),
+        xml_input in fragments(XML_FRAGMENTS),
+        sink_input in proptest::collection::vec(proptest::sample::select(&b"<>[]{}\"'#0123456789.xyz,: \t\nabTrueNn\xc3\xa9\xff"[..]), 0..24),
+        nested_input in proptest::collection::vec(proptest::sample::select(&b"[], 12"[..]), 0..24),
+        size in 1usize..7,
+    ) {
+        let t = tools();
+        let hp = hermes::Parser::new(&t);
+        session_agrees("hermes", hermes::Session::new(hp.clone()), |s, c| s.push(c), |s, p| if p { s.parse().unwrap() } else { s.finish().unwrap() }, &|x, p| hp.parse(x, p).unwrap(), hermes_input.as_bytes(), size);
+        let xp = xml_params::Parser::new(&t);
+        session_agrees("xml_params", xml_params::Session::new(xp.clone()), |s, c| s.push(c), |s, p| if p { s.parse().unwrap() } else { s.finish().unwrap() }, &|x, p| xp.parse(x, p).unwrap(), xml_input.as_bytes(), size);
+        session_agrees("kitchen_sink", kitchen_sink::Session::default(), |s, c| s.push(c), |s, p| if p { s.parse().unwrap() } else { s.finish().unwrap() }, &|x, p| kitchen_sink::parse(x, p).unwrap(), &sink_input, size);
+        session_agrees("nested", nested::Session::default(), |s, c| s.push(c), |s, p| if p { s.parse().unwrap() } else { s.finish().unwrap() }, &|x, p| nested::parse(x, p).unwrap(), &nested_input, size);
+    }
+}
