@@ -87,12 +87,19 @@ impl Gen<'_> {
             }
             ExprKind::Json(kind) => {
                 let kind = json_kind(k, *kind);
-                touching(quote!(#s::json(input, partial, #pos, #kind)))
+                let target = quote!(#k::json::Target::from(#kind));
+                self.scan(quote!(#s::json(input, partial, #pos, #kind)), quote!(#k::json::Dialect::Json), target, pos)
             }
-            ExprKind::JsonStringContent => touching(quote!(#s::json_string_content(input, partial, #pos))),
+            ExprKind::JsonStringContent => self.scan(
+                quote!(#s::json_string_content(input, partial, #pos)),
+                quote!(#k::json::Dialect::Json),
+                quote!(#k::json::Target::StringContent),
+                pos,
+            ),
             ExprKind::Python(kind) => {
                 let kind = python_kind(k, *kind);
-                touching(quote!(#s::python(input, partial, #pos, #kind)))
+                let target = quote!(#k::json::Target::from(#kind));
+                self.scan(quote!(#s::python(input, partial, #pos, #kind)), quote!(#k::json::Dialect::Python), target, pos)
             }
             ExprKind::Seq(items) => self.seq(items.iter().collect(), pos),
             ExprKind::JsonMember(key, value) => {
@@ -298,16 +305,22 @@ impl Gen<'_> {
     }
 }
 
-/// A scanner call whose result may depend on the end of input without needing more input
-/// (a complete value that ends there): counted, so that enclosing rules are not memoized.
-fn touching(call: TokenStream) -> TokenStream {
-    quote!({
-        let r = #call;
-        if r.end >= input.len() {
-            self.touches += 1;
-        }
-        r
-    })
+impl Gen<'_> {
+    /// A JSON/Python scan: one-shot `call`, or in a session a scanner resumed from where the
+    /// previous parse left it at the end of input. A result ending at the end of input may
+    /// depend on it without needing more input (a complete value): counted, so that enclosing
+    /// rules are not memoized.
+    fn scan(&mut self, call: TokenStream, dialect: TokenStream, target: TokenStream, pos: &Ident) -> TokenStream {
+        self.counter += 1;
+        let site = self.counter as u32;
+        quote!({
+            let r = if self.memo.is_some() { self.resume_scan(#site, #pos, #dialect, #target) } else { #call };
+            if r.end >= input.len() {
+                self.touches += 1;
+            }
+            r
+        })
+    }
 }
 
 fn opt_u32(v: &Option<u32>) -> TokenStream {
@@ -365,7 +378,7 @@ pub fn parser_items(g: &Grammar) -> TokenStream {
                 #[allow(unused_variables, unused_mut, unused_labels, clippy::all)]
                 fn #f(&mut self, pos: usize) -> ::std::result::Result<#s::Res, #k::Error> {
                     if let ::std::option::Option::Some(memo) = self.memo.as_deref() {
-                        if let ::std::option::Option::Some(e) = memo.get(&(#index, pos)) {
+                        if let ::std::option::Option::Some(e) = memo.rules.get(&(#index, pos)) {
                             return ::std::result::Result::Ok(e.replay(&mut self.buf));
                         }
                     }
@@ -389,7 +402,7 @@ pub fn parser_items(g: &Grammar) -> TokenStream {
                     if r.outcome != #outcome::NeedMoreInput && self.touches == touches {
                         if let ::std::option::Option::Some(memo) = self.memo.as_deref_mut() {
                             let nodes = self.buf.nodes[nmark..].to_vec();
-                            memo.insert((#index, pos), __Entry { res: r, base: nmark as u32, nodes });
+                            memo.rules.insert((#index, pos), __Entry { res: r, base: nmark as u32, nodes });
                         }
                     }
                     ::std::result::Result::Ok(r)
@@ -476,8 +489,20 @@ pub fn parser_items(g: &Grammar) -> TokenStream {
             }
         }
 
-        /// Final rule results of a session by (rule, position).
-        type __Memo = ::std::collections::HashMap<(u32, usize), __Entry>;
+        /// What a session keeps between parses: final rule results by (rule, position), and
+        /// the scanners of JSON/Python values cut by the end of input by (site, position).
+        #[derive(Debug, Clone, Default)]
+        struct __Memo {
+            rules: ::std::collections::HashMap<(u32, usize), __Entry>,
+            scans: ::std::collections::HashMap<(u32, usize), #k::json::Scanner>,
+        }
+
+        impl __Memo {
+            fn clear(&mut self) {
+                self.rules.clear();
+                self.scans.clear();
+            }
+        }
 
         /// A final rule result and the AST nodes it built (`nodes[0]` had id `base`).
         #[derive(Debug, Clone)]
@@ -518,6 +543,27 @@ pub fn parser_items(g: &Grammar) -> TokenStream {
         }
 
         impl<'i> __State<'i> {
+            /// A scan in a session: continues the scanner a previous parse left at the end of
+            /// input (the input only grew), and keeps it while it still touches the end.
+            fn resume_scan(&mut self, site: u32, pos: usize, dialect: #k::json::Dialect, target: #k::json::Target) -> #s::Res {
+                let (input, partial) = (self.input, self.partial);
+                let ::std::option::Option::Some(memo) = self.memo.as_deref_mut() else {
+                    let r = #k::json::Scanner::new(dialect, target, pos).run(input, partial);
+                    return #s::Res::new(r.outcome, r.end, r.invalid_utf8);
+                };
+                let kept = memo.scans.get(&(site, pos));
+                let resumed = kept.is_some();
+                let mut sc = match kept {
+                    ::std::option::Option::Some(sc) => sc.clone(),
+                    ::std::option::Option::None => #k::json::Scanner::new(dialect, target, pos),
+                };
+                let r = sc.run(input, partial);
+                if r.touched_end || resumed {
+                    memo.scans.insert((site, pos), sc);
+                }
+                #s::Res::new(r.outcome, r.end, r.invalid_utf8)
+            }
+
             #[allow(unused_variables, unused_mut, unused_labels, clippy::all)]
             fn root(&mut self, pos: usize) -> ::std::result::Result<#s::Res, #k::Error> {
                 let input: &'i [u8] = self.input;
