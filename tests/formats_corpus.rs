@@ -17,10 +17,27 @@ use serde_json::Value;
 const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus/chat-cases.jsonl");
 const TEMPLATES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/templates");
 
-/// A format: its arena and its specialized parser for a request's tools.
+/// A format: its arena, its specialized parser for a request's tools, and its generated
+/// `Session` fed the given chunks (the partial parse after each, then the final parse).
 struct Format {
     arena: fn(&[ToolSpec]) -> Result<Arena, peg_runtime::Error>,
     parse: fn(&[ToolSpec], &[u8], bool) -> ParseOutput,
+    session: fn(&[ToolSpec], &[&[u8]]) -> Vec<ParseOutput>,
+}
+
+macro_rules! session_fn {
+    ($m:ident) => {
+        |tools, chunks| {
+            let mut s = $m::Session::new($m::Parser::new(tools));
+            let mut outs = Vec::new();
+            for c in chunks {
+                s.push(c);
+                outs.push(s.parse().unwrap());
+            }
+            outs.push(s.finish().unwrap());
+            outs
+        }
+    };
 }
 
 /// The format of a template; `reasoning_none`: the request keeps reasoning in the content.
@@ -29,13 +46,23 @@ fn format_of(template: &str, reasoning_none: bool) -> Option<Format> {
         "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use" | "NousResearch-Hermes-3-Llama-3.1-8B-tool_use" => Format {
             arena: hermes::arena,
             parse: |t, x, p| hermes::Parser::new(t).parse(x, p).unwrap(),
+            session: session_fn!(hermes),
         },
-        "Qwen3-Coder" => Format { arena: qwen3_coder::arena, parse: |t, x, p| qwen3_coder::Parser::new(t).parse(x, p).unwrap() },
+        "Qwen3-Coder" => Format {
+            arena: qwen3_coder::arena,
+            parse: |t, x, p| qwen3_coder::Parser::new(t).parse(x, p).unwrap(),
+            session: session_fn!(qwen3_coder),
+        },
         "openai-gpt-oss-120b" if reasoning_none => Format {
             arena: gpt_oss_inline_reasoning::arena,
             parse: |t, x, p| gpt_oss_inline_reasoning::Parser::new(t).parse(x, p).unwrap(),
+            session: session_fn!(gpt_oss_inline_reasoning),
         },
-        "openai-gpt-oss-120b" => Format { arena: gpt_oss::arena, parse: |t, x, p| gpt_oss::Parser::new(t).parse(x, p).unwrap() },
+        "openai-gpt-oss-120b" => Format {
+            arena: gpt_oss::arena,
+            parse: |t, x, p| gpt_oss::Parser::new(t).parse(x, p).unwrap(),
+            session: session_fn!(gpt_oss),
+        },
         _ => return None,
     })
 }
@@ -134,6 +161,24 @@ fn formats_pass_their_corpus_cases() {
             continue;
         }
 
+        // The generated session equals one-shot parses, chunk by chunk.
+        for size in [1, 3, 7] {
+            let chunks: Vec<&[u8]> = bytes.chunks(size).collect();
+            let outs = (format.session)(&tools, &chunks);
+            let mut end = 0;
+            let mut want: Vec<ParseOutput> = chunks
+                .iter()
+                .map(|c| {
+                    end += c.len();
+                    (format.parse)(&tools, &bytes[..end], true)
+                })
+                .collect();
+            want.push((format.parse)(&tools, bytes, false));
+            if outs != want {
+                failures.push(format!("{id}: the generated session differs from one-shot parses ({size}-byte chunks)"));
+            }
+        }
+
         let parser = ChatParser::new(Arc::new(arena), ChatParseOptions { tools: tools.clone(), prefill, ..Default::default() });
         let got = parser.parse(output, partial).unwrap();
         if let Err(e) = judge(id, &got.message, &want) {
@@ -176,6 +221,7 @@ fn gbnf_snapshots() {
     insta::assert_snapshot!("hermes_gbnf_lazy", hermes::GBNF_LAZY.unwrap());
     insta::assert_snapshot!("qwen3_coder_gbnf_lazy", qwen3_coder::GBNF_LAZY.unwrap());
     insta::assert_snapshot!("gpt_oss_gbnf", gpt_oss::GBNF);
+    insta::assert_snapshot!("gpt_oss_inline_reasoning_gbnf", gpt_oss_inline_reasoning::GBNF);
     let tools: Vec<ToolSpec> = vec![ToolSpec::new(
         "get_weather",
         serde_json::json!({"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}),
