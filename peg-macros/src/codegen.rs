@@ -453,7 +453,8 @@ pub fn parser_items(g: &Grammar) -> TokenStream {
         /// expressions outside rules (the root's, such as a leading `until`). A text or JSON
         /// value growing at the end is scanned again from its start at each parse, so a single
         /// long value in many small chunks still costs its length per parse; the runtime's
-        /// `Session` over [`arena`] resumes such scans where they stopped.
+        /// `Session` over [`arena`] resumes such scans where they stopped. (The nesting limit
+        /// applies to the rule calls a parse runs: a reused result does not count again.)
         #[derive(Debug, Clone, Default)]
         pub struct Session {
             parser: Parser,
