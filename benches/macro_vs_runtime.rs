@@ -105,36 +105,58 @@ fn bench(c: &mut Criterion) {
     }
 }
 
-/// Streaming the Hermes input in 16-byte chunks, a partial parse after each: the generated
-/// `Session` (re-parses all input so far) against the runtime's incremental `Session`.
-fn stream(c: &mut Criterion) {
+/// Streams `input` through the generated Hermes `Session` (memo of final rule results), a
+/// one-shot generated parse per chunk (no memo), and the runtime's incremental `Session`.
+fn stream_group(c: &mut Criterion, group: &str, input: &str, chunk: usize, samples: usize) {
     let tools = tools();
-    let input = hermes_input(20);
     let arena = std::sync::Arc::new(hermes::arena(&tools).unwrap());
     let parser = hermes::Parser::new(&tools);
-    let mut g = c.benchmark_group("hermes_stream_16b");
+    let mut g = c.benchmark_group(group);
+    g.sample_size(samples);
     g.throughput(Throughput::Bytes(input.len() as u64));
     g.bench_function("macro", |b| {
         b.iter(|| {
             let mut s = hermes::Session::new(parser.clone());
-            for chunk in input.as_bytes().chunks(16) {
-                s.push(chunk);
+            for c in input.as_bytes().chunks(chunk) {
+                s.push(c);
                 black_box(s.parse().unwrap());
             }
             s.finish().unwrap().ast.len()
         })
     });
+    g.bench_function("macro_reparse", |b| {
+        b.iter(|| {
+            let bytes = input.as_bytes();
+            let mut end = 0;
+            while end < bytes.len() {
+                end = (end + chunk).min(bytes.len());
+                black_box(parser.parse(&bytes[..end], true).unwrap());
+            }
+            parser.parse(bytes, false).unwrap().ast.len()
+        })
+    });
     g.bench_function("arena", |b| {
         b.iter(|| {
             let mut s = chat_peg::peg_runtime::Session::new(arena.clone());
-            for chunk in input.as_bytes().chunks(16) {
-                s.push(chunk);
+            for c in input.as_bytes().chunks(chunk) {
+                s.push(c);
                 black_box(s.parse().unwrap());
             }
             s.finish().unwrap().ast.len()
         })
     });
     g.finish();
+}
+
+/// Streaming: the Hermes input in 16-byte chunks (many short calls), and one call with a
+/// 64 KB string argument in 4-byte chunks (a single value growing at the end of input).
+fn stream(c: &mut Criterion) {
+    stream_group(c, "hermes_stream_16b", &hermes_input(20), 16, 20);
+    let big = format!(
+        "Writing it.\n<tool_call>\n{{\"name\": \"write_file\", \"arguments\": {{\"path\": \"{}\", \"count\": 1}}}}\n</tool_call>\n",
+        "abcdefgh".repeat(8192)
+    );
+    stream_group(c, "hermes_stream_64k_arg_4b", &big, 4, 10);
 }
 
 criterion_group!(benches, bench, stream);

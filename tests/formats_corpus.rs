@@ -2,45 +2,79 @@
 //! as `autoparser check` does (corpus README): content and reasoning trimmed, names and
 //! non-empty ids equal, arguments as JSON values, and streaming in small chunks adds up to the
 //! final message. Each case also checks that the specialized parser and the arena give the same
-//! parse, whole and for every prefix as partial input (so they map to the same message).
+//! parse, whole and for every prefix as partial input, and the same chat message, whole and
+//! for every prefix (`ChatParser::parse_with` over the specialized parser). The prefill comes
+//! from the template's rendered generation prompt (`formats::prefill`).
 
 use std::sync::Arc;
 
-use chat_peg::formats::{gpt_oss, hermes, qwen3_coder};
+use autoparser::template::{ChatRequest, ChatTemplate};
+use chat_peg::formats::{self, gpt_oss, gpt_oss_inline_reasoning, hermes, qwen3_coder};
 use peg_runtime::chat::{ChatMessage, ChatParseOptions, ChatParser, ToolSpec};
 use peg_runtime::{Arena, ParseOutput};
 use serde_json::Value;
 
 const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus/chat-cases.jsonl");
+const TEMPLATES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/templates");
 
-/// A format: its arena and its specialized parser for a request's tools.
+/// A format: its arena, its specialized parser for a request's tools, and its generated
+/// `Session` fed the given chunks (the partial parse after each, then the final parse).
 struct Format {
     arena: fn(&[ToolSpec]) -> Result<Arena, peg_runtime::Error>,
     parse: fn(&[ToolSpec], &[u8], bool) -> ParseOutput,
+    session: fn(&[ToolSpec], &[&[u8]]) -> Vec<ParseOutput>,
 }
 
-fn format_of(template: &str) -> Option<Format> {
+macro_rules! session_fn {
+    ($m:ident) => {
+        |tools, chunks| {
+            let mut s = $m::Session::new($m::Parser::new(tools));
+            let mut outs = Vec::new();
+            for c in chunks {
+                s.push(c);
+                outs.push(s.parse().unwrap());
+            }
+            outs.push(s.finish().unwrap());
+            outs
+        }
+    };
+}
+
+/// The format of a template; `reasoning_none`: the request keeps reasoning in the content.
+fn format_of(template: &str, reasoning_none: bool) -> Option<Format> {
     Some(match template {
         "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use" | "NousResearch-Hermes-3-Llama-3.1-8B-tool_use" => Format {
             arena: hermes::arena,
             parse: |t, x, p| hermes::Parser::new(t).parse(x, p).unwrap(),
+            session: session_fn!(hermes),
         },
-        "Qwen3-Coder" => Format { arena: qwen3_coder::arena, parse: |t, x, p| qwen3_coder::Parser::new(t).parse(x, p).unwrap() },
-        "openai-gpt-oss-120b" => Format { arena: gpt_oss::arena, parse: |t, x, p| gpt_oss::Parser::new(t).parse(x, p).unwrap() },
+        "Qwen3-Coder" => Format {
+            arena: qwen3_coder::arena,
+            parse: |t, x, p| qwen3_coder::Parser::new(t).parse(x, p).unwrap(),
+            session: session_fn!(qwen3_coder),
+        },
+        "openai-gpt-oss-120b" if reasoning_none => Format {
+            arena: gpt_oss_inline_reasoning::arena,
+            parse: |t, x, p| gpt_oss_inline_reasoning::Parser::new(t).parse(x, p).unwrap(),
+            session: session_fn!(gpt_oss_inline_reasoning),
+        },
+        "openai-gpt-oss-120b" => Format {
+            arena: gpt_oss::arena,
+            parse: |t, x, p| gpt_oss::Parser::new(t).parse(x, p).unwrap(),
+            session: session_fn!(gpt_oss),
+        },
         _ => return None,
     })
 }
 
-/// Cases a format does not cover, with the reason.
-const SKIPPED: &[(&str, &str)] = &[
-    // reasoning_format `none` keeps harmony's analysis message, markers and all, in the content:
-    // a different grammar (reasoning tagged as content), not part of this format.
-    ("openai-gpt-oss-120b:6447:509", "reasoning_format none"),
-    // The prefill holds a whole analysis message of the final assistant turn, which the
-    // generation prompt renders; reconstructing it is the template layer's job.
-    ("openai-gpt-oss-120b:6591:522", "prefill from the rendered generation prompt"),
-    ("openai-gpt-oss-120b:6601:523", "prefill from the rendered generation prompt"),
-];
+/// The prefill of a case: the rendered generation prompt after the assistant turn header.
+fn prefill_of(template: &str, inputs: &Value) -> Result<String, String> {
+    let path = std::path::PathBuf::from(format!("{TEMPLATES}/{template}.jinja"));
+    let tmpl = ChatTemplate::load(&path).map_err(|e| format!("template {template}: {e}"))?;
+    let req: ChatRequest = serde_json::from_value(inputs.clone()).map_err(|e| format!("request: {e}"))?;
+    let rendered = tmpl.apply(&req).map_err(|e| format!("render: {e}"))?;
+    Ok(formats::prefill(&rendered.generation_prompt).to_owned())
+}
 
 fn args_value(s: &str) -> Value {
     serde_json::from_str(s).unwrap_or(Value::Null)
@@ -92,18 +126,17 @@ fn formats_pass_their_corpus_cases() {
         if case["kind"] != "parse" || case["expect_failure"] == true {
             continue;
         }
-        let Some(format) = format_of(case["template"].as_str().unwrap_or("")) else { continue };
-        let id = case["id"].as_str().unwrap();
-        if SKIPPED.iter().any(|(s, _)| *s == id) {
-            continue;
-        }
+        let template = case["template"].as_str().unwrap_or("");
         let inputs = &case["inputs"];
+        let Some(format) = format_of(template, inputs["reasoning_format"] == "none") else { continue };
+        let id = case["id"].as_str().unwrap();
         let tools: Vec<ToolSpec> = inputs["tools"].as_array().into_iter().flatten().filter_map(ToolSpec::from_openai).collect();
-        // Continuing the final assistant message: its content was already "said".
-        let prefill = if inputs["continue_final_message"] == "content" {
-            inputs["messages"].as_array().and_then(|m| m.last()).and_then(|m| m["content"].as_str()).unwrap_or("").to_owned()
-        } else {
-            String::new()
+        let prefill = match prefill_of(template, inputs) {
+            Ok(p) => p,
+            Err(e) => {
+                failures.push(format!("{id}: {e}"));
+                continue;
+            }
         };
         let output = case["model_output"].as_str().unwrap();
         let partial = case["is_partial"] == true;
@@ -128,10 +161,41 @@ fn formats_pass_their_corpus_cases() {
             continue;
         }
 
+        // The generated session equals one-shot parses, chunk by chunk.
+        for size in [1, 3, 7] {
+            let chunks: Vec<&[u8]> = bytes.chunks(size).collect();
+            let outs = (format.session)(&tools, &chunks);
+            let mut end = 0;
+            let mut want: Vec<ParseOutput> = chunks
+                .iter()
+                .map(|c| {
+                    end += c.len();
+                    (format.parse)(&tools, &bytes[..end], true)
+                })
+                .collect();
+            want.push((format.parse)(&tools, bytes, false));
+            if outs != want {
+                failures.push(format!("{id}: the generated session differs from one-shot parses ({size}-byte chunks)"));
+            }
+        }
+
         let parser = ChatParser::new(Arc::new(arena), ChatParseOptions { tools: tools.clone(), prefill, ..Default::default() });
         let got = parser.parse(output, partial).unwrap();
         if let Err(e) = judge(id, &got.message, &want) {
             failures.push(e);
+            continue;
+        }
+        // The same message from the specialized parser, whole and for every prefix.
+        let specialized = |out: &str, partial: bool| parser.parse_with(out, partial, |x, p| Ok((format.parse)(&tools, x, p))).unwrap();
+        if specialized(output, partial) != got {
+            failures.push(format!("{id}: specialized parser and arena map to different messages"));
+            continue;
+        }
+        if let Some(end) = (0..=output.len())
+            .filter(|&e| output.is_char_boundary(e))
+            .find(|&e| specialized(&output[..e], true) != parser.parse(&output[..e], true).unwrap())
+        {
+            failures.push(format!("{id}: specialized parser and arena map the prefix of {end} bytes to different messages"));
             continue;
         }
         if !partial {
@@ -147,7 +211,7 @@ fn formats_pass_their_corpus_cases() {
             }
         }
     }
-    assert!(ran >= 40, "only {ran} cases ran");
+    assert!(ran >= 47, "only {ran} cases ran");
     assert!(failures.is_empty(), "{} of {ran} failed:\n{}", failures.len(), failures.join("\n"));
 }
 
@@ -157,6 +221,7 @@ fn gbnf_snapshots() {
     insta::assert_snapshot!("hermes_gbnf_lazy", hermes::GBNF_LAZY.unwrap());
     insta::assert_snapshot!("qwen3_coder_gbnf_lazy", qwen3_coder::GBNF_LAZY.unwrap());
     insta::assert_snapshot!("gpt_oss_gbnf", gpt_oss::GBNF);
+    insta::assert_snapshot!("gpt_oss_inline_reasoning_gbnf", gpt_oss_inline_reasoning::GBNF);
     let tools: Vec<ToolSpec> = vec![ToolSpec::new(
         "get_weather",
         serde_json::json!({"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}),
@@ -187,8 +252,12 @@ mod fragments {
         proptest::collection::vec(proptest::sample::select(list), 0..12).prop_map(|v| v.concat())
     }
 
+    fn tools() -> Vec<ToolSpec> {
+        vec![ToolSpec::new("get_weather", serde_json::json!({"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}))]
+    }
+
     fn check(format: Format, input: &str) {
-        let tools = vec![ToolSpec::new("get_weather", serde_json::json!({"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}))];
+        let tools = tools();
         let arena = (format.arena)(&tools).unwrap();
         let b = input.as_bytes();
         assert_eq!((format.parse)(&tools, b, false), arena.parse(b, false).unwrap(), "{input:?}");
@@ -197,19 +266,41 @@ mod fragments {
         }
     }
 
+    /// The generated `Session` (memo of final rule results) equals one-shot parses.
+    macro_rules! session_agrees {
+        ($m:ident, $input:expr, $size:expr) => {{
+            let tools = tools();
+            let parser = $m::Parser::new(&tools);
+            let mut s = $m::Session::new(parser.clone());
+            let b = $input.as_bytes();
+            for chunk in b.chunks($size) {
+                s.push(chunk);
+                assert_eq!(s.parse().unwrap(), parser.parse(s.input(), true).unwrap(), "{:?}", String::from_utf8_lossy(s.input()));
+            }
+            assert_eq!(s.finish().unwrap(), parser.parse(b, false).unwrap(), "{:?}", $input);
+        }};
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
         #[test]
         fn gpt_oss_agrees(input in splice(HARMONY)) {
-            check(format_of("openai-gpt-oss-120b").unwrap(), &input);
+            check(format_of("openai-gpt-oss-120b", false).unwrap(), &input);
         }
         #[test]
         fn qwen3_coder_agrees(input in splice(QWEN)) {
-            check(format_of("Qwen3-Coder").unwrap(), &input);
+            check(format_of("Qwen3-Coder", false).unwrap(), &input);
         }
         #[test]
         fn hermes_agrees(input in splice(HERMES)) {
-            check(format_of("NousResearch-Hermes-3-Llama-3.1-8B-tool_use").unwrap(), &input);
+            check(format_of("NousResearch-Hermes-3-Llama-3.1-8B-tool_use", false).unwrap(), &input);
+        }
+        #[test]
+        fn sessions_agree(harmony in splice(HARMONY), qwen in splice(QWEN), hermes_text in splice(HERMES), size in 1usize..6) {
+            session_agrees!(gpt_oss, harmony, size);
+            session_agrees!(gpt_oss_inline_reasoning, harmony, size);
+            session_agrees!(qwen3_coder, qwen, size);
+            session_agrees!(hermes, hermes_text, size);
         }
     }
 }

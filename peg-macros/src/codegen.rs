@@ -50,7 +50,13 @@ impl Gen<'_> {
         match &e.kind {
             ExprKind::Eps => quote!(#s::Res::ok(#pos)),
             ExprKind::Start => quote!(if #pos == 0 { #s::Res::ok(#pos) } else { #s::Res::fail(#pos) }),
-            ExprKind::End => quote!(if #pos >= input.len() { #s::Res::ok(#pos) } else { #s::Res::fail(#pos) }),
+            // Matching at the end of input depends on the end: not memoizable across parses.
+            ExprKind::End => quote!(if #pos >= input.len() {
+                self.touches += 1;
+                #s::Res::ok(#pos)
+            } else {
+                #s::Res::fail(#pos)
+            }),
             ExprKind::Any => quote!(#s::any(input, partial, #pos)),
             ExprKind::Rest => quote!(#s::rest(input, partial, #pos)),
             ExprKind::Space => quote!(#s::space(input, partial, #pos)),
@@ -81,12 +87,19 @@ impl Gen<'_> {
             }
             ExprKind::Json(kind) => {
                 let kind = json_kind(k, *kind);
-                quote!(#s::json(input, partial, #pos, #kind))
+                let target = quote!(#k::json::Target::from(#kind));
+                self.scan(quote!(#s::json(input, partial, #pos, #kind)), quote!(#k::json::Dialect::Json), target, pos)
             }
-            ExprKind::JsonStringContent => quote!(#s::json_string_content(input, partial, #pos)),
+            ExprKind::JsonStringContent => self.scan(
+                quote!(#s::json_string_content(input, partial, #pos)),
+                quote!(#k::json::Dialect::Json),
+                quote!(#k::json::Target::StringContent),
+                pos,
+            ),
             ExprKind::Python(kind) => {
                 let kind = python_kind(k, *kind);
-                quote!(#s::python(input, partial, #pos, #kind))
+                let target = quote!(#k::json::Target::from(#kind));
+                self.scan(quote!(#s::python(input, partial, #pos, #kind)), quote!(#k::json::Dialect::Python), target, pos)
             }
             ExprKind::Seq(items) => self.seq(items.iter().collect(), pos),
             ExprKind::JsonMember(key, value) => {
@@ -292,6 +305,24 @@ impl Gen<'_> {
     }
 }
 
+impl Gen<'_> {
+    /// A JSON/Python scan: one-shot `call`, or in a session a scanner resumed from where the
+    /// previous parse left it at the end of input. A result ending at the end of input may
+    /// depend on it without needing more input (a complete value): counted, so that enclosing
+    /// rules are not memoized.
+    fn scan(&mut self, call: TokenStream, dialect: TokenStream, target: TokenStream, pos: &Ident) -> TokenStream {
+        self.counter += 1;
+        let site = self.counter as u32;
+        quote!({
+            let r = if self.memo.is_some() { self.resume_scan(#site, #pos, #dialect, #target) } else { #call };
+            if r.end >= input.len() {
+                self.touches += 1;
+            }
+            r
+        })
+    }
+}
+
 fn opt_u32(v: &Option<u32>) -> TokenStream {
     match v {
         Some(n) => quote!(::std::option::Option::Some(#n)),
@@ -336,7 +367,9 @@ pub fn parser_items(g: &Grammar) -> TokenStream {
     let rules: Vec<TokenStream> = g
         .rules
         .iter()
-        .map(|r| {
+        .enumerate()
+        .map(|(index, r)| {
+            let index = index as u32;
             let name = r.name.to_string();
             let f = rule_fn(&name);
             let body = gen.expr(&r.expr, &pos);
@@ -344,6 +377,11 @@ pub fn parser_items(g: &Grammar) -> TokenStream {
             quote! {
                 #[allow(unused_variables, unused_mut, unused_labels, clippy::all)]
                 fn #f(&mut self, pos: usize) -> ::std::result::Result<#s::Res, #k::Error> {
+                    if let ::std::option::Option::Some(memo) = self.memo.as_deref() {
+                        if let ::std::option::Option::Some(e) = memo.rules.get(&(#index, pos)) {
+                            return ::std::result::Result::Ok(e.replay(&mut self.buf));
+                        }
+                    }
                     if self.depth >= #max_depth {
                         return ::std::result::Result::Err(#s::too_deep(#max_depth, pos));
                     }
@@ -352,10 +390,20 @@ pub fn parser_items(g: &Grammar) -> TokenStream {
                     let partial = self.partial;
                     let tools: &'i #s::ToolTable = self.tools;
                     let mark = self.buf.out.len();
+                    let nmark = self.buf.nodes.len();
+                    let touches = self.touches;
                     let r: #s::Res = #body;
                     self.depth -= 1;
                     if r.outcome != #outcome::Fail {
                         self.buf.close(mark, ::std::option::Option::None, #label, pos, r);
+                    }
+                    // In partial mode every result that looked at the end of input either needs
+                    // more input or was counted in `touches`; any other result is final.
+                    if r.outcome != #outcome::NeedMoreInput && self.touches == touches {
+                        if let ::std::option::Option::Some(memo) = self.memo.as_deref_mut() {
+                            let nodes = self.buf.nodes[nmark..].to_vec();
+                            memo.rules.insert((#index, pos), __Entry { res: r, base: nmark as u32, nodes });
+                        }
                     }
                     ::std::result::Result::Ok(r)
                 }
@@ -380,7 +428,11 @@ pub fn parser_items(g: &Grammar) -> TokenStream {
             /// Parses `input` from its start. `partial`: the input may continue (streaming).
             /// `Err` only when rule calls nest deeper than the limit.
             pub fn parse(&self, input: &[u8], partial: bool) -> ::std::result::Result<#k::ParseOutput, #k::Error> {
-                let mut st = __State { input, partial, tools: &self.tools, depth: 0, buf: #s::AstBuf::for_input(input.len()) };
+                self.run(input, partial, ::std::option::Option::None)
+            }
+
+            fn run(&self, input: &[u8], partial: bool, memo: ::std::option::Option<&mut __Memo>) -> ::std::result::Result<#k::ParseOutput, #k::Error> {
+                let mut st = __State { input, partial, tools: &self.tools, depth: 0, buf: #s::AstBuf::for_input(input.len()), memo, touches: 0 };
                 let r = st.root(0)?;
                 ::std::result::Result::Ok(st.buf.finish(r))
             }
@@ -391,21 +443,29 @@ pub fn parser_items(g: &Grammar) -> TokenStream {
             Parser::default().parse(input, partial)
         }
 
-        /// Streaming over input that arrives in chunks. Each [`Session::parse`] re-runs the
-        /// specialized parser over all input so far, so results equal a one-shot parse by
-        /// construction; a parse costs the input length, not the chunk length. For long
-        /// outputs in many small chunks, the runtime's incremental `Session` over [`arena`]
-        /// gives the same results at the cost of the chunk.
+        /// Streaming over input that arrives in chunks; results equal a one-shot parse of the
+        /// input so far.
+        ///
+        /// Each [`Session::parse`] runs the specialized parser over all input so far, but
+        /// reuses the result (and AST) of every rule call of earlier parses that did not look
+        /// at the end of input: the input only grows, so such a result is final. What is
+        /// recomputed is the path to the end of input: the rules still open there, and the
+        /// expressions outside rules (the root's, such as a leading `until`). A text or JSON
+        /// value growing at the end is scanned again from its start at each parse, so a single
+        /// long value in many small chunks still costs its length per parse; the runtime's
+        /// `Session` over [`arena`] resumes such scans where they stopped. (The nesting limit
+        /// applies to the rule calls a parse runs: a reused result does not count again.)
         #[derive(Debug, Clone, Default)]
         pub struct Session {
             parser: Parser,
             input: ::std::vec::Vec<u8>,
+            memo: __Memo,
         }
 
         impl Session {
             /// A session over an empty input.
             pub fn new(parser: Parser) -> Session {
-                Session { parser, input: ::std::vec::Vec::new() }
+                Session { parser, input: ::std::vec::Vec::new(), memo: ::std::default::Default::default() }
             }
             /// Appends a chunk of input.
             pub fn push(&mut self, chunk: &[u8]) {
@@ -417,7 +477,7 @@ pub fn parser_items(g: &Grammar) -> TokenStream {
             }
             /// Parses all input so far as partial input.
             pub fn parse(&mut self) -> ::std::result::Result<#k::ParseOutput, #k::Error> {
-                self.parser.parse(&self.input, true)
+                self.parser.run(&self.input, true, ::std::option::Option::Some(&mut self.memo))
             }
             /// Parses all input so far as complete input.
             pub fn finish(&mut self) -> ::std::result::Result<#k::ParseOutput, #k::Error> {
@@ -426,6 +486,48 @@ pub fn parser_items(g: &Grammar) -> TokenStream {
             /// Drops all input.
             pub fn reset(&mut self) {
                 self.input.clear();
+                self.memo.clear();
+            }
+        }
+
+        /// What a session keeps between parses: final rule results by (rule, position), and
+        /// the scanners of JSON/Python values cut by the end of input by (site, position).
+        #[derive(Debug, Clone, Default)]
+        struct __Memo {
+            rules: ::std::collections::HashMap<(u32, usize), __Entry>,
+            scans: ::std::collections::HashMap<(u32, usize), #k::json::Scanner>,
+        }
+
+        impl __Memo {
+            fn clear(&mut self) {
+                self.rules.clear();
+                self.scans.clear();
+            }
+        }
+
+        /// A final rule result and the AST nodes it built (`nodes[0]` had id `base`).
+        #[derive(Debug, Clone)]
+        struct __Entry {
+            res: #s::Res,
+            base: u32,
+            nodes: ::std::vec::Vec<#k::AstNode>,
+        }
+
+        impl __Entry {
+            /// Appends the entry's nodes to `buf` as the rule call would have.
+            fn replay(&self, buf: &mut #s::AstBuf) -> #s::Res {
+                if let ::std::option::Option::Some(last) = self.nodes.len().checked_sub(1) {
+                    let new_base = buf.nodes.len() as u32;
+                    for n in &self.nodes {
+                        let mut n = n.clone();
+                        for c in n.children.iter_mut() {
+                            *c = #k::AstId(c.0 - self.base + new_base);
+                        }
+                        buf.nodes.push(n);
+                    }
+                    buf.out.push(#k::AstId(new_base + last as u32));
+                }
+                self.res
             }
         }
 
@@ -435,9 +537,34 @@ pub fn parser_items(g: &Grammar) -> TokenStream {
             tools: &'i #s::ToolTable,
             depth: usize,
             buf: #s::AstBuf,
+            /// A session's memo of final rule results (partial parses only).
+            memo: ::std::option::Option<&'i mut __Memo>,
+            /// How many results looked at the end of input without needing more input.
+            touches: u32,
         }
 
         impl<'i> __State<'i> {
+            /// A scan in a session: continues the scanner a previous parse left at the end of
+            /// input (the input only grew), and keeps it while it still touches the end.
+            fn resume_scan(&mut self, site: u32, pos: usize, dialect: #k::json::Dialect, target: #k::json::Target) -> #s::Res {
+                let (input, partial) = (self.input, self.partial);
+                let ::std::option::Option::Some(memo) = self.memo.as_deref_mut() else {
+                    let r = #k::json::Scanner::new(dialect, target, pos).run(input, partial);
+                    return #s::Res::new(r.outcome, r.end, r.invalid_utf8);
+                };
+                let kept = memo.scans.get(&(site, pos));
+                let resumed = kept.is_some();
+                let mut sc = match kept {
+                    ::std::option::Option::Some(sc) => sc.clone(),
+                    ::std::option::Option::None => #k::json::Scanner::new(dialect, target, pos),
+                };
+                let r = sc.run(input, partial);
+                if r.touched_end || resumed {
+                    memo.scans.insert((site, pos), sc);
+                }
+                #s::Res::new(r.outcome, r.end, r.invalid_utf8)
+            }
+
             #[allow(unused_variables, unused_mut, unused_labels, clippy::all)]
             fn root(&mut self, pos: usize) -> ::std::result::Result<#s::Res, #k::Error> {
                 let input: &'i [u8] = self.input;

@@ -65,7 +65,8 @@
 //!   runtime's resumable scanner, no allocation besides the AST. It returns the runtime's
 //!   `ParseOutput` (outcome, span, tagged AST), equal to the arena's;
 //! - `fn parse(input, partial)` (no tools) and `struct Session` (push chunks, parse as partial,
-//!   finish);
+//!   finish), incremental: each parse reuses the rule results of earlier parses that did not
+//!   look at the end of input, and resumes JSON/Python scans cut by it;
 //! - `fn arena(tools: &[Tool]) -> Result<Arena, Error>`: the equivalent runtime arena;
 //! - `const GBNF: &str` and `const GBNF_LAZY: Option<&str>`, generated at compile time by the
 //!   runtime's GBNF generator, and `fn gbnf(tools, lazy)` for requests with tools.

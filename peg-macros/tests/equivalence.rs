@@ -191,3 +191,85 @@ fn deep_nesting_is_an_error_not_a_stack_overflow() {
         assert_eq!(err.kind(), peg_runtime::ErrorKind::TooDeep);
     }
 }
+
+/// The generated parser and the arena map to the same chat message (`ChatParser::parse_with`
+/// over the generated parser against `ChatParser::parse`), whole and every prefix as partial
+/// output; for complete outputs also with a prefill.
+fn same_message(name: &str, parse: &dyn Fn(&[u8], bool) -> peg_runtime::ParseOutput, arena: &Arena, tools: &[hermes::Tool], output: &str) {
+    use peg_runtime::chat::{ChatParseOptions, ChatParser};
+    use std::sync::Arc;
+    let arena = Arc::new(arena.clone());
+    for prefill in ["", "<think>"] {
+        let options = ChatParseOptions { tools: tools.to_vec(), prefill: prefill.into(), ..Default::default() };
+        let chat = ChatParser::new(arena.clone(), options);
+        let ends = (0..=output.len()).filter(|&e| output.is_char_boundary(e));
+        for (end, partial) in ends.map(|e| (e, true)).chain([(output.len(), false)]) {
+            let out = &output[..end];
+            let want = chat.parse(out, partial).unwrap();
+            let got = chat.parse_with(out, partial, |x, p| Ok(parse(x, p))).unwrap();
+            assert_eq!(got, want, "{name}: messages differ on {out:?} (prefill {prefill:?}, partial: {partial})");
+        }
+    }
+}
+
+#[test]
+fn same_chat_message() {
+    let t = tools();
+    let hp = hermes::Parser::new(&t);
+    let ha = hermes::arena(&t).unwrap();
+    for i in HERMES {
+        same_message("hermes", &|x, p| hp.parse(x, p).unwrap(), &ha, &t, i);
+    }
+    let xp = xml_params::Parser::new(&t);
+    let xa = xml_params::arena(&t).unwrap();
+    for i in XML {
+        same_message("xml_params", &|x, p| xp.parse(x, p).unwrap(), &xa, &t, i);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn same_chat_message_on_fragments(hermes_input in fragments(HERMES_FRAGMENTS), xml_input in fragments(XML_FRAGMENTS)) {
+        let t = tools();
+        let hp = hermes::Parser::new(&t);
+        same_message("hermes", &|x, p| hp.parse(x, p).unwrap(), &hermes::arena(&t).unwrap(), &t, &hermes_input);
+        let xp = xml_params::Parser::new(&t);
+        same_message("xml_params", &|x, p| xp.parse(x, p).unwrap(), &xml_params::arena(&t).unwrap(), &t, &xml_input);
+    }
+}
+
+/// A session fed `input` in chunks of `size` gives, after each chunk, the one-shot partial
+/// parse of the input so far (its memo of final rule results changes nothing), and finishes
+/// with the one-shot complete parse.
+fn session_agrees<S>(name: &str, mut session: S, push: fn(&mut S, &[u8]), step: fn(&mut S, bool) -> peg_runtime::ParseOutput, one_shot: &dyn Fn(&[u8], bool) -> peg_runtime::ParseOutput, input: &[u8], size: usize) {
+    let mut so_far = Vec::new();
+    for chunk in input.chunks(size.max(1)) {
+        push(&mut session, chunk);
+        so_far.extend_from_slice(chunk);
+        assert_eq!(step(&mut session, true), one_shot(&so_far, true), "{name}: session differs after {:?}", String::from_utf8_lossy(&so_far));
+    }
+    assert_eq!(step(&mut session, false), one_shot(input, false), "{name}: finished session differs on {:?}", String::from_utf8_lossy(input));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn sessions_equal_one_shot(
+        hermes_input in fragments(HERMES_FRAGMENTS),
+        xml_input in fragments(XML_FRAGMENTS),
+        sink_input in proptest::collection::vec(proptest::sample::select(&b"<>[]{}\"'#0123456789.xyz,: \t\nabTrueNn\xc3\xa9\xff"[..]), 0..24),
+        nested_input in proptest::collection::vec(proptest::sample::select(&b"[], 12"[..]), 0..24),
+        size in 1usize..7,
+    ) {
+        let t = tools();
+        let hp = hermes::Parser::new(&t);
+        session_agrees("hermes", hermes::Session::new(hp.clone()), |s, c| s.push(c), |s, p| if p { s.parse().unwrap() } else { s.finish().unwrap() }, &|x, p| hp.parse(x, p).unwrap(), hermes_input.as_bytes(), size);
+        let xp = xml_params::Parser::new(&t);
+        session_agrees("xml_params", xml_params::Session::new(xp.clone()), |s, c| s.push(c), |s, p| if p { s.parse().unwrap() } else { s.finish().unwrap() }, &|x, p| xp.parse(x, p).unwrap(), xml_input.as_bytes(), size);
+        session_agrees("kitchen_sink", kitchen_sink::Session::default(), |s, c| s.push(c), |s, p| if p { s.parse().unwrap() } else { s.finish().unwrap() }, &|x, p| kitchen_sink::parse(x, p).unwrap(), &sink_input, size);
+        session_agrees("nested", nested::Session::default(), |s, c| s.push(c), |s, p| if p { s.parse().unwrap() } else { s.finish().unwrap() }, &|x, p| nested::parse(x, p).unwrap(), &nested_input, size);
+    }
+}

@@ -15,6 +15,26 @@
 
 use peg_macros::chat_peg;
 
+/// The assistant turn headers of the formats' templates: `<|im_start|>assistant\n` (Hermes,
+/// Qwen3-Coder) and `<|start|>assistant` (harmony).
+const TURN_HEADERS: &[&str] = &["<|im_start|>assistant\n", "<|start|>assistant"];
+
+/// The prefill of a request (`ChatParseOptions::prefill`): the part of the rendered generation
+/// prompt that already belongs to the model's message, i.e. the prompt after the assistant
+/// turn header. Empty for a plain generation prompt; when a final assistant message is
+/// continued, the text the template wrote of it (for harmony, whole messages of the turn, such
+/// as an analysis message before the `final` one being continued).
+///
+/// ```
+/// use chat_peg::formats::prefill;
+/// assert_eq!(prefill("<|im_start|>assistant\n"), "");
+/// assert_eq!(prefill("<|im_start|>assistant\nHello, "), "Hello, ");
+/// assert_eq!(prefill("<|start|>assistant<|channel|>analysis<|message|>I'm"), "<|channel|>analysis<|message|>I'm");
+/// ```
+pub fn prefill(generation_prompt: &str) -> &str {
+    TURN_HEADERS.iter().find_map(|h| generation_prompt.strip_prefix(h)).unwrap_or(generation_prompt)
+}
+
 chat_peg! {
     /// Hermes 2 Pro / Hermes 3 / Qwen 2.5: content, then `<tool_call>` blocks holding one JSON
     /// object `{"name": ..., "arguments": {...}}` each.
@@ -68,6 +88,30 @@ chat_peg! {
         rule forwarded = "<|channel|>" channel " to=" recipient &"<|channel|>";
         rule recipient = ["^<\n "]+;
         rule analysis = "<|channel|>analysis<|message|>" #reasoning(body);
+        rule text = "<|channel|>" ("final" / "commentary") constrain? "<|message|>" #content(body);
+        rule builtin = (" to=" recipient)? "<|channel|>" channel (" to=" recipient)? constrain? "<|message|>" body;
+        rule body = until("<|end|>", "<|call|>", "<|return|>", "<|start|>");
+    }
+}
+
+chat_peg! {
+    /// gpt-oss (harmony) for requests with `reasoning_format: none`: as [`gpt_oss`], but an
+    /// `analysis` message stays in the content, markers and all (`<|channel|>analysis<|message|>`
+    /// through its `<|end|>`), as the reference parser keeps it.
+    pub grammar gpt_oss_inline_reasoning {
+        root = message (separator? message)* _ end;
+        rule separator = ("<|end|>" / "<|call|>" / "<|return|>")? "<|start|>assistant";
+        rule message = tool_call / forwarded / analysis / text / builtin;
+        trigger rule tool_call = #tool(each_tool(
+            (" to=functions." #tool_name(tool_name) "<|channel|>" channel
+                / "<|channel|>" channel " to=functions." #tool_name(tool_name))
+            constrain? "<|message|>" #tool_args(tool_schema(json))
+        )) ("<|call|>" / "<|end|>")?;
+        rule channel = ["a-z"]+;
+        rule constrain = _ "<|constrain|>" ["a-zA-Z0-9_"]+;
+        rule forwarded = "<|channel|>" channel " to=" recipient &"<|channel|>";
+        rule recipient = ["^<\n "]+;
+        rule analysis = #content("<|channel|>analysis<|message|>" body "<|end|>"?);
         rule text = "<|channel|>" ("final" / "commentary") constrain? "<|message|>" #content(body);
         rule builtin = (" to=" recipient)? "<|channel|>" channel (" to=" recipient)? constrain? "<|message|>" body;
         rule body = until("<|end|>", "<|call|>", "<|return|>", "<|start|>");

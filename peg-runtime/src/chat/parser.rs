@@ -175,6 +175,39 @@ impl ChatParser {
     /// does not fit the grammar is kept as content and a [`Diagnostic`] says where; strict mode
     /// returns an [`ErrorKind::ParseFailed`] error instead.
     pub fn parse(&self, output: &str, partial: bool) -> Result<ParsedMessage, Error> {
+        let arena = &self.inner.arena;
+        self.parse_with(output, partial, |input, partial| arena.parse(input, partial))
+    }
+
+    /// [`parse`](ChatParser::parse) with the parses produced by another parser of the same
+    /// grammar, such as the specialized parser `chat_peg!` generates: `parse(input, partial)`
+    /// must return what `arena.parse(input, partial)` would, for the prefill followed by the
+    /// output. The message then equals that of [`parse`](ChatParser::parse).
+    ///
+    /// It is called with the whole input as partial and, unless `partial`, again as complete
+    /// (a complete output is folded as a stream would see it, so the message is exactly what
+    /// the deltas add up to). Lenient recovery from output that does not fit the grammar
+    /// still searches the longest fitting prefix with the arena.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use peg_runtime::chat::{ChatParseOptions, ChatParser, SimpleBuilder};
+    /// let arena = Arc::new(SimpleBuilder::build(|p| p.reasoning(p.until("</think>")) + "</think>" + p.content(p.rest())).unwrap());
+    /// let parser = ChatParser::new(arena.clone(), ChatParseOptions { prefill: "<think>".into(), ..Default::default() });
+    /// let mut calls = Vec::new();
+    /// let out = parser
+    ///     .parse_with("Hmm.</think>Hi!", false, |input, partial| {
+    ///         calls.push((String::from_utf8_lossy(input).into_owned(), partial));
+    ///         arena.parse(input, partial)
+    ///     })
+    ///     .unwrap();
+    /// assert_eq!(out, parser.parse("Hmm.</think>Hi!", false).unwrap());
+    /// assert_eq!(calls, [("<think>Hmm.</think>Hi!".to_owned(), true), ("<think>Hmm.</think>Hi!".to_owned(), false)]);
+    /// ```
+    pub fn parse_with<F>(&self, output: &str, partial: bool, mut parse: F) -> Result<ParsedMessage, Error>
+    where
+        F: FnMut(&[u8], bool) -> Result<ParseOutput, Error>,
+    {
         let inner = &*self.inner;
         let mut input = String::with_capacity(inner.options.prefill.len() + output.len());
         input.push_str(&inner.options.prefill);
@@ -184,11 +217,11 @@ impl ChatParser {
         let mut sink = MessageSink::default();
         // A complete output is folded as a stream would see it: first as partial input, then
         // as complete, so that the one-shot message is exactly what the deltas add up to.
-        let out = inner.arena.parse(bytes, true);
+        let out = parse(bytes, true);
         let mut diagnostic = fold_parse(inner, &mut driver, &mut sink, bytes, out, true, 0)?;
         if !partial {
             if diagnostic.is_none() {
-                let out = inner.arena.parse(bytes, false);
+                let out = parse(bytes, false);
                 diagnostic = fold_parse(inner, &mut driver, &mut sink, bytes, out, false, bytes.len())?;
             }
             driver.fold.finish(&inner.cx, &mut sink);
