@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 
+use autoparser::check::{chunks, compare_messages};
 use autoparser::template::{ChatRequest, ChatTemplate};
 use chat_peg::formats::{self, gpt_oss, gpt_oss_inline_reasoning, hermes, qwen3_coder};
 use peg_runtime::chat::{ChatMessage, ChatParseOptions, ChatParser, ToolSpec};
@@ -76,46 +77,6 @@ fn prefill_of(template: &str, inputs: &Value) -> Result<String, String> {
     Ok(formats::prefill(&rendered.generation_prompt).to_owned())
 }
 
-fn args_value(s: &str) -> Value {
-    serde_json::from_str(s).unwrap_or(Value::Null)
-}
-
-fn judge(id: &str, got: &ChatMessage, want: &ChatMessage) -> Result<(), String> {
-    let fail = |what: &str| Err(format!("{id}: {what}\n got  {got:?}\n want {want:?}"));
-    if got.content.trim() != want.content.trim() {
-        return fail("content");
-    }
-    if got.reasoning_content.trim() != want.reasoning_content.trim() {
-        return fail("reasoning");
-    }
-    if got.tool_calls.len() != want.tool_calls.len() {
-        return fail("tool call count");
-    }
-    for (g, w) in got.tool_calls.iter().zip(&want.tool_calls) {
-        if g.name != w.name || (!w.id.is_empty() && g.id != w.id) {
-            return fail("tool name or id");
-        }
-        if args_value(&g.arguments) != args_value(&w.arguments) {
-            return fail("arguments");
-        }
-    }
-    Ok(())
-}
-
-fn chunks(s: &str, n: usize) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    while start < s.len() {
-        let mut end = (start + n).min(s.len());
-        while !s.is_char_boundary(end) {
-            end += 1;
-        }
-        out.push(&s[start..end]);
-        start = end;
-    }
-    out
-}
-
 #[test]
 fn formats_pass_their_corpus_cases() {
     let text = std::fs::read_to_string(CORPUS).expect("the shared corpus");
@@ -181,8 +142,8 @@ fn formats_pass_their_corpus_cases() {
 
         let parser = ChatParser::new(Arc::new(arena), ChatParseOptions { tools: tools.clone(), prefill, ..Default::default() });
         let got = parser.parse(output, partial).unwrap();
-        if let Err(e) = judge(id, &got.message, &want) {
-            failures.push(e);
+        if let Err(e) = compare_messages(&got.message, &want) {
+            failures.push(format!("{id}: {e}"));
             continue;
         }
         // The same message from the specialized parser, whole and for every prefix.
