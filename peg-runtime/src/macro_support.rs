@@ -79,71 +79,8 @@ impl Res {
     }
 }
 
-/// Decoding of one code point (same rules as the engine's `any`/`chars`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dec {
-    Char(char, usize),
-    Invalid,
-    Truncated,
-    Eof,
-}
-
-#[inline]
-fn lead(b: u8) -> Option<(usize, u8, u8)> {
-    Some(match b {
-        0xC2..=0xDF => (2, 0x80, 0xBF),
-        0xE0 => (3, 0xA0, 0xBF),
-        0xE1..=0xEC | 0xEE..=0xEF => (3, 0x80, 0xBF),
-        0xED => (3, 0x80, 0x9F),
-        0xF0 => (4, 0x90, 0xBF),
-        0xF1..=0xF3 => (4, 0x80, 0xBF),
-        0xF4 => (4, 0x80, 0x8F),
-        _ => return None,
-    })
-}
-
-/// Decodes the code point at `pos`.
-#[inline]
-pub fn decode(input: &[u8], pos: usize) -> Dec {
-    let Some(&b) = input.get(pos) else { return Dec::Eof };
-    if b < 0x80 {
-        return Dec::Char(b as char, 1);
-    }
-    let Some((len, lo, hi)) = lead(b) else { return Dec::Invalid };
-    for i in 1..len {
-        let Some(&c) = input.get(pos + i) else { return Dec::Truncated };
-        let (l, h) = if i == 1 { (lo, hi) } else { (0x80, 0xBF) };
-        if c < l || c > h {
-            return Dec::Invalid;
-        }
-    }
-    match std::str::from_utf8(&input[pos..pos + len]).ok().and_then(|s| s.chars().next()) {
-        Some(c) => Dec::Char(c, len),
-        None => Dec::Invalid,
-    }
-}
-
-/// Validates `input[from..to]`: (invalid bytes found, end of the complete bytes).
-pub fn check(input: &[u8], from: usize, to: usize) -> (bool, usize) {
-    let mut i = from;
-    let mut invalid = false;
-    loop {
-        match std::str::from_utf8(&input[i..to]) {
-            Ok(_) => return (invalid, to),
-            Err(e) => {
-                let v = i + e.valid_up_to();
-                match e.error_len() {
-                    Some(l) => {
-                        invalid = true;
-                        i = v + l;
-                    }
-                    None if to == input.len() => return (invalid, v),
-                    None => return (true, to),
-                }
-            }
-        }
-    }
-}
+/// Code-point decoding and span validation: the engine's own, so both parsers agree.
+pub use crate::parse::utf8::{check, decode, Dec};
 
 /// An exact string.
 #[inline]

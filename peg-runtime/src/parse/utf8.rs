@@ -2,7 +2,7 @@
 
 /// One decoding step at a position.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Dec {
+pub enum Dec {
     /// A valid code point and its length in bytes.
     Char(char, usize),
     /// An invalid byte: consumed as one unit.
@@ -31,7 +31,7 @@ fn lead(b: u8) -> Option<(usize, u8, u8)> {
 
 /// Decodes the code point at `pos`.
 #[inline]
-pub(crate) fn decode(input: &[u8], pos: usize) -> Dec {
+pub fn decode(input: &[u8], pos: usize) -> Dec {
     let Some(&b) = input.get(pos) else { return Dec::Eof };
     if b < 0x80 {
         return Dec::Char(b as char, 1);
@@ -53,7 +53,7 @@ pub(crate) fn decode(input: &[u8], pos: usize) -> Dec {
 /// Validates `input[from..to]`. Returns whether invalid bytes were found and how far the bytes
 /// are complete: a truncated sequence at the very end of `input` is not counted as invalid and
 /// `valid_end` stops before it (the caller decides what it means for its mode).
-pub(crate) fn check(input: &[u8], from: usize, to: usize) -> (bool, usize) {
+pub fn check(input: &[u8], from: usize, to: usize) -> (bool, usize) {
     let mut i = from;
     let mut invalid = false;
     loop {
