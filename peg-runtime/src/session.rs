@@ -13,7 +13,7 @@ use std::sync::Arc;
 use crate::arena::{Arena, Node, NodeId};
 use crate::ast::AstNode;
 use crate::error::Error;
-use crate::parse::{finish_output_with_order, memoizable, Engine, Entry, Memo, Outcome, ParseOptions, ParseOutput, ParseResult, Resume};
+use crate::parse::{finish_output_with_order, memoizable, until_scan, Engine, Entry, Memo, Outcome, ParseOptions, ParseOutput, ParseResult, Resume};
 
 /// A streaming parse over input that arrives in chunks.
 ///
@@ -149,8 +149,22 @@ impl Session {
         let (leaf, pos) = f.leaf;
         self.memo.generation += 1;
         let generation = self.memo.generation;
-        let mut engine = Engine::new(arena, &self.input, true, self.options, &mut self.nodes, None);
-        let Some((r, resume)) = engine.eval_leaf(leaf, pos, f.leaf_resume.take()) else {
+        // A JSON/Python scanner in the middle of a value (the common case while a tool argument
+        // streams) continues in place.
+        if let Some(Resume::Json(sc)) = f.leaf_resume.as_mut() {
+            let r = sc.run(&self.input, true);
+            if r.outcome == Outcome::NeedMoreInput {
+                let (end, invalid) = (r.end, r.invalid_utf8);
+                apply_ops(&f.ops, end, invalid, &mut self.nodes, &mut self.last);
+                return true;
+            }
+        }
+        let step = match (arena.node(leaf), arena.searcher(leaf)) {
+            // Streaming content: an `until` continues its search directly.
+            (Node::Until { delimiters }, Some(searcher)) => Some(until_scan(&self.input, true, searcher, delimiters, pos, f.leaf_resume.take())),
+            _ => Engine::new(arena, &self.input, true, self.options, &mut self.nodes, None).eval_leaf(leaf, pos, f.leaf_resume.take()),
+        };
+        let Some((r, resume)) = step else {
             self.frontier = None;
             return false;
         };
@@ -166,29 +180,7 @@ impl Session {
             return false;
         }
         f.leaf_resume = resume;
-        let (mut end, mut invalid) = (r.end, r.invalid);
-        for op in &f.ops {
-            match *op {
-                Op::Reset(at) => {
-                    end = at;
-                    invalid = false;
-                }
-                Op::Invalid => invalid = true,
-                Op::Label { node, out } => {
-                    if let Some(a) = node {
-                        let n = &mut self.nodes[a as usize];
-                        n.end = end;
-                        n.invalid_utf8 = invalid;
-                    }
-                    if let Some(k) = out {
-                        let n = &mut self.last.ast.nodes[k as usize];
-                        n.end = end;
-                        n.invalid_utf8 = invalid;
-                    }
-                }
-            }
-        }
-        self.last.result.end = end;
+        apply_ops(&f.ops, r.end, r.invalid, &mut self.nodes, &mut self.last);
         true
     }
 
@@ -237,4 +229,103 @@ impl Session {
 
 fn empty_output() -> ParseOutput {
     ParseOutput { result: ParseResult { outcome: Outcome::Fail, start: 0, end: 0 }, ast: Default::default() }
+}
+
+/// Moves the ends of the partial path after its leaf grew to (`end`, `invalid`).
+fn apply_ops(ops: &[Op], end: usize, invalid: bool, nodes: &mut [AstNode], last: &mut ParseOutput) {
+    let (mut end, mut invalid) = (end, invalid);
+    for op in ops {
+        match *op {
+            Op::Reset(at) => {
+                end = at;
+                invalid = false;
+            }
+            Op::Invalid => invalid = true,
+            Op::Label { node, out } => {
+                if let Some(a) = node {
+                    let n = &mut nodes[a as usize];
+                    n.end = end;
+                    n.invalid_utf8 = invalid;
+                }
+                if let Some(k) = out {
+                    let n = &mut last.ast.nodes[k as usize];
+                    n.end = end;
+                    n.invalid_utf8 = invalid;
+                }
+            }
+        }
+    }
+    last.result.end = end;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ErrorKind;
+
+    fn chat() -> Arc<Arena> {
+        Arc::new(
+            Arena::build(|p| {
+                p.optional("<think>" + p.tag("reasoning", p.until("</think>")) + "</think>")
+                    + p.tag("content", p.until("<tool_call>"))
+                    + p.optional(p.tag("tool", "<tool_call>" + p.tag("args", p.json()) + "</tool_call>"))
+                    + p.end()
+            })
+            .unwrap(),
+        )
+    }
+
+    #[test]
+    fn follows_a_stream_and_matches_one_shot() {
+        let arena = chat();
+        let text = "<think>a\u{e9}b</think>Hello \u{1F600} world<tool_call>{\"k\": [1, \"\u{2713}\"]}</tool_call>";
+        let mut s = Session::new(arena.clone());
+        for (i, b) in text.as_bytes().iter().enumerate() {
+            s.push(std::slice::from_ref(b));
+            let want = arena.parse(&text.as_bytes()[..=i], true).unwrap();
+            assert_eq!(s.update().unwrap(), &want, "byte {i}");
+            assert_eq!(s.output(), &want);
+        }
+        assert_eq!(s.finish().unwrap(), arena.parse(text.as_bytes(), false).unwrap());
+        assert_eq!(s.output().result.outcome, Outcome::Success);
+    }
+
+    #[test]
+    fn finish_mid_stream_then_continue_and_reset() {
+        let arena = chat();
+        let mut s = Session::new(arena.clone());
+        s.push(b"Hi <tool_call>{\"a\": 1");
+        assert_eq!(s.finish().unwrap().result.outcome, Outcome::Fail);
+        s.push(b"}</tool_call>");
+        assert_eq!(s.parse().unwrap(), arena.parse(s.input(), true).unwrap());
+        assert_eq!(s.finish().unwrap().result.outcome, Outcome::Success);
+        s.reset();
+        assert!(s.input().is_empty());
+        s.push(b"x");
+        assert_eq!(s.parse().unwrap(), arena.parse(b"x", true).unwrap());
+    }
+
+    #[test]
+    fn invalid_utf8_streams_like_one_shot() {
+        let arena = chat();
+        let text: &[u8] = b"ab\xFF\xE2\x82cd\xE2\x82\xAC<tool_call>{\"s\": \"x\xC3\"}</tool_call>";
+        let mut s = Session::new(arena.clone());
+        for (i, chunk) in text.chunks(3).enumerate() {
+            s.push(chunk);
+            let at = ((i + 1) * 3).min(text.len());
+            assert_eq!(s.parse().unwrap(), arena.parse(&text[..at], true).unwrap());
+        }
+        let out = s.finish().unwrap();
+        assert!(out.ast.nodes.iter().any(|n| n.tag.as_deref() == Some("content") && n.invalid_utf8));
+        assert_eq!(out, arena.parse(text, false).unwrap());
+    }
+
+    #[test]
+    fn too_deep_is_an_error_not_a_crash() {
+        let arena = Arc::new(Arena::build(|p| p.rule("n", ("(" + p.rule_ref("n") + ")") | p.eps())).unwrap());
+        let mut s = Session::with_options(arena, ParseOptions::default().max_depth(50));
+        s.push("(".repeat(100).as_bytes());
+        assert_eq!(s.parse().unwrap_err().kind(), ErrorKind::TooDeep);
+        assert_eq!(s.finish().unwrap_err().kind(), ErrorKind::TooDeep);
+    }
 }

@@ -680,44 +680,8 @@ impl<'e> Engine<'e> {
 
     #[inline(never)]
     fn until(&self, id: NodeId, delimiters: &[String], pos: usize, resume: Option<Resume>) -> (Res, Option<Resume>) {
-        let input = self.input;
-        let n = input.len();
-        let (from, checked, invalid) = match resume {
-            Some(Resume::Scan { next, checked, invalid }) => (next, checked, invalid),
-            _ => (pos, pos, false),
-        };
         let searcher = self.arena.searcher(id).expect("until nodes have a searcher");
-        let found = searcher.find(&input[from.min(n)..]).map(|k| k + from);
-        let maxlen = delimiters.iter().map(String::len).max().unwrap_or(1);
-        let tail = pos.max(n.saturating_sub(maxlen - 1));
-        // The first position where a delimiter may start but is cut by the end of input.
-        let limit = found.unwrap_or(n).min(n);
-        let cut = (tail..limit).find(|&j| {
-            let t = &input[j..];
-            delimiters.iter().any(|d| {
-                let d = d.as_bytes();
-                d.len() > t.len() && d[0] == t[0] && d.starts_with(t)
-            })
-        });
-        let (outcome, end, touched) = match (found, cut) {
-            (Some(k), None) => (Outcome::Success, k, false),
-            (found, cut) => {
-                if self.partial {
-                    (Outcome::NeedMoreInput, cut.unwrap_or(n), true)
-                } else {
-                    (Outcome::Success, found.unwrap_or(n), true)
-                }
-            }
-        };
-        let (inv, valid_end) = utf8::check(input, checked.min(end), end);
-        let mut invalid = invalid || inv;
-        let end = if outcome == Outcome::NeedMoreInput { valid_end } else { end };
-        let resume = Resume::Scan { next: tail, checked: valid_end, invalid };
-        if outcome != Outcome::NeedMoreInput && valid_end < end {
-            // A truncated sequence at the end of complete input is invalid.
-            invalid = true;
-        }
-        (Res::new(outcome, end, touched, invalid), touched.then_some(resume))
+        until_scan(self.input, self.partial, searcher, delimiters, pos, resume)
     }
 
     #[inline(never)]
@@ -784,6 +748,53 @@ impl<'e> Engine<'e> {
         let res = Res::new(r.outcome, r.end, r.touched_end, r.invalid_utf8);
         (res, r.touched_end.then_some(Resume::Json(sc)))
     }
+}
+
+/// The `until` leaf: text up to the first delimiter (see DESIGN.md for the partial rules).
+pub(crate) fn until_scan(
+    input: &[u8],
+    partial: bool,
+    searcher: &crate::arena::DelimiterSearch,
+    delimiters: &[String],
+    pos: usize,
+    resume: Option<Resume>,
+) -> (Res, Option<Resume>) {
+    let n = input.len();
+    let (from, checked, invalid) = match resume {
+        Some(Resume::Scan { next, checked, invalid }) => (next, checked, invalid),
+        _ => (pos, pos, false),
+    };
+    let found = searcher.find(&input[from.min(n)..]).map(|k| k + from);
+    let maxlen = delimiters.iter().map(String::len).max().unwrap_or(1);
+    let tail = pos.max(n.saturating_sub(maxlen - 1));
+    // The first position where a delimiter may start but is cut by the end of input.
+    let limit = found.unwrap_or(n).min(n);
+    let cut = (tail..limit).find(|&j| {
+        let t = &input[j..];
+        delimiters.iter().any(|d| {
+            let d = d.as_bytes();
+            d.len() > t.len() && d[0] == t[0] && d.starts_with(t)
+        })
+    });
+    let (outcome, end, touched) = match (found, cut) {
+        (Some(k), None) => (Outcome::Success, k, false),
+        (found, cut) => {
+            if partial {
+                (Outcome::NeedMoreInput, cut.unwrap_or(n), true)
+            } else {
+                (Outcome::Success, found.unwrap_or(n), true)
+            }
+        }
+    };
+    let (inv, valid_end) = utf8::check(input, checked.min(end), end);
+    let mut invalid = invalid || inv;
+    let end = if outcome == Outcome::NeedMoreInput { valid_end } else { end };
+    let resume = Resume::Scan { next: tail, checked: valid_end, invalid };
+    if outcome != Outcome::NeedMoreInput && valid_end < end {
+        // A truncated sequence at the end of complete input is invalid.
+        invalid = true;
+    }
+    (Res::new(outcome, end, touched, invalid), touched.then_some(resume))
 }
 
 /// Whether a node's results are worth a memo entry: cheap leaves are recomputed instead.
