@@ -702,12 +702,29 @@ impl Sink for MessageSink {
     }
 }
 
+impl Sink for crate::chat::DeltaBuffer {
+    fn content(&mut self, s: &str) {
+        crate::chat::DeltaBuffer::content(self, s);
+    }
+    fn reasoning(&mut self, s: &str) {
+        crate::chat::DeltaBuffer::reasoning(self, s);
+    }
+    fn header(&mut self, index: usize, id: &str, name: &str) {
+        crate::chat::DeltaBuffer::header(self, index, id, name);
+    }
+    fn args(&mut self, index: usize, s: &str) {
+        crate::chat::DeltaBuffer::args(self, index, s);
+    }
+}
+
 /// A sink that records deltas, merging adjacent pieces of the same field.
+#[cfg(test)]
 #[derive(Debug, Default)]
 pub(crate) struct DeltaSink {
     pub deltas: Vec<crate::chat::ChatDelta>,
 }
 
+#[cfg(test)]
 impl Sink for DeltaSink {
     fn content(&mut self, s: &str) {
         match self.deltas.last_mut() {

@@ -12,6 +12,7 @@ use std::collections::HashMap;
 
 use crate::arena::{Arena, JsonKind, Node, NodeId, PythonKind};
 use crate::chat::builder::tags;
+use crate::chat::mapper::Kind;
 
 /// How a node of one tag grows at the end of input.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,6 +74,20 @@ impl Predictor {
         Predictor { by_tag: TEXT_TAGS.map(|t| by_tag.remove(t).flatten()) }
     }
 
+    /// [`Predictor::growth`] by text kind, without comparing tag names.
+    pub(crate) fn growth_of(&self, kind: Kind) -> Option<&Growth> {
+        let i = match kind {
+            Kind::Content => 0,
+            Kind::Reasoning => 1,
+            Kind::ToolArgs => 2,
+            Kind::ArgString => 3,
+            Kind::ArgJson => 4,
+            _ => return None,
+        };
+        self.by_tag[i].as_ref()
+    }
+
+    #[cfg(test)]
     pub(crate) fn growth(&self, tag: &str) -> Option<&Growth> {
         TEXT_TAGS.iter().position(|t| *t == tag).and_then(|i| self.by_tag[i].as_ref())
     }
@@ -132,19 +147,28 @@ fn classify(arena: &Arena, id: NodeId, depth: usize) -> Option<Growth> {
 pub(crate) fn until_extends(delimiters: &[Vec<u8>], chunk: &[u8]) -> bool {
     // A delimiter starting before the chunk would have left a prefix at the old end (and the
     // node would not have reached it); so only starts inside the chunk matter.
-    for (j, &b) in chunk.iter().enumerate() {
-        for d in delimiters {
-            if d.first() != Some(&b) {
-                continue;
+    let blocks = |j: usize| {
+        let rem = &chunk[j..];
+        delimiters.iter().any(|d| d.first() == Some(&rem[0]) && if rem.len() >= d.len() { rem.starts_with(d) } else { d.starts_with(rem) })
+    };
+    let mut firsts = [0u8; 3];
+    let mut n = 0;
+    for d in delimiters {
+        let Some(&b) = d.first() else { continue };
+        if !firsts[..n].contains(&b) {
+            if n == 3 {
+                return !(0..chunk.len()).any(blocks);
             }
-            let rem = &chunk[j..];
-            let hit = if rem.len() >= d.len() { rem.starts_with(d) } else { d.starts_with(rem) };
-            if hit {
-                return false;
-            }
+            firsts[n] = b;
+            n += 1;
         }
     }
-    true
+    match n {
+        0 => true,
+        1 => !memchr::memchr_iter(firsts[0], chunk).any(blocks),
+        2 => !memchr::memchr2_iter(firsts[0], firsts[1], chunk).any(blocks),
+        _ => !memchr::memchr3_iter(firsts[0], firsts[1], firsts[2], chunk).any(blocks),
+    }
 }
 
 /// How much of `text`, appended inside a string opened by `quote`, a parse would add to the
