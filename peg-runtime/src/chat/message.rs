@@ -299,6 +299,7 @@ impl ChatDelta {
     }
 
     /// Whether the delta carries nothing.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.content.is_none() && self.reasoning_content.is_none() && self.tool_calls.is_empty()
     }
@@ -452,12 +453,14 @@ impl DeltaBuffer {
     }
 
     /// Drops the deltas, keeping the capacity.
+    #[inline]
     pub fn clear(&mut self) {
         self.text.clear();
         self.items.clear();
     }
 
     /// How many deltas the buffer holds.
+    #[inline]
     pub fn len(&self) -> usize {
         self.items.len()
     }
@@ -468,9 +471,15 @@ impl DeltaBuffer {
     }
 
     /// The `i`-th delta.
+    #[inline]
     pub fn get(&self, i: usize) -> Option<DeltaRef<'_>> {
+        Some(self.resolve(self.items.get(i)?))
+    }
+
+    #[inline]
+    fn resolve(&self, item: &Item) -> DeltaRef<'_> {
         let t = |(a, b): Span| &self.text[a..b];
-        Some(match *self.items.get(i)? {
+        match *item {
             Item::Content(s) => DeltaRef::Content(t(s)),
             Item::Reasoning(s) => DeltaRef::Reasoning(t(s)),
             Item::ToolCall { index, header, arguments } => DeltaRef::ToolCall {
@@ -479,12 +488,13 @@ impl DeltaBuffer {
                 name: header.map(|(_, name)| t(name)),
                 arguments: arguments.map(t),
             },
-        })
+        }
     }
 
     /// The deltas in order.
+    #[inline]
     pub fn iter(&self) -> impl ExactSizeIterator<Item = DeltaRef<'_>> + '_ {
-        (0..self.items.len()).map(|i| self.get(i).expect("in range"))
+        self.items.iter().map(|item| self.resolve(item))
     }
 
     /// The deltas as owned values.
@@ -492,6 +502,7 @@ impl DeltaBuffer {
         self.iter().map(|d| d.to_delta()).collect()
     }
 
+    #[inline]
     fn append(&mut self, s: &str) -> Span {
         let a = self.text.len();
         self.text.push_str(s);
@@ -499,6 +510,7 @@ impl DeltaBuffer {
     }
 
     /// Appends a content piece, joining it to the last delta if that is content.
+    #[inline]
     pub(crate) fn content(&mut self, s: &str) {
         let (_, b) = self.append(s);
         match self.items.last_mut() {
@@ -508,6 +520,7 @@ impl DeltaBuffer {
     }
 
     /// Appends a reasoning piece, joining it to the last delta if that is reasoning.
+    #[inline]
     pub(crate) fn reasoning(&mut self, s: &str) {
         let (_, b) = self.append(s);
         match self.items.last_mut() {
@@ -525,6 +538,7 @@ impl DeltaBuffer {
 
     /// Appends argument text, joining it to the last delta if that is a fragment of the same
     /// call (its header included).
+    #[inline]
     pub(crate) fn args(&mut self, index: usize, s: &str) {
         let (a, b) = self.append(s);
         if let Some(Item::ToolCall { index: i, arguments, .. }) = self.items.last_mut() {

@@ -163,6 +163,11 @@ pub(crate) fn until_extends(delimiters: &[Vec<u8>], chunk: &[u8]) -> bool {
             n += 1;
         }
     }
+    if chunk.len() < 32 {
+        // Token-sized chunks: a plain scan beats setting up a vectorized search.
+        let firsts = &firsts[..n];
+        return !(0..chunk.len()).any(|j| firsts.contains(&chunk[j]) && blocks(j));
+    }
     match n {
         0 => true,
         1 => !memchr::memchr_iter(firsts[0], chunk).any(blocks),
@@ -177,6 +182,10 @@ pub(crate) fn until_extends(delimiters: &[Vec<u8>], chunk: &[u8]) -> bool {
 /// takes a parse (`\u`, Python escapes).
 pub(crate) fn string_growth(quote: char, text: &str) -> Option<usize> {
     let b = text.as_bytes();
+    if quote.is_ascii() && b.iter().all(|&c| c >= 0x20 && c != b'\\' && c != quote as u8) {
+        // Plain characters only (the common case).
+        return Some(b.len());
+    }
     let mut i = 0;
     while i < b.len() {
         match b[i] {

@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use crate::chat::mapper::Driver;
-use crate::chat::message::{ChatDelta, ChatMessage, DeltaBuffer};
+use crate::chat::mapper::{Driver, Sink};
+use crate::chat::message::{ChatDelta, ChatMessage, DeltaBuffer, DeltaRef};
 use crate::chat::parser::{fold_parse, Diagnostic, Inner, ParsedMessage};
 use crate::chat::predict::{string_growth, until_extends, Growth};
 use crate::error::{Error, ErrorKind};
@@ -119,14 +119,15 @@ impl ChatStream {
                         out.clear();
                         return Err(e);
                     }
+                    self.record(out);
                 }
             }
             _ => {
                 self.session.push(chunk.as_bytes());
-                self.driver.fold.extra_content(chunk, out);
+                let mut rec = Recorder { out, message: &mut self.message };
+                self.driver.fold.extra_content(chunk, &mut rec);
             }
         }
-        self.record(out);
         Ok(())
     }
 
@@ -161,7 +162,7 @@ impl ChatStream {
     /// unread tail a parse left out, such as a possible delimiter start), pushes the chunk
     /// and folds the growth without a parse. `false` (nothing done) if a parse is needed.
     fn grow(&mut self, chunk: &str, out: &mut DeltaBuffer) -> bool {
-        let ChatStream { inner, session, driver, scratch, viable, .. } = self;
+        let ChatStream { inner, session, driver, scratch, viable, message, .. } = self;
         let Some((kind, read)) = driver.growing() else { return false };
         let Some(growth) = inner.predict.growth_of(kind) else { return false };
         let Some(tail) = session.input().get(read..) else { return false };
@@ -174,16 +175,19 @@ impl ChatStream {
             scratch.push_str(chunk);
             scratch.as_str()
         };
-        let n = match growth {
-            Growth::Until(delimiters) if until_extends(delimiters, text.as_bytes()) => text.len(),
-            Growth::JsonString => match driver.fold.open_quote(kind).and_then(|q| string_growth(q, text)) {
-                Some(n) => n,
+        let (n, plain) = match growth {
+            Growth::Until(delimiters) if until_extends(delimiters, text.as_bytes()) => (text.len(), false),
+            Growth::JsonString => match driver.fold.open_quote(kind) {
+                Some(q) => match string_growth(q, text) {
+                    Some(n) => (n, q == '"'),
+                    None => return false,
+                },
                 None => return false,
             },
             _ => return false,
         };
         session.push(chunk.as_bytes());
-        driver.grow(&text[..n], &inner.cx, out);
+        driver.grow(&text[..n], plain, &inner.cx, &mut Recorder { out, message });
         *viable = session.input().len();
         true
     }
@@ -200,7 +204,7 @@ impl ChatStream {
         &mut self,
         out: Result<crate::parse::ParseOutput, Error>,
         partial: bool,
-        sink: &mut DeltaBuffer,
+        sink: &mut dyn Sink,
     ) -> Result<(), Error> {
         let input = self.session.input();
         match fold_parse(&self.inner, &mut self.driver, sink, input, out, partial, self.viable) {
@@ -223,6 +227,37 @@ impl ChatStream {
     fn record(&mut self, out: &DeltaBuffer) {
         for d in out.iter() {
             self.message.apply_ref(d);
+        }
+    }
+}
+
+/// Writes deltas to the caller's buffer and applies them to the stream's message at once,
+/// sparing a second pass over the buffer. Only for folds that cannot fail (a strict stream's
+/// error must leave the message as it was).
+struct Recorder<'a> {
+    out: &'a mut DeltaBuffer,
+    message: &'a mut ChatMessage,
+}
+
+impl Sink for Recorder<'_> {
+    fn content(&mut self, s: &str) {
+        self.out.content(s);
+        self.message.content.push_str(s);
+    }
+    fn reasoning(&mut self, s: &str) {
+        self.out.reasoning(s);
+        self.message.reasoning_content.push_str(s);
+    }
+    fn header(&mut self, index: usize, id: &str, name: &str) {
+        self.out.header(index, id, name);
+        self.message.apply_ref(DeltaRef::ToolCall { index, id: Some(id), name: Some(name), arguments: None });
+    }
+    fn args(&mut self, index: usize, s: &str) {
+        self.out.args(index, s);
+        // Applying pieces one by one equals applying the coalesced delta.
+        match self.message.tool_calls.get_mut(index) {
+            Some(call) => call.arguments.push_str(s),
+            None => self.message.apply_ref(DeltaRef::ToolCall { index, id: None, name: None, arguments: Some(s) }),
         }
     }
 }
