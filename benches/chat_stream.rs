@@ -10,7 +10,7 @@
 //! Instruction counts (robust to load): `CHAT_STREAM_ONLY=MODE` runs one pass of one mode and
 //! exits, MODE in `none` (setup only), `one_shot`, `owned`, `buffer`; e.g.
 //! `CHAT_STREAM_ONLY=buffer valgrind --tool=callgrind target/release/deps/chat_stream-HASH`,
-//! and subtract the `none` count.
+//! and subtract the `none` count. `CHAT_STREAM_SHAPE=native|constructed` keeps one input.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -145,6 +145,9 @@ fn bench(c: &mut Criterion) {
     let only = std::env::var("CHAT_STREAM_ONLY").ok();
     for (shape, (parser, output)) in [("native", native()), ("constructed", constructed())] {
         let pieces = chunks(&output);
+        if std::env::var("CHAT_STREAM_SHAPE").is_ok_and(|s| s != shape) {
+            continue;
+        }
         if let Some(mode) = only.as_deref() {
             let mut buf = DeltaBuffer::new();
             match mode {

@@ -29,6 +29,8 @@ pub(crate) enum Growth {
 pub(crate) struct Predictor {
     /// Indexed like `TEXT_TAGS`.
     by_tag: [Option<Growth>; 5],
+    /// First bytes of each tag's `until` delimiters.
+    firsts: [ByteSet; 5],
 }
 
 const TEXT_TAGS: [&str; 5] =
@@ -71,11 +73,18 @@ impl Predictor {
             };
             by_tag.insert(name, merged);
         }
-        Predictor { by_tag: TEXT_TAGS.map(|t| by_tag.remove(t).flatten()) }
+        let by_tag = TEXT_TAGS.map(|t| by_tag.remove(t).flatten());
+        let firsts = std::array::from_fn(|i| match &by_tag[i] {
+            Some(Growth::Until(d)) => ByteSet::firsts(d),
+            _ => ByteSet::default(),
+        });
+        Predictor { by_tag, firsts }
     }
 
-    /// [`Predictor::growth`] by text kind, without comparing tag names.
-    pub(crate) fn growth_of(&self, kind: Kind) -> Option<&Growth> {
+    /// [`Predictor::growth`] by text kind, without comparing tag names, with the first bytes
+    /// of its delimiters when it grows like an `until`.
+    #[inline]
+    pub(crate) fn growth_of(&self, kind: Kind) -> Option<(&Growth, &ByteSet)> {
         let i = match kind {
             Kind::Content => 0,
             Kind::Reasoning => 1,
@@ -84,7 +93,7 @@ impl Predictor {
             Kind::ArgJson => 4,
             _ => return None,
         };
-        self.by_tag[i].as_ref()
+        Some((self.by_tag[i].as_ref()?, &self.firsts[i]))
     }
 
     #[cfg(test)]
@@ -144,35 +153,40 @@ fn classify(arena: &Arena, id: NodeId, depth: usize) -> Option<Growth> {
 
 /// Whether appending `chunk` to `input` (which ends inside an `until` node that found no
 /// delimiter and no delimiter prefix) only extends the node.
+#[cfg(test)]
 pub(crate) fn until_extends(delimiters: &[Vec<u8>], chunk: &[u8]) -> bool {
+    until_extends_with(&ByteSet::firsts(delimiters), delimiters, chunk)
+}
+
+/// [`until_extends`] with the set of the delimiters' first bytes computed beforehand.
+#[inline]
+pub(crate) fn until_extends_with(firsts: &ByteSet, delimiters: &[Vec<u8>], chunk: &[u8]) -> bool {
     // A delimiter starting before the chunk would have left a prefix at the old end (and the
     // node would not have reached it); so only starts inside the chunk matter.
     let blocks = |j: usize| {
         let rem = &chunk[j..];
         delimiters.iter().any(|d| d.first() == Some(&rem[0]) && if rem.len() >= d.len() { rem.starts_with(d) } else { d.starts_with(rem) })
     };
-    let mut firsts = [0u8; 3];
-    let mut n = 0;
-    for d in delimiters {
-        let Some(&b) = d.first() else { continue };
-        if !firsts[..n].contains(&b) {
-            if n == 3 {
-                return !(0..chunk.len()).any(blocks);
-            }
-            firsts[n] = b;
-            n += 1;
+    !(0..chunk.len()).any(|j| firsts.contains(chunk[j]) && blocks(j))
+}
+
+/// A set of bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct ByteSet([u64; 4]);
+
+impl ByteSet {
+    /// The first bytes of `words`.
+    pub(crate) fn firsts(words: &[Vec<u8>]) -> ByteSet {
+        let mut set = ByteSet::default();
+        for b in words.iter().filter_map(|w| w.first()) {
+            set.0[usize::from(b >> 6)] |= 1 << (b & 63);
         }
+        set
     }
-    if chunk.len() < 32 {
-        // Token-sized chunks: a plain scan beats setting up a vectorized search.
-        let firsts = &firsts[..n];
-        return !(0..chunk.len()).any(|j| firsts.contains(&chunk[j]) && blocks(j));
-    }
-    match n {
-        0 => true,
-        1 => !memchr::memchr_iter(firsts[0], chunk).any(blocks),
-        2 => !memchr::memchr2_iter(firsts[0], firsts[1], chunk).any(blocks),
-        _ => !memchr::memchr3_iter(firsts[0], firsts[1], firsts[2], chunk).any(blocks),
+
+    #[inline]
+    pub(crate) fn contains(&self, b: u8) -> bool {
+        (self.0[usize::from(b >> 6)] >> (b & 63)) & 1 == 1
     }
 }
 
@@ -180,6 +194,7 @@ pub(crate) fn until_extends(delimiters: &[Vec<u8>], chunk: &[u8]) -> bool {
 /// string: all of it, or all but a final backslash whose escape is still to come (a parse
 /// leaves that out too). `None` if the text may leave the string or holds an escape that
 /// takes a parse (`\u`, Python escapes).
+#[inline]
 pub(crate) fn string_growth(quote: char, text: &str) -> Option<usize> {
     let b = text.as_bytes();
     if quote.is_ascii() && b.iter().all(|&c| c >= 0x20 && c != b'\\' && c != quote as u8) {

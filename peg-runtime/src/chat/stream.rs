@@ -5,7 +5,7 @@ use std::sync::Arc;
 use crate::chat::mapper::{Driver, Sink};
 use crate::chat::message::{ChatDelta, ChatMessage, DeltaBuffer, DeltaRef};
 use crate::chat::parser::{fold_parse, Diagnostic, Inner, ParsedMessage};
-use crate::chat::predict::{string_growth, until_extends, Growth};
+use crate::chat::predict::{string_growth, until_extends_with, Growth};
 use crate::error::{Error, ErrorKind};
 use crate::session::Session;
 
@@ -164,7 +164,7 @@ impl ChatStream {
     fn grow(&mut self, chunk: &str, out: &mut DeltaBuffer) -> bool {
         let ChatStream { inner, session, driver, scratch, viable, message, .. } = self;
         let Some((kind, read)) = driver.growing() else { return false };
-        let Some(growth) = inner.predict.growth_of(kind) else { return false };
+        let Some((growth, firsts)) = inner.predict.growth_of(kind) else { return false };
         let Some(tail) = session.input().get(read..) else { return false };
         let text = if tail.is_empty() {
             chunk
@@ -176,7 +176,7 @@ impl ChatStream {
             scratch.as_str()
         };
         let (n, plain) = match growth {
-            Growth::Until(delimiters) if until_extends(delimiters, text.as_bytes()) => (text.len(), false),
+            Growth::Until(delimiters) if until_extends_with(firsts, delimiters, text.as_bytes()) => (text.len(), false),
             Growth::JsonString => match driver.fold.open_quote(kind) {
                 Some(q) => match string_growth(q, text) {
                     Some(n) => (n, q == '"'),
@@ -258,6 +258,92 @@ impl Sink for Recorder<'_> {
         match self.message.tool_calls.get_mut(index) {
             Some(call) => call.arguments.push_str(s),
             None => self.message.apply_ref(DeltaRef::ToolCall { index, id: None, name: None, arguments: Some(s) }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chat::{ChatParseOptions, ChatParser, ConstructedBuilder, NativeBuilder, ToolSpec};
+
+    fn parsers() -> Vec<ChatParser> {
+        let native = NativeBuilder::build(|p| {
+            let call = p.tool(
+                p.tool_open("{")
+                    << p.json_member("name", "\"" + p.tool_name(p.json_string_content()) + "\"")
+                    << ","
+                    << p.json_member("arguments", p.tool_args(p.json()))
+                    << p.tool_close("}"),
+            );
+            p.content(p.until("<tool_call>")) + p.zero_or_more("<tool_call>" << call << "</tool_call>" << p.space()) + p.end()
+        })
+        .unwrap();
+        let constructed = ConstructedBuilder::build(|p| {
+            let arg = p.tool_arg(
+                p.tool_arg_open("<parameter=" + p.tool_arg_name(p.chars("[a-z_]", 1, None)) + ">\n")
+                    + p.tool_arg_string_value(p.until("\n</parameter>"))
+                    + p.tool_arg_close("\n</parameter>\n"),
+            );
+            let call = p.tool(
+                p.tool_open("<function=" + p.tool_name(p.chars("[a-z_]", 1, None)) + ">\n")
+                    + p.zero_or_more(arg)
+                    + p.tool_close("</function>"),
+            );
+            p.content(p.until("<tool_call>")) + p.zero_or_more("<tool_call>\n" + call + "\n</tool_call>" + p.space()) + p.end()
+        })
+        .unwrap();
+        let tool = ToolSpec::new(
+            "f",
+            serde_json::json!({"type": "object", "properties": {"a": {"type": "string"}, "n": {"type": "integer"}}}),
+        );
+        vec![
+            ChatParser::new(Arc::new(native), ChatParseOptions::default()),
+            ChatParser::new(Arc::new(constructed), ChatParseOptions { tools: vec![tool], ..Default::default() }),
+        ]
+    }
+
+    const OUTPUTS: [&str; 5] = [
+        "Hi there.\n<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": \"x \\\"q\\\" \\\\ \\u00e9 y\\n\", \"b\": [1, 2]}}</tool_call>\n<tool_call>{\"name\": \"g\", \"arguments\": {}}</tool_call>",
+        "Hi <tool_call>{\"name\": \"f\", \"arguments\": {'a': True, \"b\": \"é\\\\\"}}</tool_call> trailing",
+        "Sure.\n<tool_call>\n<function=f>\n<parameter=a>\nline \"1\" \\ é\n\tline 2\n</parameter>\n<parameter=n>\n 42 \n</parameter>\n</function>\n</tool_call>",
+        "Sure.\n<tool_call>\n<function=f>\n<parameter=a>\nunfinished <b> \n</param",
+        "<tool_call>\n<function=f>\n<parameter=a>\nx</function> broken",
+    ];
+
+    /// `push_into` with one reused buffer yields exactly the deltas `push` returns.
+    #[test]
+    fn push_into_equals_push() {
+        for parser in parsers() {
+            for output in OUTPUTS {
+                for size in [1, 3, 4, 7, 64] {
+                    let mut a = parser.stream();
+                    let mut b = parser.stream();
+                    let mut buf = DeltaBuffer::new();
+                    let mut all = Vec::new();
+                    let mut i = 0;
+                    while i < output.len() {
+                        let mut j = (i + size).min(output.len());
+                        while !output.is_char_boundary(j) {
+                            j += 1;
+                        }
+                        let owned = a.push(&output[i..j]).unwrap();
+                        b.push_into(&output[i..j], &mut buf).unwrap();
+                        assert_eq!(buf.to_deltas(), owned, "{output:?} in chunks of {size}");
+                        assert_eq!(a.message(), b.message());
+                        all.extend(owned);
+                        i = j;
+                    }
+                    let (last, whole) = a.finish().unwrap();
+                    let whole_b = b.finish_into(&mut buf).unwrap();
+                    assert_eq!(buf.to_deltas(), last);
+                    assert_eq!(whole_b, whole);
+                    all.extend(last);
+                    assert_eq!(ChatMessage::from_deltas(&all), whole.message);
+                    assert_eq!(whole, parser.parse(output, false).unwrap());
+                    assert!(b.push_into("x", &mut buf).is_err() && buf.is_empty());
+                }
+            }
         }
     }
 }
