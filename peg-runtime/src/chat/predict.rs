@@ -167,7 +167,7 @@ pub(crate) fn until_extends_with(firsts: &ByteSet, delimiters: &[Vec<u8>], chunk
         let rem = &chunk[j..];
         delimiters.iter().any(|d| d.first() == Some(&rem[0]) && if rem.len() >= d.len() { rem.starts_with(d) } else { d.starts_with(rem) })
     };
-    !(0..chunk.len()).any(|j| firsts.contains(chunk[j]) && blocks(j))
+    !chunk.iter().enumerate().any(|(j, &b)| firsts.contains(b) && blocks(j))
 }
 
 /// A set of bytes.
