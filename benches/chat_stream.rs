@@ -1,14 +1,25 @@
 //! Streaming a 64 KB tool argument in 4-byte chunks through the chat stream parser, against a
 //! one-shot parse of the same output. Target: stream total <= 3x one-shot.
 //!
+//! Two stream forms: `push` returns owned deltas (a `Vec<ChatDelta>` per chunk); `push_into`
+//! refills one reused `DeltaBuffer`, the realistic server loop (each delta is serialized to SSE
+//! right away). The printed ratios are the best of several runs, to damp the machine's load.
+//!
 //! Run: `cargo bench --bench chat_stream -- --quick`
+//!
+//! Instruction counts (robust to load): `CHAT_STREAM_ONLY=MODE` runs one pass of one mode and
+//! exits, MODE in `none` (setup only), `one_shot`, `owned`, `buffer`; e.g.
+//! `CHAT_STREAM_ONLY=buffer valgrind --tool=callgrind target/release/deps/chat_stream-HASH`,
+//! and subtract the `none` count. `CHAT_STREAM_SHAPE=native|constructed` keeps one input.
 
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use chat_peg::peg_runtime::chat::{ChatParseOptions, ChatParser, ConstructedBuilder, NativeBuilder, ToolSpec};
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use chat_peg::peg_runtime::chat::{
+    ChatParseOptions, ChatParser, ConstructedBuilder, DeltaBuffer, DeltaRef, NativeBuilder, ToolSpec,
+};
+use criterion::{criterion_group, Criterion, Throughput};
 use serde_json::json;
 
 const SIZE: usize = 64 * 1024;
@@ -95,36 +106,83 @@ fn stream_all(parser: &ChatParser, pieces: &[&str]) -> (usize, usize) {
     (n, s.parse_count())
 }
 
+/// The server loop: one reused buffer, each delta's text looked at once (here: its length).
+/// Returns the number of deltas and of text bytes.
+fn stream_buffer(parser: &ChatParser, pieces: &[&str], out: &mut DeltaBuffer) -> (usize, usize) {
+    let mut s = parser.stream();
+    let (mut n, mut bytes) = (0, 0);
+    let mut look = |out: &DeltaBuffer| {
+        for d in out.iter() {
+            n += 1;
+            bytes += match d {
+                DeltaRef::Content(t) | DeltaRef::Reasoning(t) => t.len(),
+                DeltaRef::ToolCall { arguments, .. } => arguments.map_or(0, str::len),
+            };
+        }
+    };
+    for p in pieces {
+        s.push_into(p, out).unwrap();
+        look(out);
+    }
+    s.finish_into(out).unwrap();
+    look(out);
+    (n, bytes)
+}
+
+/// Best of `reps` timings of `f`.
+fn best<T>(reps: u32, mut f: impl FnMut() -> T) -> Duration {
+    (0..reps)
+        .map(|_| {
+            let t = Instant::now();
+            black_box(f());
+            t.elapsed()
+        })
+        .min()
+        .unwrap()
+}
+
 fn bench(c: &mut Criterion) {
+    let only = std::env::var("CHAT_STREAM_ONLY").ok();
     for (shape, (parser, output)) in [("native", native()), ("constructed", constructed())] {
         let pieces = chunks(&output);
+        if std::env::var("CHAT_STREAM_SHAPE").is_ok_and(|s| s != shape) {
+            continue;
+        }
+        if let Some(mode) = only.as_deref() {
+            let mut buf = DeltaBuffer::new();
+            match mode {
+                "one_shot" => drop(black_box(parser.parse(black_box(&output), false).unwrap())),
+                "owned" => drop(black_box(stream_all(&parser, black_box(&pieces)))),
+                "buffer" => drop(black_box(stream_buffer(&parser, black_box(&pieces), &mut buf))),
+                _ => {}
+            }
+            continue;
+        }
         // Sanity: the stream agrees with the one-shot parse.
         let whole = parser.parse(&output, false).unwrap();
         assert!(whole.diagnostic.is_none());
         assert!(whole.message.tool_calls[0].arguments.len() > SIZE);
 
+        // Both stream forms agree with each other.
+        let mut buf = DeltaBuffer::new();
+        let owned = stream_all(&parser, &pieces);
+        let buffered = stream_buffer(&parser, &pieces, &mut buf);
+        assert_eq!(owned.0, buffered.0);
+
         // A direct ratio measurement, printed once, for the closing notes.
-        let reps = 5;
-        let t = Instant::now();
-        for _ in 0..reps {
-            black_box(parser.parse(black_box(&output), false).unwrap());
-        }
-        let one = t.elapsed() / reps;
-        let t = Instant::now();
-        let mut stats = (0, 0);
-        for _ in 0..reps {
-            stats = black_box(stream_all(&parser, &pieces));
-        }
-        let st = t.elapsed() / reps;
+        let reps = 7;
+        let one = best(reps, || parser.parse(black_box(&output), false).unwrap());
+        let own = best(reps, || stream_all(&parser, black_box(&pieces)));
+        let bufd = best(reps, || stream_buffer(&parser, black_box(&pieces), &mut buf));
         println!(
-            "{shape}: {} bytes, {} chunks, {} deltas, {} parses: one-shot {:?}, stream {:?}, ratio {:.2}x",
+            "{shape}: {} bytes, {} chunks, {} deltas, {} parses: one-shot {one:?}, push (owned) {own:?} = {:.2}x, \
+             push_into (reused buffer) {bufd:?} = {:.2}x",
             output.len(),
             pieces.len(),
-            stats.0,
-            stats.1,
-            one,
-            st,
-            st.as_secs_f64() / one.as_secs_f64()
+            owned.0,
+            owned.1,
+            own.as_secs_f64() / one.as_secs_f64(),
+            bufd.as_secs_f64() / one.as_secs_f64(),
         );
 
         let mut g = c.benchmark_group(format!("chat_{shape}_64k"));
@@ -133,9 +191,20 @@ fn bench(c: &mut Criterion) {
         g.sample_size(10);
         g.bench_function("one_shot", |b| b.iter(|| parser.parse(black_box(&output), false).unwrap()));
         g.bench_function("stream_4b_chunks", |b| b.iter(|| stream_all(&parser, black_box(&pieces))));
+        g.bench_function("stream_4b_chunks_reused_buffer", |b| {
+            b.iter(|| stream_buffer(&parser, black_box(&pieces), &mut buf))
+        });
         g.finish();
     }
 }
 
 criterion_group!(benches, bench);
-criterion_main!(benches);
+
+fn main() {
+    if std::env::var_os("CHAT_STREAM_ONLY").is_some() {
+        bench(&mut Criterion::default());
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

@@ -253,7 +253,8 @@ impl Trim {
             self.started = true;
             t
         };
-        let body = s.trim_end();
+        // A last byte that is ASCII and not whitespace ends the body (spares a Unicode trim).
+        let body = if s.as_bytes().last().is_some_and(|&b| b > b' ' && b < 0x80) { s } else { s.trim_end() };
         if body.is_empty() {
             self.held.push_str(s);
             return;
@@ -263,7 +264,10 @@ impl Trim {
             self.held.clear();
         }
         emit(body);
-        self.held.push_str(&s[body.len()..]);
+        let rest = &s[body.len()..];
+        if !rest.is_empty() {
+            self.held.push_str(rest);
+        }
     }
 }
 
@@ -375,6 +379,40 @@ impl Fold {
         }
     }
 
+    /// [`Fold::text`] of a native arguments piece that continues a `"` string with `text`
+    /// free of quotes, control characters and incomplete escapes: the normalizer would pass
+    /// it through unchanged, so it is skipped. `false` (nothing done) if that does not apply.
+    fn plain_args(&mut self, text: &str, cx: &Context, sink: &mut dyn Sink) -> bool {
+        let Some(call) = &mut self.call else { return false };
+        if call.py.open_quote() != Some('"') {
+            return false;
+        }
+        let mut pieces = std::mem::take(&mut call.trim);
+        pieces.push(text, |s| put_args(call, s, sink));
+        call.trim = pieces;
+        Self::maybe_header(&mut self.headers, call, cx, false, sink);
+        true
+    }
+
+    /// [`Fold::text`] of a later piece of an argument value that streams as a JSON string
+    /// (the common case of a long constructed argument), without moving the value state.
+    /// `false` (nothing done) if the value is in another state.
+    fn string_value(&mut self, text: &str, cx: &Context, sink: &mut dyn Sink) -> bool {
+        let Some(call) = &mut self.call else { return false };
+        if !matches!(call.value, Some(Value::Str)) {
+            return false;
+        }
+        if needs_no_escape(text) {
+            put_args(call, text, sink);
+        } else {
+            self.scratch.clear();
+            escape_into(&mut self.scratch, text);
+            put_args(call, &self.scratch, sink);
+        }
+        Self::maybe_header(&mut self.headers, call, cx, false, sink);
+        true
+    }
+
     fn value_text(call: &mut Call, text: &str, scratch: &mut String, sink: &mut dyn Sink) {
         scratch.clear();
         let mut text = text;
@@ -396,8 +434,13 @@ impl Fold {
         }
         match &mut value {
             Some(Value::Str) => {
-                escape_into(scratch, text);
-                put_args(call, scratch, sink);
+                if needs_no_escape(text) {
+                    // Nothing to escape (the common case): spare the copy.
+                    put_args(call, text, sink);
+                } else {
+                    escape_into(scratch, text);
+                    put_args(call, scratch, sink);
+                }
             }
             Some(Value::Held(buf)) => buf.push_str(text),
             Some(Value::MaybeNull(buf)) => {
@@ -566,6 +609,11 @@ impl Fold {
     }
 }
 
+/// Whether `escape_into` would copy `s` unchanged.
+fn needs_no_escape(s: &str) -> bool {
+    s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\')
+}
+
 /// Largest `end' <= end` such that `input[from..end']` does not stop inside a UTF-8 sequence
 /// that more input could complete.
 fn utf8_safe_end(input: &[u8], from: usize, end: usize) -> usize {
@@ -609,10 +657,19 @@ impl Driver {
     }
 
     /// Extends the growing node by `text`, which the next parse is known to add to it.
-    pub(crate) fn grow(&mut self, text: &str, cx: &Context, sink: &mut dyn Sink) {
+    /// `plain`: `text` is known to hold no quote, control character or incomplete escape
+    /// (a JSON string's content as `string_growth` accepts it).
+    pub(crate) fn grow(&mut self, text: &str, plain: bool, cx: &Context, sink: &mut dyn Sink) {
         if let Some((kind, _, read)) = &mut self.growing {
             *read += text.len();
-            self.fold.text(*kind, text, false, false, cx, sink);
+            let fast = match *kind {
+                Kind::ToolArgs => plain && self.fold.plain_args(text, cx, sink),
+                Kind::ArgString | Kind::ArgJson => self.fold.string_value(text, cx, sink),
+                _ => false,
+            };
+            if !fast {
+                self.fold.text(*kind, text, false, false, cx, sink);
+            }
             self.fold.pos = self.fold.pos.max(*read);
         }
     }
@@ -702,12 +759,29 @@ impl Sink for MessageSink {
     }
 }
 
+impl Sink for crate::chat::DeltaBuffer {
+    fn content(&mut self, s: &str) {
+        crate::chat::DeltaBuffer::content(self, s);
+    }
+    fn reasoning(&mut self, s: &str) {
+        crate::chat::DeltaBuffer::reasoning(self, s);
+    }
+    fn header(&mut self, index: usize, id: &str, name: &str) {
+        crate::chat::DeltaBuffer::header(self, index, id, name);
+    }
+    fn args(&mut self, index: usize, s: &str) {
+        crate::chat::DeltaBuffer::args(self, index, s);
+    }
+}
+
 /// A sink that records deltas, merging adjacent pieces of the same field.
+#[cfg(test)]
 #[derive(Debug, Default)]
 pub(crate) struct DeltaSink {
     pub deltas: Vec<crate::chat::ChatDelta>,
 }
 
+#[cfg(test)]
 impl Sink for DeltaSink {
     fn content(&mut self, s: &str) {
         match self.deltas.last_mut() {

@@ -299,8 +299,287 @@ impl ChatDelta {
     }
 
     /// Whether the delta carries nothing.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.content.is_none() && self.reasoning_content.is_none() && self.tool_calls.is_empty()
+    }
+}
+
+/// One streaming increment borrowed from a [`DeltaBuffer`]: the same information as a
+/// [`ChatDelta`] (exactly one field set), without owning its text.
+///
+/// It serializes exactly like the equivalent [`ChatDelta`], so a server can write it straight
+/// into a reused output buffer:
+///
+/// ```
+/// use peg_runtime::chat::{ChatDelta, DeltaRef, ToolCallDelta};
+/// let d = DeltaRef::ToolCall { index: 0, id: Some("call_0"), name: Some("f"), arguments: Some("{") };
+/// let owned = ChatDelta::tool_call(ToolCallDelta {
+///     index: 0,
+///     id: Some("call_0".into()),
+///     name: Some("f".into()),
+///     arguments: Some("{".into()),
+/// });
+/// assert_eq!(d.to_delta(), owned);
+/// assert_eq!(serde_json::to_string(&d).unwrap(), serde_json::to_string(&owned).unwrap());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeltaRef<'a> {
+    /// A piece of content text.
+    Content(&'a str),
+    /// A piece of reasoning text.
+    Reasoning(&'a str),
+    /// A tool-call fragment: `id` and `name` on the call's first fragment, then argument text.
+    ToolCall {
+        /// Position of the call in the message's `tool_calls`.
+        index: usize,
+        /// The call id (first fragment only).
+        id: Option<&'a str>,
+        /// The function name (first fragment only).
+        name: Option<&'a str>,
+        /// The next piece of argument text.
+        arguments: Option<&'a str>,
+    },
+}
+
+impl DeltaRef<'_> {
+    /// The owned delta.
+    pub fn to_delta(&self) -> ChatDelta {
+        match *self {
+            DeltaRef::Content(s) => ChatDelta::content(s),
+            DeltaRef::Reasoning(s) => ChatDelta::reasoning(s),
+            DeltaRef::ToolCall { index, id, name, arguments } => ChatDelta::tool_call(ToolCallDelta {
+                index,
+                id: id.map(str::to_owned),
+                name: name.map(str::to_owned),
+                arguments: arguments.map(str::to_owned),
+            }),
+        }
+    }
+}
+
+impl Serialize for DeltaRef<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(1))?;
+        match *self {
+            DeltaRef::Content(c) => m.serialize_entry("content", c)?,
+            DeltaRef::Reasoning(r) => m.serialize_entry("reasoning_content", r)?,
+            DeltaRef::ToolCall { index, id, name, arguments } => {
+                m.serialize_entry("tool_calls", &[ToolCallRef { index, id, name, arguments }])?
+            }
+        }
+        m.end()
+    }
+}
+
+/// The wire form of a borrowed tool-call fragment, as [`ToolCallDelta`] serializes.
+struct ToolCallRef<'a> {
+    index: usize,
+    id: Option<&'a str>,
+    name: Option<&'a str>,
+    arguments: Option<&'a str>,
+}
+
+impl Serialize for ToolCallRef<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let function = self.name.is_some() || self.arguments.is_some();
+        let n = 1 + 2 * usize::from(self.id.is_some()) + usize::from(function);
+        let mut m = s.serialize_map(Some(n))?;
+        m.serialize_entry("index", &self.index)?;
+        if let Some(id) = self.id {
+            m.serialize_entry("id", id)?;
+            m.serialize_entry("type", "function")?;
+        }
+        if function {
+            m.serialize_entry("function", &FunctionDeltaRef { name: self.name, arguments: self.arguments })?;
+        }
+        m.end()
+    }
+}
+
+#[derive(Serialize)]
+struct FunctionDeltaRef<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    arguments: Option<&'a str>,
+}
+
+/// A span of [`DeltaBuffer::text`].
+type Span = (usize, usize);
+
+#[derive(Debug, Clone, Copy)]
+enum Item {
+    Content(Span),
+    Reasoning(Span),
+    ToolCall { index: usize, header: Option<(Span, Span)>, arguments: Option<Span> },
+}
+
+/// Reusable storage for the deltas of one [`ChatStream::push_into`](crate::chat::ChatStream::push_into):
+/// all their text lives in one string whose capacity is kept across pushes, so a stream in
+/// steady state allocates nothing per chunk. Consecutive pieces of the same field coalesce
+/// into one delta, as in [`ChatStream::push`](crate::chat::ChatStream::push).
+///
+/// ```
+/// use std::sync::Arc;
+/// use peg_runtime::chat::{ChatParseOptions, ChatParser, DeltaBuffer, DeltaRef, SimpleBuilder};
+/// let arena = SimpleBuilder::build(|p| p.content(p.rest())).unwrap();
+/// let parser = ChatParser::new(Arc::new(arena), ChatParseOptions::default());
+/// let mut stream = parser.stream();
+/// let mut deltas = DeltaBuffer::new();
+/// let mut sse = Vec::new();
+/// for chunk in ["Hel", "lo", " world"] {
+///     stream.push_into(chunk, &mut deltas).unwrap();
+///     for d in deltas.iter() {
+///         sse.clear();
+///         serde_json::to_writer(&mut sse, &d).unwrap(); // send `data: {sse}`
+///     }
+/// }
+/// stream.finish_into(&mut deltas).unwrap();
+/// assert_eq!(stream.message().content, "Hello world");
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct DeltaBuffer {
+    text: String,
+    items: Vec<Item>,
+}
+
+impl DeltaBuffer {
+    /// An empty buffer.
+    pub fn new() -> DeltaBuffer {
+        DeltaBuffer::default()
+    }
+
+    /// Drops the deltas, keeping the capacity.
+    #[inline]
+    pub fn clear(&mut self) {
+        self.text.clear();
+        self.items.clear();
+    }
+
+    /// How many deltas the buffer holds.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Whether the buffer holds no delta.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// The `i`-th delta.
+    #[inline]
+    pub fn get(&self, i: usize) -> Option<DeltaRef<'_>> {
+        Some(self.resolve(self.items.get(i)?))
+    }
+
+    #[inline]
+    fn resolve(&self, item: &Item) -> DeltaRef<'_> {
+        let t = |(a, b): Span| &self.text[a..b];
+        match *item {
+            Item::Content(s) => DeltaRef::Content(t(s)),
+            Item::Reasoning(s) => DeltaRef::Reasoning(t(s)),
+            Item::ToolCall { index, header, arguments } => DeltaRef::ToolCall {
+                index,
+                id: header.map(|(id, _)| t(id)),
+                name: header.map(|(_, name)| t(name)),
+                arguments: arguments.map(t),
+            },
+        }
+    }
+
+    /// The deltas in order.
+    #[inline]
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = DeltaRef<'_>> + '_ {
+        self.items.iter().map(|item| self.resolve(item))
+    }
+
+    /// The deltas as owned values.
+    pub fn to_deltas(&self) -> Vec<ChatDelta> {
+        self.iter().map(|d| d.to_delta()).collect()
+    }
+
+    #[inline]
+    fn append(&mut self, s: &str) -> Span {
+        let a = self.text.len();
+        self.text.push_str(s);
+        (a, self.text.len())
+    }
+
+    /// Appends a content piece, joining it to the last delta if that is content.
+    #[inline]
+    pub(crate) fn content(&mut self, s: &str) {
+        let (_, b) = self.append(s);
+        match self.items.last_mut() {
+            Some(Item::Content(span)) => span.1 = b,
+            _ => self.items.push(Item::Content((b - s.len(), b))),
+        }
+    }
+
+    /// Appends a reasoning piece, joining it to the last delta if that is reasoning.
+    #[inline]
+    pub(crate) fn reasoning(&mut self, s: &str) {
+        let (_, b) = self.append(s);
+        match self.items.last_mut() {
+            Some(Item::Reasoning(span)) => span.1 = b,
+            _ => self.items.push(Item::Reasoning((b - s.len(), b))),
+        }
+    }
+
+    /// Appends a call's first fragment.
+    pub(crate) fn header(&mut self, index: usize, id: &str, name: &str) {
+        let id = self.append(id);
+        let name = self.append(name);
+        self.items.push(Item::ToolCall { index, header: Some((id, name)), arguments: None });
+    }
+
+    /// Appends argument text, joining it to the last delta if that is a fragment of the same
+    /// call (its header included).
+    #[inline]
+    pub(crate) fn args(&mut self, index: usize, s: &str) {
+        let (a, b) = self.append(s);
+        if let Some(Item::ToolCall { index: i, arguments, .. }) = self.items.last_mut() {
+            if *i == index {
+                // The last item's text ends where this piece starts: spans stay contiguous.
+                match arguments {
+                    Some(span) => span.1 = b,
+                    None => *arguments = Some((a, b)),
+                }
+                return;
+            }
+        }
+        self.items.push(Item::ToolCall { index, header: None, arguments: Some((a, b)) });
+    }
+}
+
+impl ChatMessage {
+    /// [`ChatMessage::apply`] for a borrowed delta.
+    pub fn apply_ref(&mut self, delta: DeltaRef<'_>) {
+        match delta {
+            DeltaRef::Content(c) => self.content.push_str(c),
+            DeltaRef::Reasoning(r) => self.reasoning_content.push_str(r),
+            DeltaRef::ToolCall { index, id, name, arguments } => {
+                if index > self.tool_calls.len() {
+                    return;
+                }
+                if index == self.tool_calls.len() {
+                    self.tool_calls.push(ChatToolCall::default());
+                }
+                let call = &mut self.tool_calls[index];
+                if let Some(id) = id {
+                    id.clone_into(&mut call.id);
+                }
+                if let Some(name) = name {
+                    name.clone_into(&mut call.name);
+                }
+                if let Some(a) = arguments {
+                    call.arguments.push_str(a);
+                }
+            }
+        }
     }
 }
 
@@ -337,6 +616,42 @@ mod tests {
         m.apply(&ChatDelta::tool_call(ToolCallDelta::arguments(usize::MAX, "x")));
         m.apply(&ChatDelta::tool_call(ToolCallDelta::header(0, "a", "f")));
         assert_eq!(m.tool_calls.len(), 1);
+    }
+
+    #[test]
+    fn buffer_coalesces_like_owned_deltas() {
+        let mut b = DeltaBuffer::new();
+        b.content("a");
+        b.content("b");
+        b.header(0, "call_0", "f");
+        b.args(0, "{");
+        b.args(0, "}");
+        b.args(1, "x");
+        b.reasoning("r");
+        b.content("");
+        let want = vec![
+            ChatDelta::content("ab"),
+            ChatDelta::tool_call(ToolCallDelta {
+                index: 0,
+                id: Some("call_0".into()),
+                name: Some("f".into()),
+                arguments: Some("{}".into()),
+            }),
+            ChatDelta::tool_call(ToolCallDelta::arguments(1, "x")),
+            ChatDelta::reasoning("r"),
+            ChatDelta::content(""),
+        ];
+        assert_eq!(b.to_deltas(), want);
+        for (r, d) in b.iter().zip(&want) {
+            assert_eq!(serde_json::to_string(&r).unwrap(), serde_json::to_string(d).unwrap());
+        }
+        let mut m1 = ChatMessage::default();
+        let mut m2 = ChatMessage::default();
+        b.iter().for_each(|d| m1.apply_ref(d));
+        want.iter().for_each(|d| m2.apply(d));
+        assert_eq!(m1, m2);
+        b.clear();
+        assert!(b.is_empty());
     }
 
     #[test]

@@ -35,6 +35,6 @@ mod stream;
 
 pub use builder::{tags, ConstructedBuilder, NativeBuilder, SimpleBuilder};
 pub use json_text::close_partial_json;
-pub use message::{ChatDelta, ChatMessage, ChatToolCall, ToolCallDelta};
+pub use message::{ChatDelta, ChatMessage, ChatToolCall, DeltaBuffer, DeltaRef, ToolCallDelta};
 pub use parser::{ChatParseOptions, ChatParser, Diagnostic, ParsedMessage, ToolSpec};
 pub use stream::ChatStream;

@@ -12,6 +12,7 @@ use std::collections::HashMap;
 
 use crate::arena::{Arena, JsonKind, Node, NodeId, PythonKind};
 use crate::chat::builder::tags;
+use crate::chat::mapper::Kind;
 
 /// How a node of one tag grows at the end of input.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,6 +29,8 @@ pub(crate) enum Growth {
 pub(crate) struct Predictor {
     /// Indexed like `TEXT_TAGS`.
     by_tag: [Option<Growth>; 5],
+    /// First bytes of each tag's `until` delimiters.
+    firsts: [ByteSet; 5],
 }
 
 const TEXT_TAGS: [&str; 5] =
@@ -70,9 +73,30 @@ impl Predictor {
             };
             by_tag.insert(name, merged);
         }
-        Predictor { by_tag: TEXT_TAGS.map(|t| by_tag.remove(t).flatten()) }
+        let by_tag = TEXT_TAGS.map(|t| by_tag.remove(t).flatten());
+        let firsts = std::array::from_fn(|i| match &by_tag[i] {
+            Some(Growth::Until(d)) => ByteSet::firsts(d),
+            _ => ByteSet::default(),
+        });
+        Predictor { by_tag, firsts }
     }
 
+    /// [`Predictor::growth`] by text kind, without comparing tag names, with the first bytes
+    /// of its delimiters when it grows like an `until`.
+    #[inline]
+    pub(crate) fn growth_of(&self, kind: Kind) -> Option<(&Growth, &ByteSet)> {
+        let i = match kind {
+            Kind::Content => 0,
+            Kind::Reasoning => 1,
+            Kind::ToolArgs => 2,
+            Kind::ArgString => 3,
+            Kind::ArgJson => 4,
+            _ => return None,
+        };
+        Some((self.by_tag[i].as_ref()?, &self.firsts[i]))
+    }
+
+    #[cfg(test)]
     pub(crate) fn growth(&self, tag: &str) -> Option<&Growth> {
         TEXT_TAGS.iter().position(|t| *t == tag).and_then(|i| self.by_tag[i].as_ref())
     }
@@ -129,30 +153,54 @@ fn classify(arena: &Arena, id: NodeId, depth: usize) -> Option<Growth> {
 
 /// Whether appending `chunk` to `input` (which ends inside an `until` node that found no
 /// delimiter and no delimiter prefix) only extends the node.
+#[cfg(test)]
 pub(crate) fn until_extends(delimiters: &[Vec<u8>], chunk: &[u8]) -> bool {
+    until_extends_with(&ByteSet::firsts(delimiters), delimiters, chunk)
+}
+
+/// [`until_extends`] with the set of the delimiters' first bytes computed beforehand.
+#[inline]
+pub(crate) fn until_extends_with(firsts: &ByteSet, delimiters: &[Vec<u8>], chunk: &[u8]) -> bool {
     // A delimiter starting before the chunk would have left a prefix at the old end (and the
     // node would not have reached it); so only starts inside the chunk matter.
-    for (j, &b) in chunk.iter().enumerate() {
-        for d in delimiters {
-            if d.first() != Some(&b) {
-                continue;
-            }
-            let rem = &chunk[j..];
-            let hit = if rem.len() >= d.len() { rem.starts_with(d) } else { d.starts_with(rem) };
-            if hit {
-                return false;
-            }
+    let blocks = |j: usize| {
+        let rem = &chunk[j..];
+        delimiters.iter().any(|d| d.first() == Some(&rem[0]) && if rem.len() >= d.len() { rem.starts_with(d) } else { d.starts_with(rem) })
+    };
+    !chunk.iter().enumerate().any(|(j, &b)| firsts.contains(b) && blocks(j))
+}
+
+/// A set of bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct ByteSet([u64; 4]);
+
+impl ByteSet {
+    /// The first bytes of `words`.
+    pub(crate) fn firsts(words: &[Vec<u8>]) -> ByteSet {
+        let mut set = ByteSet::default();
+        for b in words.iter().filter_map(|w| w.first()) {
+            set.0[usize::from(b >> 6)] |= 1 << (b & 63);
         }
+        set
     }
-    true
+
+    #[inline]
+    pub(crate) fn contains(&self, b: u8) -> bool {
+        (self.0[usize::from(b >> 6)] >> (b & 63)) & 1 == 1
+    }
 }
 
 /// How much of `text`, appended inside a string opened by `quote`, a parse would add to the
 /// string: all of it, or all but a final backslash whose escape is still to come (a parse
 /// leaves that out too). `None` if the text may leave the string or holds an escape that
 /// takes a parse (`\u`, Python escapes).
+#[inline]
 pub(crate) fn string_growth(quote: char, text: &str) -> Option<usize> {
     let b = text.as_bytes();
+    if quote.is_ascii() && b.iter().all(|&c| c >= 0x20 && c != b'\\' && c != quote as u8) {
+        // Plain characters only (the common case).
+        return Some(b.len());
+    }
     let mut i = 0;
     while i < b.len() {
         match b[i] {
