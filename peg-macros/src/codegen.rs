@@ -7,8 +7,8 @@
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote};
 
-use crate::grammar::{Expr, ExprKind, Grammar, JsonKind, PythonKind};
-use crate::lower::char_class;
+use crate::grammar::{Expr, ExprKind, Grammar};
+use crate::lower::{char_class, gen_json_kind, gen_python_kind, opt_u32};
 
 /// Maximum nesting of rule calls in generated parsers.
 pub const MAX_DEPTH: usize = 500;
@@ -86,7 +86,7 @@ impl Gen<'_> {
                 })
             }
             ExprKind::Json(kind) => {
-                let kind = json_kind(k, *kind);
+                let kind = gen_json_kind(k, *kind);
                 let target = quote!(#k::json::Target::from(#kind));
                 self.scan(quote!(#s::json(input, partial, #pos, #kind)), quote!(#k::json::Dialect::Json), target, pos)
             }
@@ -97,7 +97,7 @@ impl Gen<'_> {
                 pos,
             ),
             ExprKind::Python(kind) => {
-                let kind = python_kind(k, *kind);
+                let kind = gen_python_kind(k, *kind);
                 let target = quote!(#k::json::Target::from(#kind));
                 self.scan(quote!(#s::python(input, partial, #pos, #kind)), quote!(#k::json::Dialect::Python), target, pos)
             }
@@ -321,39 +321,6 @@ impl Gen<'_> {
             r
         })
     }
-}
-
-fn opt_u32(v: &Option<u32>) -> TokenStream {
-    match v {
-        Some(n) => quote!(::std::option::Option::Some(#n)),
-        None => quote!(::std::option::Option::None),
-    }
-}
-
-fn json_kind(k: &TokenStream, kind: JsonKind) -> TokenStream {
-    let v = match kind {
-        JsonKind::Value => quote!(Value),
-        JsonKind::Object => quote!(Object),
-        JsonKind::Array => quote!(Array),
-        JsonKind::String => quote!(String),
-        JsonKind::Number => quote!(Number),
-        JsonKind::Bool => quote!(Bool),
-        JsonKind::Null => quote!(Null),
-    };
-    quote!(#k::JsonKind::#v)
-}
-
-fn python_kind(k: &TokenStream, kind: PythonKind) -> TokenStream {
-    let v = match kind {
-        PythonKind::Value => quote!(Value),
-        PythonKind::Dict => quote!(Dict),
-        PythonKind::List => quote!(List),
-        PythonKind::Str => quote!(Str),
-        PythonKind::Number => quote!(Number),
-        PythonKind::Bool => quote!(Bool),
-        PythonKind::None => quote!(None),
-    };
-    quote!(#k::PythonKind::#v)
 }
 
 /// The parser items of the generated module: `Parser`, `Session`, `parse`.

@@ -151,7 +151,7 @@ pub fn arena_fn(g: &Grammar) -> TokenStream {
     }
 }
 
-fn gen_json_kind(k: &TokenStream, kind: JsonKind) -> TokenStream {
+pub fn gen_json_kind(k: &TokenStream, kind: JsonKind) -> TokenStream {
     let v = match kind {
         JsonKind::Value => quote!(Value),
         JsonKind::Object => quote!(Object),
@@ -164,7 +164,7 @@ fn gen_json_kind(k: &TokenStream, kind: JsonKind) -> TokenStream {
     quote!(#k::JsonKind::#v)
 }
 
-fn gen_python_kind(k: &TokenStream, kind: PythonKind) -> TokenStream {
+pub fn gen_python_kind(k: &TokenStream, kind: PythonKind) -> TokenStream {
     let v = match kind {
         PythonKind::Value => quote!(Value),
         PythonKind::Dict => quote!(Dict),
@@ -313,7 +313,7 @@ fn gen(k: &TokenStream, e: &Expr) -> TokenStream {
     quote!(b.add(#node).id())
 }
 
-fn opt_u32(v: &Option<u32>) -> TokenStream {
+pub fn opt_u32(v: &Option<u32>) -> TokenStream {
     match v {
         Some(n) => quote!(::std::option::Option::Some(#n)),
         None => quote!(::std::option::Option::None),
