@@ -731,6 +731,71 @@ impl Driver {
     }
 }
 
+// ---- Verbatim growth (the stream's live fast path, `stream.rs`): additions only. ----
+
+/// Where the fold sends the next piece of a growing text, when it passes the piece through
+/// unchanged (a string argument: only JSON-escaped).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verbatim {
+    /// Content whose leading whitespace is behind it, no trailing whitespace held: a piece
+    /// ending in a visible ASCII byte is emitted as it is.
+    Content,
+    /// Reasoning, as `Content`.
+    Reasoning,
+    /// A string argument value whose opening quote is out, of announced call `0`: the piece is
+    /// emitted JSON-escaped.
+    ArgString(usize),
+    /// Native arguments inside a `"` string of announced call `0`, trim state as `Content`:
+    /// a piece of plain string characters ending in a visible ASCII byte is emitted as is.
+    ToolArgs(usize),
+}
+
+impl Trim {
+    /// Whether a piece ending in a visible ASCII byte would be emitted as it is.
+    fn passes(&self) -> bool {
+        self.started && self.held.is_empty()
+    }
+}
+
+impl Driver {
+    /// The growing text node's kind and where its next piece goes verbatim, if it was read up
+    /// to `input_len` (nothing left unread, such as a possible delimiter start) and the fold
+    /// would pass the piece through.
+    pub(crate) fn verbatim(&self, input_len: usize) -> Option<(Kind, Verbatim)> {
+        let (kind, _, read) = self.growing?;
+        if read != input_len {
+            return None;
+        }
+        let fold = &self.fold;
+        let to = match kind {
+            Kind::Content => fold.content.passes().then_some(Verbatim::Content)?,
+            Kind::Reasoning => fold.reasoning.passes().then_some(Verbatim::Reasoning)?,
+            Kind::ArgString => {
+                let call = fold.call.as_ref()?;
+                matches!(call.value, Some(Value::Str)).then_some(Verbatim::ArgString(call.index?))?
+            }
+            Kind::ToolArgs => {
+                let call = fold.call.as_ref()?;
+                (call.py.open_quote() == Some('"') && call.trim.passes()).then_some(Verbatim::ToolArgs(call.index?))?
+            }
+            _ => return None,
+        };
+        Some((kind, to))
+    }
+
+    /// Records that the growing node took `n` more bytes, which the caller emitted as
+    /// [`Driver::verbatim`] said (exactly what [`Driver::grow`] would have emitted).
+    #[inline]
+    pub(crate) fn grew_verbatim(&mut self, n: usize) {
+        if let Some((_, _, read)) = &mut self.growing {
+            *read += n;
+            self.fold.pos = self.fold.pos.max(*read);
+        }
+    }
+}
+
+// ---- End of verbatim growth. ----
+
 /// A sink that builds a message directly.
 #[derive(Debug, Default)]
 pub(crate) struct MessageSink {

@@ -555,6 +555,25 @@ impl DeltaBuffer {
     }
 }
 
+impl DeltaBuffer {
+    /// Appends argument text that `write` appends to the buffer's text (joining it to the
+    /// last delta as [`DeltaBuffer::args`] does); returns the appended text.
+    #[inline]
+    pub(crate) fn args_with(&mut self, index: usize, write: impl FnOnce(&mut String)) -> &str {
+        let a = self.text.len();
+        write(&mut self.text);
+        let b = self.text.len();
+        match self.items.last_mut() {
+            Some(Item::ToolCall { index: i, arguments, .. }) if *i == index => match arguments {
+                Some(span) => span.1 = b,
+                None => *arguments = Some((a, b)),
+            },
+            _ => self.items.push(Item::ToolCall { index, header: None, arguments: Some((a, b)) }),
+        }
+        &self.text[a..b]
+    }
+}
+
 impl ChatMessage {
     /// [`ChatMessage::apply`] for a borrowed delta.
     pub fn apply_ref(&mut self, delta: DeltaRef<'_>) {

@@ -2,10 +2,10 @@
 
 use std::sync::Arc;
 
-use crate::chat::mapper::{Driver, Sink};
+use crate::chat::mapper::{Driver, Kind, Sink, Verbatim};
 use crate::chat::message::{ChatDelta, ChatMessage, DeltaBuffer, DeltaRef};
 use crate::chat::parser::{fold_parse, Diagnostic, Inner, ParsedMessage};
-use crate::chat::predict::{string_growth, until_extends_with, Growth};
+use crate::chat::predict::{string_growth, until_extends_with, ByteSet, Growth};
 use crate::error::{Error, ErrorKind};
 use crate::session::Session;
 
@@ -43,7 +43,31 @@ pub struct ChatStream {
     scratch: String,
     /// The buffer behind the owned [`push`](ChatStream::push).
     owned: DeltaBuffer,
+    /// Set when the next chunk may take the live lane (see [`ChatStream::push_live`]).
+    live: Option<Live>,
+    /// Byte classes of the live lane: `PASS`, `ESCAPE` or `STOP`, for the text kind `classes_of`.
+    classes: Box<[u8; 256]>,
+    classes_of: Option<Kind>,
+    /// Whether chunks may be folded without a parse (off only to test that it changes nothing).
+    predict: bool,
 }
+
+/// The live lane: the input ends inside a growing text that a chunk extends verbatim.
+#[derive(Debug, Clone, Copy)]
+struct Live {
+    to: Verbatim,
+    /// The chunk must end in a visible ASCII byte (trailing whitespace is held back).
+    trim: bool,
+}
+
+/// A byte that extends the text as it is.
+const PASS: u8 = 0;
+/// A byte that extends the text but is JSON-escaped in a string argument.
+const ESCAPE: u8 = 1;
+/// A byte that may start a delimiter or end a string: the chunk takes the normal path.
+const STOP: u8 = 2;
+/// A byte of a multi-byte character (passes unless also `STOP`).
+const HIGH: u8 = 4;
 
 impl ChatStream {
     pub(crate) fn new(inner: Arc<Inner>) -> ChatStream {
@@ -60,6 +84,10 @@ impl ChatStream {
             parses: 0,
             scratch: String::new(),
             owned: DeltaBuffer::new(),
+            live: None,
+            classes: Box::new([STOP; 256]),
+            classes_of: None,
+            predict: true,
         }
     }
 
@@ -103,15 +131,28 @@ impl ChatStream {
     /// stream.push_into(" world<e", &mut out).unwrap(); // `<e` may start `<end>`: held back
     /// assert_eq!(out.iter().collect::<Vec<_>>(), [DeltaRef::Content(" world")]);
     /// ```
+    #[inline]
     pub fn push_into(&mut self, chunk: &str, out: &mut DeltaBuffer) -> Result<(), Error> {
         out.clear();
+        if let Some(live) = self.live {
+            if self.push_live(live, chunk, out) {
+                return Ok(());
+            }
+        }
+        self.push_slow(chunk, out)
+    }
+
+    /// [`ChatStream::push_into`] past the live lane, with `out` cleared.
+    #[inline(never)]
+    fn push_slow(&mut self, chunk: &str, out: &mut DeltaBuffer) -> Result<(), Error> {
+        self.live = None;
         self.check_open()?;
         if chunk.is_empty() {
             return Ok(());
         }
         match self.state {
             State::Parsing => {
-                if !self.grow(chunk, out) {
+                if !(self.predict && self.grow(chunk, out)) {
                     self.session.push(chunk.as_bytes());
                     self.parses += 1;
                     let parsed = self.session.parse();
@@ -121,6 +162,7 @@ impl ChatStream {
                     }
                     self.record(out);
                 }
+                self.live = self.find_live();
             }
             _ => {
                 self.session.push(chunk.as_bytes());
@@ -143,6 +185,7 @@ impl ChatStream {
     /// contents); returns the whole message.
     pub fn finish_into(&mut self, out: &mut DeltaBuffer) -> Result<ParsedMessage, Error> {
         out.clear();
+        self.live = None;
         self.check_open()?;
         if let State::Parsing = self.state {
             self.parses += 1;
@@ -192,6 +235,83 @@ impl ChatStream {
         true
     }
 
+    /// The live lane: the last push left the input inside a growing text, read to the end,
+    /// whose next piece the fold passes through verbatim ([`Driver::verbatim`]). A chunk without
+    /// a `STOP` byte (a first byte of one of the text's delimiters; for a JSON string a quote,
+    /// backslash or control character) then only extends that text: the parse it would take
+    /// is left to the next push that needs one (the session resumes its scan over the skipped
+    /// bytes), and its delta is the chunk itself (JSON-escaped for a string argument). Exactly
+    /// what [`ChatStream::grow`] and a parse would emit, for a fraction of the cost.
+    /// `false` (nothing done) if the chunk needs the normal path.
+    #[inline(always)]
+    fn push_live(&mut self, live: Live, chunk: &str, out: &mut DeltaBuffer) -> bool {
+        let bytes = chunk.as_bytes();
+        let Some(&last) = bytes.last() else { return false };
+        let mut class = PASS;
+        for &b in bytes {
+            class |= self.classes[usize::from(b)];
+        }
+        if class & STOP != 0 || (live.trim && !(last > b' ' && last < 0x80)) {
+            return false;
+        }
+        self.session.push(bytes);
+        self.driver.grew_verbatim(bytes.len());
+        self.viable = self.session.input().len();
+        let message = &mut self.message;
+        match live.to {
+            Verbatim::Content => {
+                out.content(chunk);
+                message.content.push_str(chunk);
+            }
+            Verbatim::Reasoning => {
+                out.reasoning(chunk);
+                message.reasoning_content.push_str(chunk);
+            }
+            Verbatim::ToolArgs(i) | Verbatim::ArgString(i) => {
+                let text = match class {
+                    PASS | HIGH => out.args_with(i, |t| t.push_str(chunk)),
+                    _ => out.args_with(i, |t| escape_json(t, chunk)),
+                };
+                if let Some(call) = message.tool_calls.get_mut(i) {
+                    call.arguments.push_str(text);
+                }
+            }
+        }
+        true
+    }
+
+    /// Whether the next chunk may take the live lane, after a push on the normal path.
+    fn find_live(&mut self) -> Option<Live> {
+        if !self.predict || !matches!(self.state, State::Parsing) {
+            return None;
+        }
+        let (kind, to) = self.driver.verbatim(self.session.input().len())?;
+        if let Verbatim::ArgString(i) | Verbatim::ToolArgs(i) = to {
+            // The call's header is out, so the message has it; checked to stay panic-free.
+            if i >= self.message.tool_calls.len() {
+                return None;
+            }
+        }
+        if self.classes_of != Some(kind) {
+            let classes = match (to, self.inner.predict.growth_of(kind)?) {
+                (Verbatim::Content | Verbatim::Reasoning, (Growth::Until(_), firsts)) => byte_classes(firsts, false),
+                (Verbatim::ArgString(_), (Growth::Until(_), firsts)) => byte_classes(firsts, true),
+                (Verbatim::ToolArgs(_), (Growth::JsonString, _)) => {
+                    let mut c = [PASS; 256];
+                    c[0x80..].fill(HIGH);
+                    for b in (0..0x20).chain([b'"', b'\\']) {
+                        c[usize::from(b)] = STOP;
+                    }
+                    c
+                }
+                _ => return None,
+            };
+            *self.classes = classes;
+            self.classes_of = Some(kind);
+        }
+        Some(Live { to, trim: !matches!(to, Verbatim::ArgString(_)) })
+    }
+
     fn check_open(&self) -> Result<(), Error> {
         match &self.state {
             State::Failed(e) => Err(e.clone()),
@@ -231,6 +351,49 @@ impl ChatStream {
     }
 }
 
+/// Byte classes of an `until` text: its delimiters' first bytes stop the live lane; `escape`:
+/// the text goes into a JSON string.
+fn byte_classes(firsts: &ByteSet, escape: bool) -> [u8; 256] {
+    let mut c = [PASS; 256];
+    c[0x80..].fill(HIGH);
+    if escape {
+        for b in (0..0x20).chain([b'"', b'\\']) {
+            c[usize::from(b)] = ESCAPE;
+        }
+    }
+    for b in 0..=255u8 {
+        if firsts.contains(b) {
+            c[usize::from(b)] = STOP;
+        }
+    }
+    c
+}
+
+/// Appends `s` JSON-escaped, as `json_text::escape_into` does, char by char: cheaper for the
+/// few bytes of a streamed chunk.
+#[inline]
+fn escape_json(out: &mut String, s: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.reserve(s.len() + 2);
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            c if c < ' ' => {
+                out.push_str("\\u00");
+                out.push(char::from(HEX[c as usize >> 4]));
+                out.push(char::from(HEX[c as usize & 15]));
+            }
+            c => out.push(c),
+        }
+    }
+}
+
 /// Writes deltas to the caller's buffer and applies them to the stream's message at once,
 /// sparing a second pass over the buffer. Only for folds that cannot fail (a strict stream's
 /// error must leave the message as it was).
@@ -266,6 +429,7 @@ impl Sink for Recorder<'_> {
 mod tests {
     use super::*;
     use crate::chat::{ChatParseOptions, ChatParser, ConstructedBuilder, NativeBuilder, ToolSpec};
+    use proptest::prelude::{prop, prop_assert, prop_assert_eq, Strategy, TestCaseError};
 
     fn parsers() -> Vec<ChatParser> {
         let native = NativeBuilder::build(|p| {
@@ -310,6 +474,113 @@ mod tests {
         "Sure.\n<tool_call>\n<function=f>\n<parameter=a>\nunfinished <b> \n</param",
         "<tool_call>\n<function=f>\n<parameter=a>\nx</function> broken",
     ];
+
+    /// `escape_json` writes what `escape_into` writes.
+    #[test]
+    fn escape_json_equals_escape_into() {
+        let mut all = String::from("a\"b\\c/é😀\u{7f}");
+        all.extend((0u8..0x20).map(char::from));
+        let ascii: String = all.chars().filter(char::is_ascii).collect();
+        for s in [all.as_str(), ascii.as_str(), "", "plain", "\"", "\\\n", "a long plain ascii text, longer than sixteen"] {
+            let (mut a, mut b) = (String::from("x"), String::from("x"));
+            escape_json(&mut a, s);
+            crate::chat::json_text::escape_into(&mut b, s);
+            assert_eq!(a, b);
+        }
+    }
+
+    /// Streams `output` in `sizes`-cycled chunks through a stream with and one without the
+    /// fast paths (`grow`, the live lane): every push must give the same deltas; both must add
+    /// up to the one-shot parse. Returns the parses the fast stream ran.
+    fn fast_equals_slow(parser: &ChatParser, output: &str, sizes: &[usize]) -> Result<usize, TestCaseError> {
+        let mut fast = parser.stream();
+        let mut slow = parser.stream();
+        slow.predict = false;
+        let (mut bf, mut bs) = (DeltaBuffer::new(), DeltaBuffer::new());
+        let mut all = Vec::new();
+        let (mut i, mut k) = (0, 0);
+        while i < output.len() {
+            let mut j = (i + sizes[k % sizes.len()]).min(output.len());
+            while !output.is_char_boundary(j) {
+                j += 1;
+            }
+            let (rf, rs) = (fast.push_into(&output[i..j], &mut bf), slow.push_into(&output[i..j], &mut bs));
+            prop_assert_eq!(rf.is_ok(), rs.is_ok());
+            prop_assert_eq!(bf.to_deltas(), bs.to_deltas(), "{:?} at {}..{}", output, i, j);
+            prop_assert_eq!(fast.message(), slow.message());
+            all.extend(bf.to_deltas());
+            i = j;
+            k += 1;
+        }
+        let (wf, ws) = (fast.finish_into(&mut bf), slow.finish_into(&mut bs));
+        prop_assert_eq!(bf.to_deltas(), bs.to_deltas());
+        all.extend(bf.to_deltas());
+        prop_assert_eq!(&wf, &ws);
+        let strict = parser.options().strict;
+        let whole = parser.parse(output, false);
+        prop_assert_eq!(whole.is_ok(), wf.is_ok());
+        if let (Ok(whole), Ok(wf)) = (whole, wf) {
+            prop_assert_eq!(&ChatMessage::from_deltas(&all), &whole.message);
+            prop_assert_eq!(wf, whole);
+        } else {
+            prop_assert!(strict);
+        }
+        Ok(fast.parses)
+    }
+
+    /// Pieces of text that exercise the fast paths' decisions: delimiter starts and prefixes,
+    /// `<` inside values, multi-byte UTF-8, characters JSON escapes, trailing whitespace.
+    fn tricky() -> impl Strategy<Value = String> {
+        let pieces = prop::sample::select(vec![
+            "a", "word ", "xyz", " ", "  ", "\n", "\n\n", "<", "</", "<b>", "\"", "\\", "\\\"", "é", "😀", "\t", "\r",
+            "\u{1}", "\u{8}", "\u{c}", "\u{1f}", "\u{7f}", "\n</param", "\n</parameter", "<tool_", "</think", "{", "}",
+        ]);
+        prop::collection::vec(pieces, 0..40).prop_map(|v| v.concat())
+    }
+
+    fn with_reasoning(strict: bool) -> ChatParser {
+        let arena = crate::chat::SimpleBuilder::build(|p| {
+            p.optional("<think>" + p.reasoning(p.until("</think>")) + "</think>") + p.content(p.until("<tool_call>")) + p.end()
+        })
+        .unwrap();
+        ChatParser::new(Arc::new(arena), ChatParseOptions { strict, ..Default::default() })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 64, ..Default::default() })]
+
+        #[test]
+        fn fast_paths_change_nothing(
+            (a, b, c) in (tricky(), tricky(), tricky()),
+            sizes in prop::collection::vec(1usize..9, 1..6),
+            strict in proptest::prelude::any::<bool>(),
+        ) {
+            let ps = parsers();
+            let json_arg = serde_json::to_string(&b).unwrap();
+            let outputs = [
+                (&ps[1], format!("{a}<tool_call>\n<function=f>\n<parameter=a>\n{b}\n</parameter>\n<parameter=b>\n{c}\n</parameter>\n</function>\n</tool_call>")),
+                (&ps[1], format!("{a}<tool_call>\n<function=f>\n<parameter=n>\n{b}\n</parameter>\n</function>\n</tool_call>{c}")),
+                (&ps[0], format!("{a}<tool_call>{{\"name\": \"f\", \"arguments\": {{\"a\": {json_arg}, \"b\": 1}}}}</tool_call>{c}")),
+                (&ps[0], format!("{a}<tool_call>{{\"name\": \"f\", \"arguments\": {{\"a\": \"{b}")),
+            ];
+            for (parser, output) in outputs {
+                fast_equals_slow(parser, &output, &sizes)?;
+            }
+            let p = with_reasoning(strict);
+            fast_equals_slow(&p, &format!("<think>{a}</think>{b}"), &sizes)?;
+            fast_equals_slow(&p, &format!("<think>{a}{b}"), &sizes)?;
+        }
+    }
+
+    /// The live lane runs without parses for a long string argument in small chunks.
+    #[test]
+    fn long_argument_streams_without_parses() {
+        let ps = parsers();
+        let body = "let s = \"a \\ b\"; // é\n".repeat(40);
+        let output = format!("<tool_call>\n<function=f>\n<parameter=a>\n{body}\n</parameter>\n</function>\n</tool_call>");
+        let parses = fast_equals_slow(&ps[1], &output, &[4]).unwrap();
+        assert!(parses < 60, "{parses} parses");
+    }
 
     /// `push_into` with one reused buffer yields exactly the deltas `push` returns.
     #[test]
