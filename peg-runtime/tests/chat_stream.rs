@@ -239,3 +239,50 @@ proptest! {
         check_monotone(&constructed(), &out);
     }
 }
+
+/// Text that exercises the stream's fast paths: delimiter starts and prefixes cut by chunk
+/// ends, `<` inside values, multi-byte UTF-8, characters JSON escapes, trailing whitespace.
+fn tricky() -> impl Strategy<Value = String> {
+    let pieces = prop::sample::select(vec![
+        "a", "word ", "xyz", " ", "\n", "<", "</", "<b>", "\"", "\\", "é", "😀", "\t", "\r", "\u{1}", "\u{1f}",
+        "\n</param", "<tool_", "</think", "{", "}",
+    ]);
+    prop::collection::vec(pieces, 0..32).prop_map(|v| v.concat())
+}
+
+/// After every push, the stream's message is the one-shot partial parse of the output so far.
+fn check_partials_track(parser: &ChatParser, output: &str, sizes: &[usize]) {
+    let mut s = parser.stream();
+    let (mut i, mut k) = (0, 0);
+    while i < output.len() {
+        let mut j = (i + sizes[k % sizes.len()]).min(output.len());
+        while !output.is_char_boundary(j) {
+            j += 1;
+        }
+        s.push(&output[i..j]).unwrap();
+        let want = parser.parse(&output[..j], true).unwrap();
+        assert_eq!(s.message(), &want.message, "{output:?} cut at {j}");
+        i = j;
+        k += 1;
+    }
+    assert_eq!(s.finish().unwrap().1, parser.parse(output, false).unwrap());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    #[test]
+    fn stream_message_is_the_partial_parse(
+        (a, b, c) in (tricky(), tricky(), tricky()),
+        sizes in prop::collection::vec(1usize..9, 1..5),
+    ) {
+        let arg = serde_json::to_string(&b).unwrap();
+        check_partials_track(&native(), &format!("<think>{a}</think>{c}<tool_call>{{\"name\": \"f\", \"arguments\": {{\"a\": {arg}}}}}</tool_call>"), &sizes);
+        check_partials_track(&native(), &format!("{a}<tool_call>{{\"name\": \"f\", \"arguments\": {{\"a\": \"{b}"), &sizes);
+        check_partials_track(
+            &constructed(),
+            &format!("<think>{a}</think>{c}<tool_call>\n<function=edit>\n<parameter=path>\n{b}\n</parameter>\n<parameter=x>\n{c}\n</parameter>\n</function>\n</tool_call>"),
+            &sizes,
+        );
+    }
+}

@@ -55,6 +55,7 @@ pub struct ChatStream {
 /// The live lane: the input ends inside a growing text that a chunk extends verbatim.
 #[derive(Debug, Clone, Copy)]
 struct Live {
+    kind: Kind,
     to: Verbatim,
     /// The chunk must end in a visible ASCII byte (trailing whitespace is held back).
     trim: bool,
@@ -64,7 +65,8 @@ struct Live {
 const PASS: u8 = 0;
 /// A byte that extends the text but is JSON-escaped in a string argument.
 const ESCAPE: u8 = 1;
-/// A byte that may start a delimiter or end a string: the chunk takes the normal path.
+/// A byte that may start a delimiter (the chunk is looked at closer) or end a JSON string (the
+/// chunk takes the normal path).
 const STOP: u8 = 2;
 /// A byte of a multi-byte character (passes unless also `STOP`).
 const HIGH: u8 = 4;
@@ -145,11 +147,11 @@ impl ChatStream {
     /// [`ChatStream::push_into`] past the live lane, with `out` cleared.
     #[inline(never)]
     fn push_slow(&mut self, chunk: &str, out: &mut DeltaBuffer) -> Result<(), Error> {
-        self.live = None;
         self.check_open()?;
         if chunk.is_empty() {
             return Ok(());
         }
+        self.live = None;
         match self.state {
             State::Parsing => {
                 if !(self.predict && self.grow(chunk, out)) {
@@ -236,12 +238,15 @@ impl ChatStream {
     }
 
     /// The live lane: the last push left the input inside a growing text, read to the end,
-    /// whose next piece the fold passes through verbatim ([`Driver::verbatim`]). A chunk without
-    /// a `STOP` byte (a first byte of one of the text's delimiters; for a JSON string a quote,
-    /// backslash or control character) then only extends that text: the parse it would take
-    /// is left to the next push that needs one (the session resumes its scan over the skipped
-    /// bytes), and its delta is the chunk itself (JSON-escaped for a string argument). Exactly
-    /// what [`ChatStream::grow`] and a parse would emit, for a fraction of the cost.
+    /// whose next piece the fold passes through verbatim ([`Driver::verbatim`]). A chunk in
+    /// which no delimiter of the text, nor a prefix of one cut by the chunk end, starts (for a
+    /// JSON string: without a quote, backslash or control character) then only extends that
+    /// text: the parse it would take is left to the next push that needs one (the session
+    /// resumes its scan over the skipped bytes), and its delta is the chunk itself
+    /// (JSON-escaped for a string argument). A chunk of trimmed text must also end in a
+    /// visible ASCII byte (trailing whitespace is held back). Exactly what
+    /// [`ChatStream::grow`] and a parse would emit, for a fraction of the cost. The common
+    /// chunk has no delimiter's first byte at all and is decided by one table lookup per byte.
     /// `false` (nothing done) if the chunk needs the normal path.
     #[inline(always)]
     fn push_live(&mut self, live: Live, chunk: &str, out: &mut DeltaBuffer) -> bool {
@@ -251,7 +256,14 @@ impl ChatStream {
         for &b in bytes {
             class |= self.classes[usize::from(b)];
         }
-        if class & STOP != 0 || (live.trim && !(last > b' ' && last < 0x80)) {
+        if class & STOP != 0 {
+            if !self.until_takes(live.kind, bytes) {
+                return false;
+            }
+            // Escape (or copy) by the general path.
+            class = ESCAPE | HIGH;
+        }
+        if live.trim && !(last > b' ' && last < 0x80) {
             return false;
         }
         self.session.push(bytes);
@@ -278,6 +290,13 @@ impl ChatStream {
             }
         }
         true
+    }
+
+    /// For a chunk with a delimiter's first byte: whether it still only extends the `until`
+    /// text of `kind` (no delimiter, nor a prefix of one cut by the chunk end, starts in it).
+    #[inline(never)]
+    fn until_takes(&self, kind: Kind, bytes: &[u8]) -> bool {
+        matches!(self.inner.predict.growth_of(kind), Some((Growth::Until(d), firsts)) if until_extends_with(firsts, d, bytes))
     }
 
     /// Whether the next chunk may take the live lane, after a push on the normal path.
@@ -309,7 +328,7 @@ impl ChatStream {
             *self.classes = classes;
             self.classes_of = Some(kind);
         }
-        Some(Live { to, trim: !matches!(to, Verbatim::ArgString(_)) })
+        Some(Live { kind, to, trim: !matches!(to, Verbatim::ArgString(_)) })
     }
 
     fn check_open(&self) -> Result<(), Error> {
