@@ -45,7 +45,8 @@ pub struct ChatStream {
     owned: DeltaBuffer,
     /// Set when the next chunk may take the live lane (see [`ChatStream::push_live`]).
     live: Option<Live>,
-    /// Byte classes of the live lane: `PASS`, `ESCAPE` or `STOP`, for the text kind `classes_of`.
+    /// Byte classes of the live lane (`PASS`, or a union of `ESCAPE`, `STOP`, `HIGH`) for the
+    /// text kind `classes_of`.
     classes: Box<[u8; 256]>,
     classes_of: Option<Kind>,
     /// Whether chunks may be folded without a parse (off only to test that it changes nothing).
