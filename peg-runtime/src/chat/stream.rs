@@ -558,12 +558,12 @@ mod tests {
         prop::collection::vec(pieces, 0..40).prop_map(|v| v.concat())
     }
 
-    fn with_reasoning(strict: bool) -> ChatParser {
+    fn with_reasoning(strict: bool, prefill: &str) -> ChatParser {
         let arena = crate::chat::SimpleBuilder::build(|p| {
             p.optional("<think>" + p.reasoning(p.until("</think>")) + "</think>") + p.content(p.until("<tool_call>")) + p.end()
         })
         .unwrap();
-        ChatParser::new(Arc::new(arena), ChatParseOptions { strict, ..Default::default() })
+        ChatParser::new(Arc::new(arena), ChatParseOptions { strict, prefill: prefill.into(), ..Default::default() })
     }
 
     proptest::proptest! {
@@ -586,9 +586,12 @@ mod tests {
             for (parser, output) in outputs {
                 fast_equals_slow(parser, &output, &sizes)?;
             }
-            let p = with_reasoning(strict);
+            let p = with_reasoning(strict, "");
             fast_equals_slow(&p, &format!("<think>{a}</think>{b}"), &sizes)?;
             fast_equals_slow(&p, &format!("<think>{a}{b}"), &sizes)?;
+            fast_equals_slow(&with_reasoning(strict, "<think>\n"), &format!("{a}</think>{b}"), &sizes)?;
+            let rest = crate::chat::SimpleBuilder::build(|p| p.content(p.rest())).unwrap();
+            fast_equals_slow(&ChatParser::new(Arc::new(rest), ChatParseOptions::default()), &format!("{a}{b}"), &sizes)?;
         }
     }
 
