@@ -244,6 +244,10 @@ impl Render for Lenient<'_> {
     fn free_variables(&self) -> Vec<String> {
         self.0.free_variables()
     }
+
+    fn special_tokens(&self) -> (String, String) {
+        self.0.special_tokens()
+    }
 }
 
 /// Renders a template context (`messages`, `tools`, `add_generation_prompt`, `enable_thinking`,
@@ -257,6 +261,12 @@ pub trait Render {
     fn free_variables(&self) -> Vec<String> {
         Vec::new()
     }
+
+    /// The BOS and EOS tokens prompts are rendered with (`bos_token`, `eos_token`).
+    /// Default: none (empty).
+    fn special_tokens(&self) -> (String, String) {
+        (String::new(), String::new())
+    }
 }
 
 /// A [`ChatTemplate`](crate::template::ChatTemplate) as a [`Render`] that also reports the
@@ -269,6 +279,9 @@ impl Render for TemplateRender<'_> {
     }
     fn free_variables(&self) -> Vec<String> {
         self.0.variables(false).into_iter().collect()
+    }
+    fn special_tokens(&self) -> (String, String) {
+        (self.0.bos_token().to_owned(), self.0.eos_token().to_owned())
     }
 }
 
