@@ -59,29 +59,8 @@ impl Sp {
     }
 }
 
-/// Which JSON value a `json*` builtin accepts (mirrors `peg_runtime::JsonKind`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum JsonKind {
-    Value,
-    Object,
-    Array,
-    String,
-    Number,
-    Bool,
-    Null,
-}
-
-/// Which Python literal a `python*` builtin accepts (mirrors `peg_runtime::PythonKind`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PythonKind {
-    Value,
-    Dict,
-    List,
-    Str,
-    Number,
-    Bool,
-    None,
-}
+/// Which JSON value / Python literal a `json*` / `python*` builtin accepts: the runtime's own.
+pub use peg_runtime::{JsonKind, PythonKind};
 
 #[derive(Clone)]
 pub enum ExprKind {
