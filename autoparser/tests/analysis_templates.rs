@@ -183,28 +183,3 @@ fn odd_templates_never_panic() {
     }
 }
 
-/// Analysis runs once per template; generation per request is much cheaper. Prints timings.
-#[test]
-fn analysis_and_generation_timings() {
-    let all = templates();
-    let t0 = std::time::Instant::now();
-    let analyses: Vec<_> = all.iter().map(|(_, t)| analyze(t).unwrap()).collect();
-    let analysis = t0.elapsed();
-    let req = Request {
-        messages: vec![json!({"role": "user", "content": "What is the weather in Paris?"})],
-        tools: tools(),
-        parallel_tool_calls: true,
-        add_generation_prompt: true,
-        ..Request::default()
-    };
-    let t1 = std::time::Instant::now();
-    for ((_, t), a) in all.iter().zip(&analyses) {
-        generate(&TemplateRender(t), a, &req).unwrap();
-    }
-    let generation = t1.elapsed();
-    println!(
-        "analysis {:?}/template, generation {:?}/request (prompt, arena, GBNF)",
-        analysis / all.len() as u32,
-        generation / all.len() as u32
-    );
-}
