@@ -68,6 +68,16 @@ fn is_string_schema(s: &Value) -> bool {
     }
 }
 
+/// A schema typing only numbers, booleans (or null): no strings, lists or mappings.
+fn is_scalar_schema(s: &Value) -> bool {
+    let scalar = |t: &Value| matches!(t.as_str(), Some("integer" | "number" | "boolean" | "null"));
+    match s.get("type") {
+        Some(Value::String(_)) => scalar(&s["type"]),
+        Some(Value::Array(ts)) => !ts.is_empty() && ts.iter().all(scalar),
+        _ => false,
+    }
+}
+
 struct Ctx<'a, 'b> {
     b: &'b Builder,
     a: &'a TemplateAnalysis,
@@ -338,7 +348,8 @@ impl<'a, 'b> Ctx<'a, 'b> {
             // Templates print dict/list arguments as JSON or as Python reprs, or in their own
             // literal syntax.
             let json_value = || {
-                if let Some(v) = self.literal_value() {
+                // Scalars are written alike in both: the schema constrains them as JSON.
+                if let Some(v) = self.literal_value().filter(|_| !is_scalar_schema(s)) {
                     return v;
                 }
                 let schema_json = b.schema(b.json(), &format!("{name}-{arg}"), s.clone(), false);

@@ -546,6 +546,51 @@ mod tests {
         assert_eq!(closed(&[(true, "{", true), (false, "a", true), (true, ":", true), (true, "1", true), (true, ",", true)]), json!({"a": 1}));
     }
 
+    /// End to end: a constructed grammar with a literal-syntax value, one-shot, streamed byte
+    /// by byte and cut at every character.
+    #[test]
+    fn literal_values_through_the_chat_parser() {
+        use crate::chat::{ChatMessage, ChatParseOptions, ChatParser, ConstructedBuilder};
+        let arena = ConstructedBuilder::build(|p| {
+            let q = "<|\"|>";
+            let tok = |x| p.tool_arg_literal_token(x);
+            let string = || q + p.tool_arg_literal_string(p.until(q)) + q;
+            let value = || p.rule_ref("v");
+            let sep = || tok(p.literal(","));
+            let member = || p.tool_arg_literal_string(p.chars("[a-z]", 1, None)) + tok(p.literal(":")) + value();
+            let map = tok(p.literal("{")) + p.optional(member() + p.zero_or_more(sep() + member())) + tok(p.literal("}"));
+            let list = tok(p.literal("[")) + p.optional(value() + p.zero_or_more(sep() + value())) + tok(p.literal("]"));
+            let words = tok(p.choice([p.literal("true"), p.literal("false"), p.literal("None")]));
+            let v = p.rule("v", p.choice([map, list, string(), tok(p.json_number()), words]));
+            let arg = p.tool_arg(p.tool_arg_open(p.tool_arg_name(p.chars("[a-z]", 1, None)) + ":") + v + p.tool_arg_close(p.eps()));
+            let call = p.tool(
+                p.tool_open("call:" + p.tool_name(p.chars("[a-z_]", 1, None)) + "{")
+                    + p.optional(arg + p.zero_or_more("," + arg))
+                    + p.tool_close("}"),
+            );
+            p.content(p.until("<|tool_call>")) + p.zero_or_more("<|tool_call>" + call + "<tool_call|>") + p.end()
+        })
+        .unwrap();
+        let parser = ChatParser::new(std::sync::Arc::new(arena), ChatParseOptions::default());
+        let output = "Hi<|tool_call>call:f{a:{k:<|\"|>x \"y\" \\ \u{e9}\n<|\"|>,l:[<|\"|><|\"|>,{},[1,-2.5],None]},b:true}<tool_call|>";
+        let one = parser.parse(output, false).unwrap();
+        assert_eq!(one.diagnostic, None);
+        let args: serde_json::Value = serde_json::from_str(&one.message.tool_calls[0].arguments).unwrap();
+        assert_eq!(args, serde_json::json!({"a": {"k": "x \"y\" \\ \u{e9}\n", "l": ["", {}, [1, -2.5], null]}, "b": true}));
+        let mut stream = parser.stream();
+        let mut deltas = Vec::new();
+        let mut last = String::new();
+        for (i, c) in output.char_indices() {
+            deltas.extend(stream.push(&output[i..i + c.len_utf8()]).unwrap());
+            let cut = parser.parse(&output[..i + c.len_utf8()], true).unwrap().message;
+            let got = cut.tool_calls.first().map_or(String::new(), |c| c.arguments.clone());
+            assert!(got.starts_with(&last), "{got:?} does not extend {last:?}");
+            last = got;
+        }
+        deltas.extend(stream.finish().unwrap().0);
+        assert_eq!(ChatMessage::from_deltas(&deltas), one.message);
+    }
+
     #[test]
     fn escaping() {
         let mut s = String::new();
