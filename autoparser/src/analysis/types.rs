@@ -138,6 +138,14 @@ pub struct ToolFormatAnalysis {
     pub uses_python_dicts: bool,
     /// The template writes a message's content after its tool calls, not before.
     pub content_after_calls: bool,
+    /// The template writes whitespace after the last call (before the end of the turn), so a
+    /// model may too; without it the output ends right after the last call.
+    #[serde(default = "default_true")]
+    pub space_after_calls: bool,
+}
+
+fn default_true() -> bool {
+    true
 }
 
 impl Default for ToolFormatAnalysis {
@@ -160,6 +168,7 @@ impl Default for ToolFormatAnalysis {
             args_as_string: false,
             uses_python_dicts: false,
             content_after_calls: false,
+            space_after_calls: true,
         }
     }
 }

@@ -478,7 +478,16 @@ impl<'a, 'b> Ctx<'a, 'b> {
         if !f.section_end.trim().is_empty() {
             sec = sec + b.optional(lit(b, &f.section_end));
         }
-        b.trigger_rule("tool-calls", sec + b.space() + after)
+        b.trigger_rule("tool-calls", sec + self.after_calls() + after)
+    }
+
+    /// What may follow the last call: whitespace only where the template writes some there.
+    fn after_calls(&self) -> Parser<'b> {
+        if self.a.tools.format.space_after_calls {
+            self.b.space()
+        } else {
+            self.b.eps()
+        }
     }
 
     fn tools_on(&self) -> bool {
@@ -516,20 +525,23 @@ impl<'a, 'b> Ctx<'a, 'b> {
         } else {
             self.tool_section()
         };
-        // The grammar has no lookahead: there, any trigger ends the reasoning.
+        // The grammar has no lookahead: there, any trigger ends the reasoning. The lookahead
+        // allows trailing whitespace even where the output may not end with any: in a stream,
+        // `space` at the end of the input waits for more, so a call quoted in the reasoning is
+        // not announced before the text after it is seen.
         let reasoning = if self.prefill_for_grammar.is_none() { self.reasoning_before(Some(section + b.space() + b.end())) } else { reasoning };
         if self.req.tool_choice == ToolChoice::Required {
             // Calls are required; a short preamble before a marked call is still content.
             if triggers.is_empty() {
-                return reasoning + b.space() + section + b.space() + b.end();
+                return reasoning + b.space() + section + b.end();
             }
-            return reasoning + self.content(&triggers) + section + b.space() + b.end();
+            return reasoning + self.content(&triggers) + section + b.end();
         }
         if triggers.is_empty() {
             // No marker announces calls: either the output is calls, or it is content.
-            return reasoning + b.choice([b.space() + section + b.space() + b.end(), self.content(&[]) + b.end()]);
+            return reasoning + b.choice([b.space() + section + b.end(), self.content(&[]) + b.end()]);
         }
-        reasoning + self.content(&triggers) + b.optional(section) + b.space() + b.end()
+        reasoning + self.content(&triggers) + b.optional(section) + b.end()
     }
 }
 

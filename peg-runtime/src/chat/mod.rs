@@ -31,6 +31,7 @@ mod mapper;
 mod message;
 mod parser;
 mod predict;
+pub mod presets;
 mod stream;
 
 pub use builder::{tags, ConstructedBuilder, NativeBuilder, SimpleBuilder};
