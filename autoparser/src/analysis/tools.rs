@@ -664,6 +664,10 @@ mod tests {
         let q = derive_value_syntax("[«XXXX», «YYYY»]", "{«bravo» => «XXXX»}", "[yes, no, nil]").unwrap();
         assert_eq!((q.key_open.as_str(), q.key_close.as_str(), q.key_separator.as_str()), ("«", "»", " => "));
         assert_eq!(q.null_literal, "nil");
+        // Analyses cached before the field existed read as JSON.
+        let mut old = serde_json::to_value(ToolArgumentsAnalysis::default()).unwrap();
+        old.as_object_mut().unwrap().remove("value_syntax");
+        assert!(serde_json::from_value::<ToolArgumentsAnalysis>(old).unwrap().value_syntax.is_json());
         // Not the expected shape: nothing learned.
         assert_eq!(derive_value_syntax("XXXX,YYYY", "{bravo:XXXX}", "[true,false,null]"), None);
         assert_eq!(derive_value_syntax("[XXXX YYYY]", "{bravo:XXXX}", "[true,false,null]"), None);
