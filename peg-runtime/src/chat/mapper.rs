@@ -16,7 +16,7 @@ use std::collections::HashMap;
 
 use crate::ast::{Ast, AstId};
 use crate::chat::builder::tags;
-use crate::chat::json_text::{escape_into, py_to_json, quote, unquote, PyToJson};
+use crate::chat::json_text::{escape_into, py_to_json, quote, unquote, LiteralToJson, PyToJson};
 
 /// What an event does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,6 +32,10 @@ pub(crate) enum Kind {
     ArgString,
     ArgJson,
     EndArg,
+    /// Raw string text inside a literal-syntax value.
+    LitString,
+    /// A token inside a literal-syntax value.
+    LitToken,
 }
 
 impl Kind {
@@ -55,7 +59,7 @@ impl Kind {
     }
 
     fn is_text(self) -> bool {
-        matches!(self, Kind::Content | Kind::Reasoning | Kind::ToolArgs | Kind::ArgString | Kind::ArgJson)
+        matches!(self, Kind::Content | Kind::Reasoning | Kind::ToolArgs | Kind::ArgString | Kind::ArgJson | Kind::LitString)
     }
 }
 
@@ -95,6 +99,7 @@ impl Walk<'_> {
             Some(tags::TOOL_ARGS) => Some(Kind::ToolArgs),
             Some(tags::TOOL_ARG_STRING_VALUE) => Some(Kind::ArgString),
             Some(tags::TOOL_ARG_JSON_VALUE) => Some(Kind::ArgJson),
+            Some(tags::TOOL_ARG_LITERAL_STRING) => Some(Kind::LitString),
             _ => None,
         };
         if let Some(kind) = text_kind {
@@ -119,6 +124,11 @@ impl Walk<'_> {
                     }));
                 }
                 children(in_tool, out);
+            }
+            Some(tags::TOOL_ARG_LITERAL_TOKEN) => {
+                if sealed {
+                    out.push(ev(Kind::LitToken));
+                }
             }
             Some(tags::TOOL_CLOSE) | Some(tags::TOOL_ARG_CLOSE) => {
                 if sealed {
@@ -284,6 +294,8 @@ enum Value {
     Pending,
     /// A JSON (or Python) value streaming through the normalizer.
     Json(PyToJson, Trim),
+    /// A literal-syntax value, converted piece by piece.
+    Literal(LiteralToJson),
 }
 
 #[derive(Debug, Clone, Default)]
@@ -375,8 +387,30 @@ impl Fold {
                 Self::maybe_header(headers, call, cx, false, sink);
                 self.scratch = scratch;
             }
+            Kind::LitString => self.literal(Some((first, sealed)), text, cx, sink),
             _ => {}
         }
+    }
+
+    /// Folds a piece of a literal-syntax value: a token (`string: None`) or string text with
+    /// its (first, sealed) flags.
+    fn literal(&mut self, string: Option<(bool, bool)>, text: &str, cx: &Context, sink: &mut dyn Sink) {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        let (headers, call) = self.ensure_call(cx, sink);
+        if !matches!(call.value, Some(Value::Literal(_))) {
+            Self::close_value(call, sink);
+            call.value = Some(Value::Literal(LiteralToJson::default()));
+        }
+        if let Some(Value::Literal(l)) = &mut call.value {
+            match string {
+                Some((first, sealed)) => l.string(text, first, sealed, &mut scratch),
+                None => l.token(text, &mut scratch),
+            }
+        }
+        put_args(call, &scratch, sink);
+        Self::maybe_header(headers, call, cx, false, sink);
+        self.scratch = scratch;
     }
 
     /// [`Fold::text`] of a native arguments piece that continues a `"` string with `text`
@@ -483,6 +517,11 @@ impl Fold {
                 py.finish(&mut norm);
                 trim.push(&norm, |s| put_args(call, s, sink));
             }
+            Some(Value::Literal(mut l)) => {
+                let mut tail = String::new();
+                l.finish(&mut tail);
+                put_args(call, &tail, sink);
+            }
             None => {}
         }
     }
@@ -530,6 +569,7 @@ impl Fold {
                     Self::close_value(call, sink);
                 }
             }
+            Kind::LitToken => self.literal(None, text, cx, sink),
             _ => {}
         }
     }
