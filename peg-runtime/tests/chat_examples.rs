@@ -6,7 +6,7 @@ mod chat_common;
 use std::sync::Arc;
 
 use chat_common::check_streaming;
-use peg_runtime::chat::{ChatMessage, ChatParseOptions, ChatParser, ConstructedBuilder, NativeBuilder, SimpleBuilder, ToolSpec};
+use peg_runtime::chat::{ChatMessage, ChatParseOptions, ChatParser, ConstructedBuilder, DeltaBuffer, NativeBuilder, SimpleBuilder, ToolSpec};
 use peg_runtime::ErrorKind;
 use serde_json::json;
 
@@ -330,6 +330,19 @@ fn ids_after_the_arguments_are_kept() {
             ]
         );
         check_every_split(&parser, out);
+        for n in [1, 5] {
+            let mut s = parser.stream();
+            let mut buf = DeltaBuffer::new();
+            let mut deltas = Vec::new();
+            for c in chat_common::chunks(out, n) {
+                s.push_into(c, &mut buf).unwrap();
+                deltas.extend(buf.to_deltas());
+            }
+            let fin = s.finish_into(&mut buf).unwrap();
+            deltas.extend(buf.to_deltas());
+            assert_eq!(ChatMessage::from_deltas(&deltas), m.message, "push_into, chunks of {n}");
+            assert_eq!(fin, m);
+        }
         // Each header waits for its id, or for the end of its call (the `}` and the byte after).
         let after = |s: &str| out.find(s).unwrap() + s.len();
         assert_eq!(header_positions(&parser, out), [after(r#""123456789""#), after(r#"ü"}}"#) + 1, after(r#""abcdefghi""#)]);
@@ -395,4 +408,20 @@ fn ids_first_still_stream_live() {
     let cut = &out[..after("long")];
     let partial = parser.parse(cut, true).unwrap();
     assert!(partial.message.tool_calls[0].arguments.starts_with(r#"{"a": "long"#), "{partial:?}");
+}
+
+/// A held call whose output stops fitting the grammar: the call still comes out (at the end,
+/// with a generated id) and the rest is content; nothing is lost or doubled.
+#[test]
+fn id_last_call_that_stops_fitting_keeps_its_text() {
+    let parser = id_last_parser(options());
+    let out = r#"[TOOL_CALLS][{"name": "get_weather", "arguments": {"days": 2}, "oops": 1}]"#;
+    let m = check_streaming(&parser, out);
+    let d = m.diagnostic.expect("a diagnostic");
+    assert!(out[d.offset..].starts_with(r#"oops""#), "{d:?}");
+    assert_eq!(m.message.content, r#", "oops": 1}]"#);
+    let call = &m.message.tool_calls[0];
+    assert_eq!((call.id.as_str(), call.name.as_str(), call.arguments.as_str()), ("call_0", "get_weather", r#"{"days": 2}"#));
+    let strict = id_last_parser(ChatParseOptions { strict: true, ..options() });
+    assert_eq!(strict.parse(out, false).unwrap_err().kind(), ErrorKind::ParseFailed);
 }
