@@ -125,13 +125,30 @@ pub(crate) fn id_after_args(arena: &Arena) -> bool {
     const ID: u8 = 2;
     const AFTER: u8 = 4;
     let nodes = arena.nodes();
+    if !nodes.iter().any(|n| matches!(n, Node::Tag { tag, .. } if tag == tags::TOOL_ID)) {
+        return false;
+    }
     // Per node: it can produce arguments, an id, an id after arguments. Rules may refer to
     // each other in cycles, so compute the least fixpoint with a worklist: a node's flags
     // only grow, at most three times, so the work is linear in the number of edges.
-    let mut parents: Vec<Vec<u32>> = vec![Vec::new(); nodes.len()];
+    // Parents of each node (through references), flat: those of `c` are
+    // `parents[starts[c]..starts[c + 1]]`.
+    let mut starts = vec![0u32; nodes.len() + 1];
+    for node in nodes {
+        for &c in node.children() {
+            starts[arena.resolve(c).index() + 1] += 1;
+        }
+    }
+    for i in 0..nodes.len() {
+        starts[i + 1] += starts[i];
+    }
+    let mut fill = starts.clone();
+    let mut parents = vec![0u32; starts[nodes.len()] as usize];
     for (i, node) in nodes.iter().enumerate() {
         for &c in node.children() {
-            parents[arena.resolve(c).index()].push(i as u32);
+            let c = arena.resolve(c).index();
+            parents[fill[c] as usize] = i as u32;
+            fill[c] += 1;
         }
     }
     let mut sum = vec![0u8; nodes.len()];
@@ -173,7 +190,7 @@ pub(crate) fn id_after_args(arena: &Arena) -> bool {
         };
         if s | sum[i] != sum[i] {
             sum[i] |= s;
-            work.extend_from_slice(&parents[i]);
+            work.extend_from_slice(&parents[starts[i] as usize..starts[i + 1] as usize]);
         }
     }
     nodes.iter().any(|n| matches!(n, Node::Tag { tag, child } if tag == tags::TOOL && of(&sum, *child) & AFTER != 0))
