@@ -6,6 +6,7 @@
 //! The flow: [`template`] renders, [`analysis`] learns the markers once per template,
 //! [`generator`] builds the parser arena, grammar and prompt per request, [`registry`] holds
 //! the few model-specific builders, [`check`] judges a corpus, and [`cli`] is the `autoparser` command.
+#![warn(missing_docs)]
 
 pub mod analysis;
 pub mod check;

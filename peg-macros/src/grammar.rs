@@ -8,7 +8,11 @@ use syn::ext::IdentExt;
 use syn::parse::{Parse, ParseStream};
 use syn::{bracketed, parenthesized, token, Attribute, Ident, LitInt, LitStr, Path, Token, Visibility};
 
-/// A whole `chat_peg!` invocation: one grammar.
+/// A whole `chat_peg!` invocation: one or more grammars, later ones possibly extending
+/// earlier ones (resolved at parse time, so every later stage sees complete grammars).
+pub struct Grammars(pub Vec<Grammar>);
+
+/// One grammar.
 pub struct Grammar {
     /// Doc comments and other outer attributes, forwarded to the generated module.
     pub attrs: Vec<Attribute>,
@@ -21,6 +25,7 @@ pub struct Grammar {
 }
 
 /// `rule name = expr;` or `trigger rule name = expr;`
+#[derive(Clone)]
 pub struct Rule {
     pub name: Ident,
     pub trigger: bool,
@@ -54,29 +59,8 @@ impl Sp {
     }
 }
 
-/// Which JSON value a `json*` builtin accepts (mirrors `peg_runtime::JsonKind`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum JsonKind {
-    Value,
-    Object,
-    Array,
-    String,
-    Number,
-    Bool,
-    Null,
-}
-
-/// Which Python literal a `python*` builtin accepts (mirrors `peg_runtime::PythonKind`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PythonKind {
-    Value,
-    Dict,
-    List,
-    Str,
-    Number,
-    Bool,
-    None,
-}
+/// Which JSON value / Python literal a `json*` / `python*` builtin accepts: the runtime's own.
+pub use peg_runtime::{JsonKind, PythonKind};
 
 #[derive(Clone)]
 pub enum ExprKind {
@@ -130,6 +114,7 @@ impl Expr {
 
 mod kw {
     syn::custom_keyword!(grammar);
+    syn::custom_keyword!(extends);
     syn::custom_keyword!(rule);
     syn::custom_keyword!(trigger);
     syn::custom_keyword!(root);
@@ -144,53 +129,108 @@ pub const BUILTINS: &[&str] = &[
     "arg_schema", "if_string_arg", "root", "rule", "trigger",
 ];
 
-impl Parse for Grammar {
-    fn parse(input: ParseStream) -> syn::Result<Grammar> {
-        let attrs = input.call(Attribute::parse_outer)?;
-        let vis: Visibility = input.parse()?;
-        input.parse::<kw::grammar>()?;
-        let name: Ident = input.parse()?;
-        let body;
-        syn::braced!(body in input);
-        if !input.is_empty() {
-            return Err(input.error("unexpected tokens after the grammar"));
-        }
-        let mut grammar = Grammar { attrs, vis, name, krate: quote::quote!(::peg_runtime), root: Vec::new(), rules: Vec::new() };
-        while !body.is_empty() {
-            // Doc comments on rules are accepted and ignored.
-            let _ = body.call(Attribute::parse_outer)?;
-            if body.peek(Token![crate]) {
-                body.parse::<Token![crate]>()?;
-                body.parse::<Token![=]>()?;
-                let path: Path = body.parse()?;
-                body.parse::<Token![;]>()?;
-                grammar.krate = quote::quote!(#path);
-            } else if body.peek(kw::root) {
-                let kw: kw::root = body.parse()?;
-                body.parse::<Token![=]>()?;
-                let expr = parse_choice(&body)?;
-                body.parse::<Token![;]>()?;
-                grammar.root.push((kw.span, expr));
-            } else if body.peek(kw::rule) || body.peek(kw::trigger) {
-                let trigger = body.parse::<Option<kw::trigger>>()?.is_some();
-                body.parse::<kw::rule>()?;
-                let name: Ident = body.call(Ident::parse_any)?.unraw();
-                if body.peek(token::Paren) {
-                    let args;
-                    parenthesized!(args in body);
-                    let _: TokenStream = args.parse()?;
-                    return Err(syn::Error::new(name.span(), "rules take no arguments: write `rule name = ...;`"));
+impl Parse for Grammars {
+    fn parse(input: ParseStream) -> syn::Result<Grammars> {
+        let mut out: Vec<Grammar> = Vec::new();
+        loop {
+            let attrs = input.call(Attribute::parse_outer)?;
+            let vis: Visibility = input.parse()?;
+            input.parse::<kw::grammar>()?;
+            let name: Ident = input.parse()?;
+            if out.iter().any(|g| g.name == name) {
+                return Err(syn::Error::new(name.span(), format!("grammar `{name}` is defined twice in this invocation")));
+            }
+            let base = if input.peek(kw::extends) {
+                input.parse::<kw::extends>()?;
+                let base: Ident = input.parse()?;
+                match out.iter().find(|g| g.name == base) {
+                    Some(g) => Some(g),
+                    None => {
+                        let msg = format!("no grammar `{base}` before this one in this `chat_peg!` invocation: a grammar extends one defined earlier in the same invocation");
+                        return Err(syn::Error::new(base.span(), msg));
+                    }
                 }
-                body.parse::<Token![=]>()?;
-                let expr = parse_choice(&body)?;
-                body.parse::<Token![;]>()?;
-                grammar.rules.push(Rule { name, trigger, expr });
             } else {
-                return Err(body.error("expected `root = ...;`, `rule name = ...;`, `trigger rule name = ...;` or `crate = path;`"));
+                None
+            };
+            let body;
+            syn::braced!(body in input);
+            let own = parse_body(&body, Grammar { attrs, vis, name, krate: quote::quote!(::peg_runtime), root: Vec::new(), rules: Vec::new() })?;
+            out.push(match base {
+                Some(base) => own.extending(base),
+                None => own,
+            });
+            if input.is_empty() {
+                return Ok(Grammars(out));
             }
         }
-        Ok(grammar)
     }
+}
+
+impl Grammar {
+    /// `self extends base`: base's rules with those `self` defines again replaced in place,
+    /// then `self`'s new rules; `self`'s root and crate path when it has them.
+    fn extending(self, base: &Grammar) -> Grammar {
+        let mut rules: Vec<Rule> = base.rules.clone();
+        let mut replaced = vec![false; rules.len()];
+        for rule in self.rules {
+            match rules.iter().position(|r| r.name == rule.name) {
+                Some(i) if i < replaced.len() && !replaced[i] => {
+                    replaced[i] = true;
+                    rules[i] = rule;
+                }
+                // New rules, and a rule defined twice in `self` (analysis reports it).
+                _ => rules.push(rule),
+            }
+        }
+        let own_krate = self.krate.to_string() != quote::quote!(::peg_runtime).to_string();
+        Grammar {
+            attrs: self.attrs,
+            vis: self.vis,
+            name: self.name,
+            krate: if own_krate { self.krate } else { base.krate.clone() },
+            root: if self.root.is_empty() { base.root.clone() } else { self.root },
+            rules,
+        }
+    }
+}
+
+/// The items between a grammar's braces.
+fn parse_body(body: ParseStream, mut grammar: Grammar) -> syn::Result<Grammar> {
+    while !body.is_empty() {
+        // Doc comments on rules are accepted and ignored.
+        let _ = body.call(Attribute::parse_outer)?;
+        if body.peek(Token![crate]) {
+            body.parse::<Token![crate]>()?;
+            body.parse::<Token![=]>()?;
+            let path: Path = body.parse()?;
+            body.parse::<Token![;]>()?;
+            grammar.krate = quote::quote!(#path);
+        } else if body.peek(kw::root) {
+            let kw: kw::root = body.parse()?;
+            body.parse::<Token![=]>()?;
+            let expr = parse_choice(body)?;
+            body.parse::<Token![;]>()?;
+            grammar.root.push((kw.span, expr));
+        } else if body.peek(kw::rule) || body.peek(kw::trigger) {
+            let trigger = body.parse::<Option<kw::trigger>>()?.is_some();
+            body.parse::<kw::rule>()?;
+            let name: Ident = body.call(Ident::parse_any)?.unraw();
+            if body.peek(token::Paren) {
+                let args;
+                parenthesized!(args in body);
+                let _: TokenStream = args.parse()?;
+                return Err(syn::Error::new(name.span(), "rules take no arguments: write `rule name = ...;`"));
+            }
+            body.parse::<Token![=]>()?;
+            let expr = parse_choice(body)?;
+            body.parse::<Token![;]>()?;
+            grammar.rules.push(Rule { name, trigger, expr });
+        } else {
+            return Err(body.error("expected `root = ...;`, `rule name = ...;`, `trigger rule name = ...;` or `crate = path;`"));
+        }
+    }
+    Ok(grammar)
 }
 
 fn join(a: impl Into<Sp>, b: impl Into<Sp>) -> Sp {

@@ -15,8 +15,17 @@
 //!         rule NAME = EXPR;                      // a named rule (an AST node named NAME)
 //!         trigger rule NAME = EXPR;              // entry point of lazy grammars
 //!     }
+//!     /// A variant: NAME's rules, with the ones given here replaced or added.
+//!     pub grammar OTHER extends NAME {
+//!         rule NAME = EXPR;                      // replaces NAME's rule of that name
+//!     }
 //! }
 //! ```
+//!
+//! One invocation holds one or more grammars, each expanding to its own module. `extends` names
+//! a grammar defined earlier in the same invocation: the new grammar starts from its root,
+//! rules and crate path; a rule defined again replaces the inherited one in place, a new rule is
+//! added, and a `root` given replaces the inherited root. The result is checked as a whole.
 //!
 //! | syntax | meaning | runtime node |
 //! |---|---|---|
@@ -97,8 +106,8 @@ mod lower;
 /// Compiles a grammar into a module; see the crate docs for the syntax.
 #[proc_macro]
 pub fn chat_peg(input: TokenStream) -> TokenStream {
-    let g = syn::parse_macro_input!(input as grammar::Grammar);
-    expand(&g).into()
+    let grammars = syn::parse_macro_input!(input as grammar::Grammars);
+    grammars.0.iter().map(expand).collect::<proc_macro2::TokenStream>().into()
 }
 
 fn expand(g: &grammar::Grammar) -> proc_macro2::TokenStream {

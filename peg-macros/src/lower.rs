@@ -34,30 +34,6 @@ pub fn build_arena(g: &Grammar, tools: &[Tool]) -> Result<Arena, peg_runtime::Er
     b.finish(root)
 }
 
-pub fn runtime_json_kind(k: JsonKind) -> peg_runtime::JsonKind {
-    match k {
-        JsonKind::Value => peg_runtime::JsonKind::Value,
-        JsonKind::Object => peg_runtime::JsonKind::Object,
-        JsonKind::Array => peg_runtime::JsonKind::Array,
-        JsonKind::String => peg_runtime::JsonKind::String,
-        JsonKind::Number => peg_runtime::JsonKind::Number,
-        JsonKind::Bool => peg_runtime::JsonKind::Bool,
-        JsonKind::Null => peg_runtime::JsonKind::Null,
-    }
-}
-
-fn runtime_python_kind(k: PythonKind) -> peg_runtime::PythonKind {
-    match k {
-        PythonKind::Value => peg_runtime::PythonKind::Value,
-        PythonKind::Dict => peg_runtime::PythonKind::Dict,
-        PythonKind::List => peg_runtime::PythonKind::List,
-        PythonKind::Str => peg_runtime::PythonKind::Str,
-        PythonKind::Number => peg_runtime::PythonKind::Number,
-        PythonKind::Bool => peg_runtime::PythonKind::Bool,
-        PythonKind::None => peg_runtime::PythonKind::None,
-    }
-}
-
 /// The class of a `["..."]` expression (validated by analysis).
 pub fn char_class(body: &str) -> CharClass {
     CharClass::parse(&format!("[{body}]")).unwrap_or_else(|_| CharClass::from_ranges(Vec::new(), true))
@@ -75,9 +51,9 @@ fn lower(b: &Builder, e: &Expr, tools: &[Tool], ctx: Ctx<'_>) -> NodeId {
         ExprKind::Literal(s) => Node::Literal { text: s.clone() },
         ExprKind::Chars { class, min, max } => Node::Chars { class: char_class(class), min: *min, max: *max },
         ExprKind::Until(d) => Node::Until { delimiters: d.iter().map(|s| s.value()).collect() },
-        ExprKind::Json(k) => Node::Json { kind: runtime_json_kind(*k) },
+        ExprKind::Json(k) => Node::Json { kind: *k },
         ExprKind::JsonStringContent => Node::JsonStringContent,
-        ExprKind::Python(k) => Node::Python { kind: runtime_python_kind(*k) },
+        ExprKind::Python(k) => Node::Python { kind: *k },
         ExprKind::Seq(v) => Node::Sequence { children: v.iter().map(|c| lower(b, c, tools, ctx)).collect() },
         ExprKind::Choice(v) => Node::Choice { children: v.iter().map(|c| lower(b, c, tools, ctx)).collect() },
         ExprKind::Repeat { expr, min, max } => Node::Repeat { child: lower(b, expr, tools, ctx), min: *min, max: *max },

@@ -66,6 +66,8 @@ pub enum PythonKind {
 }
 
 /// One parser in the arena. Combinators refer to children by [`NodeId`].
+// Each variant's doc describes its fields.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Node {

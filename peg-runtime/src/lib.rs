@@ -14,6 +14,7 @@
 //! .unwrap();
 //! assert_eq!(arena.rules().len(), 0);
 //! ```
+#![warn(missing_docs)]
 
 #[doc(hidden)]
 pub mod macro_support;

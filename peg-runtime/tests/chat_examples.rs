@@ -6,7 +6,7 @@ mod chat_common;
 use std::sync::Arc;
 
 use chat_common::check_streaming;
-use peg_runtime::chat::{ChatParseOptions, ChatParser, ConstructedBuilder, NativeBuilder, SimpleBuilder, ToolSpec};
+use peg_runtime::chat::{ChatMessage, ChatParseOptions, ChatParser, ConstructedBuilder, DeltaBuffer, NativeBuilder, SimpleBuilder, ToolSpec};
 use peg_runtime::ErrorKind;
 use serde_json::json;
 
@@ -261,4 +261,167 @@ fn speculative_leading_literal_is_held() {
     assert_eq!(m.message.tool_calls[0].arguments, r#"{"a": 1}"#);
     let m = check_streaming(&parser, "<seed:think>hm</seed:think>Hi");
     assert_eq!(m.message.content, "<seed:think>hm</seed:think>Hi");
+}
+
+/// Mistral Nemo's shape: `[TOOL_CALLS][{"name": ..., "arguments": ..., "id": ...}, ...]`, the
+/// id optional and after the arguments.
+fn id_last_parser(options: ChatParseOptions) -> ChatParser {
+    let arena = NativeBuilder::build(|p| {
+        let name = p.json_member("name", "\"" + p.tool_name(p.json_string_content()) + "\"");
+        let args = p.json_member("arguments", p.tool_args(p.json()));
+        let id = p.json_member("id", "\"" + p.tool_id(p.json_string_content()) + "\"");
+        let call = p.tool(p.tool_open("{") << name << "," << args << p.optional(p.literal(",") << id) << p.tool_close("}"));
+        let calls = "[TOOL_CALLS]" << p.literal("[") << call << p.zero_or_more(p.literal(",") << call) << "]";
+        p.content(p.until("[TOOL_CALLS]")) + p.optional(calls) + p.space() + p.end()
+    })
+    .unwrap();
+    ChatParser::new(Arc::new(arena), options)
+}
+
+/// Streams `output` cut once at every char boundary: the deltas add up to the one-shot message.
+fn check_every_split(parser: &ChatParser, output: &str) {
+    let whole = parser.parse(output, false).unwrap();
+    for (i, _) in output.char_indices().skip(1) {
+        let (deltas, fin) = chat_common::stream(parser, &[&output[..i], &output[i..]]);
+        assert_eq!(ChatMessage::from_deltas(&deltas), whole.message, "split at {i} of {output:?}");
+        assert_eq!(fin, whole, "split at {i} of {output:?}");
+    }
+}
+
+/// For each call of a 1-byte stream of `output`: the input length when its header came out.
+fn header_positions(parser: &ChatParser, output: &str) -> Vec<usize> {
+    let mut s = parser.stream();
+    let mut at = Vec::new();
+    let mut fed = 0;
+    for c in chat_common::chunks(output, 1) {
+        fed += c.len();
+        for d in s.push(c).unwrap() {
+            at.extend(d.tool_calls.iter().filter(|t| t.id.is_some()).map(|_| fed));
+        }
+    }
+    for d in s.finish().unwrap().0 {
+        at.extend(d.tool_calls.iter().filter(|t| t.id.is_some()).map(|_| usize::MAX));
+    }
+    at
+}
+
+/// Ids after the arguments are kept: a call is announced once its id is read (or once it ends
+/// without one), with the arguments held until then.
+#[test]
+fn ids_after_the_arguments_are_kept() {
+    let out = concat!(
+        "Calling.[TOOL_CALLS][",
+        r#"{"name": "get_weather", "arguments": {"location": "Paris", "days": 3}, "id": "123456789"}, "#,
+        r#"{"name": "search", "arguments": {"q": "a \"b\" <c>\nü"}},"#,
+        r#"{"name": "get_weather", "arguments": {}, "id": "abcdefghi"}]"#,
+    );
+    for strict in [false, true] {
+        let parser = id_last_parser(ChatParseOptions { strict, ..options() });
+        let m = check_streaming(&parser, out);
+        assert_eq!(m.diagnostic, None);
+        assert_eq!(m.message.content, "Calling.");
+        let calls: Vec<_> = m.message.tool_calls.iter().map(|c| (c.id.as_str(), c.name.as_str(), c.arguments.as_str())).collect();
+        assert_eq!(
+            calls,
+            [
+                ("123456789", "get_weather", r#"{"location": "Paris", "days": 3}"#),
+                ("call_1", "search", r#"{"q": "a \"b\" <c>\nü"}"#),
+                ("abcdefghi", "get_weather", "{}"),
+            ]
+        );
+        check_every_split(&parser, out);
+        for n in [1, 5] {
+            let mut s = parser.stream();
+            let mut buf = DeltaBuffer::new();
+            let mut deltas = Vec::new();
+            for c in chat_common::chunks(out, n) {
+                s.push_into(c, &mut buf).unwrap();
+                deltas.extend(buf.to_deltas());
+            }
+            let fin = s.finish_into(&mut buf).unwrap();
+            deltas.extend(buf.to_deltas());
+            assert_eq!(ChatMessage::from_deltas(&deltas), m.message, "push_into, chunks of {n}");
+            assert_eq!(fin, m);
+        }
+        // Each header waits for its id, or for the end of its call (the `}` and the byte after).
+        let after = |s: &str| out.find(s).unwrap() + s.len();
+        assert_eq!(header_positions(&parser, out), [after(r#""123456789""#), after(r#"ü"}}"#) + 1, after(r#""abcdefghi""#)]);
+    }
+}
+
+/// Cut inside the arguments of a call whose id may still follow: nothing of the call is out yet,
+/// and the partial message is what the stream emitted. When the output ends there, the call
+/// comes out whole, with a generated id.
+#[test]
+fn id_last_call_cut_inside_the_arguments() {
+    let parser = id_last_parser(options());
+    let out = r#"Hi[TOOL_CALLS][{"name": "get_weather", "arguments": {"location": "Pa"#;
+    let partial = parser.parse(out, true).unwrap();
+    assert!(partial.message.tool_calls.is_empty(), "{partial:?}");
+    for n in [1, 3, 7, out.len()] {
+        let mut s = parser.stream();
+        let mut deltas = Vec::new();
+        for c in chat_common::chunks(out, n) {
+            deltas.extend(s.push(c).unwrap());
+        }
+        assert_eq!(ChatMessage::from_deltas(&deltas), partial.message, "chunks of {n}");
+        assert_eq!(s.message(), &partial.message);
+    }
+    let m = check_streaming(&parser, out);
+    assert!(m.diagnostic.is_some());
+    let call = &m.message.tool_calls[0];
+    assert_eq!((call.id.as_str(), call.name.as_str(), call.arguments.as_str()), ("call_0", "get_weather", r#"{"location": "Pa"#));
+    // Cut after the arguments, before the id.
+    let out = r#"[TOOL_CALLS][{"name": "get_weather", "arguments": {"days": 1}, "id": "12"#;
+    assert!(parser.parse(out, true).unwrap().message.tool_calls.is_empty());
+    check_streaming(&parser, out);
+    let strict = id_last_parser(ChatParseOptions { strict: true, ..options() });
+    assert!(strict.parse(out, true).unwrap().message.tool_calls.is_empty());
+    assert_eq!(strict.parse(out, false).unwrap_err().kind(), ErrorKind::ParseFailed);
+}
+
+/// A grammar that takes the id before the name or after the arguments: an id that comes first
+/// announces the call with its name, and its arguments stream as they arrive.
+#[test]
+fn ids_first_still_stream_live() {
+    let arena = NativeBuilder::build(|p| {
+        let name = || p.json_member("name", "\"" + p.tool_name(p.json_string_content()) + "\"");
+        let args = || p.json_member("arguments", p.tool_args(p.json()));
+        let id = || p.json_member("id", "\"" + p.tool_id(p.json_string_content()) + "\"");
+        let body = p.choice([id() << "," << name() << "," << args(), name() << "," << args() << p.optional(p.literal(",") << id())]);
+        let call = p.tool(p.tool_open("{") << body << p.tool_close("}"));
+        p.content(p.until("<tool_call>")) + p.zero_or_more("<tool_call>" << call << "</tool_call>" << p.space()) + p.end()
+    })
+    .unwrap();
+    let parser = ChatParser::new(Arc::new(arena), ChatParseOptions::default());
+    let out = concat!(
+        r#"<tool_call>{"id": "first", "name": "f", "arguments": {"a": "long text"}}</tool_call>"#,
+        r#"<tool_call>{"name": "g", "arguments": {"b": 2}, "id": "second"}</tool_call>"#,
+    );
+    let m = check_streaming(&parser, out);
+    let ids: Vec<_> = m.message.tool_calls.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(ids, ["first", "second"]);
+    check_every_split(&parser, out);
+    let after = |s: &str| out.find(s).unwrap() + s.len();
+    assert_eq!(header_positions(&parser, out), [after(r#""name": "f""#), after(r#""second""#)]);
+    // The first call's arguments are out before its call ends.
+    let cut = &out[..after("long")];
+    let partial = parser.parse(cut, true).unwrap();
+    assert!(partial.message.tool_calls[0].arguments.starts_with(r#"{"a": "long"#), "{partial:?}");
+}
+
+/// A held call whose output stops fitting the grammar: the call still comes out (at the end,
+/// with a generated id) and the rest is content; nothing is lost or doubled.
+#[test]
+fn id_last_call_that_stops_fitting_keeps_its_text() {
+    let parser = id_last_parser(options());
+    let out = r#"[TOOL_CALLS][{"name": "get_weather", "arguments": {"days": 2}, "oops": 1}]"#;
+    let m = check_streaming(&parser, out);
+    let d = m.diagnostic.expect("a diagnostic");
+    assert!(out[d.offset..].starts_with(r#"oops""#), "{d:?}");
+    assert_eq!(m.message.content, r#", "oops": 1}]"#);
+    let call = &m.message.tool_calls[0];
+    assert_eq!((call.id.as_str(), call.name.as_str(), call.arguments.as_str()), ("call_0", "get_weather", r#"{"days": 2}"#));
+    let strict = id_last_parser(ChatParseOptions { strict: true, ..options() });
+    assert_eq!(strict.parse(out, false).unwrap_err().kind(), ErrorKind::ParseFailed);
 }

@@ -191,17 +191,12 @@ fn tools_arena(n: usize) -> Arena {
 }
 
 #[test]
-fn three_hundred_tools_build_fast_and_small() {
+fn three_hundred_tools_stay_small() {
+    // Speed is measured by benches/autoparser.rs (`autoparser_300_tools`).
     let arena = tools_arena(300);
-    let t = std::time::Instant::now();
     let text = generate(&arena, &GbnfOptions { lazy: false, validate: false }).unwrap();
-    let gen_time = t.elapsed();
-    let t = std::time::Instant::now();
     let g = Grammar::parse(&text).unwrap();
-    let parse_time = t.elapsed();
-    eprintln!("300 tools: {} bytes, {} rules, generate {gen_time:?}, parse+check {parse_time:?}", text.len(), g.rules().len());
     assert!(text.len() < 1_000_000, "{} bytes", text.len());
-    assert!(gen_time.as_secs_f64() < 1.0, "{gen_time:?}");
     let call = r#"<tool_call>{"name": "tool_299_search", "arguments": {"query_299": "rust", "mode": "custom-5", "limit": 399, "since": "2024-01-02T03:04:05Z", "filters": {"field": "lang", "op": "eq", "value": true}, "options": {"retries": 5}}}</tool_call>"#;
     assert!(g.accepts(call));
     assert!(!g.accepts(&call.replace("399", "400")));

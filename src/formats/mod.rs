@@ -92,28 +92,11 @@ chat_peg! {
         rule builtin = (" to=" recipient)? "<|channel|>" channel (" to=" recipient)? constrain? "<|message|>" body;
         rule body = until("<|end|>", "<|call|>", "<|return|>", "<|start|>");
     }
-}
 
-chat_peg! {
     /// gpt-oss (harmony) for requests with `reasoning_format: none`: as [`gpt_oss`], but an
     /// `analysis` message stays in the content, markers and all (`<|channel|>analysis<|message|>`
     /// through its `<|end|>`), as the reference parser keeps it.
-    pub grammar gpt_oss_inline_reasoning {
-        root = message (separator? message)* _ end;
-        rule separator = ("<|end|>" / "<|call|>" / "<|return|>")? "<|start|>assistant";
-        rule message = tool_call / forwarded / analysis / text / builtin;
-        trigger rule tool_call = #tool(each_tool(
-            (" to=functions." #tool_name(tool_name) "<|channel|>" channel
-                / "<|channel|>" channel " to=functions." #tool_name(tool_name))
-            constrain? "<|message|>" #tool_args(tool_schema(json))
-        )) ("<|call|>" / "<|end|>")?;
-        rule channel = ["a-z"]+;
-        rule constrain = _ "<|constrain|>" ["a-zA-Z0-9_"]+;
-        rule forwarded = "<|channel|>" channel " to=" recipient &"<|channel|>";
-        rule recipient = ["^<\n "]+;
+    pub grammar gpt_oss_inline_reasoning extends gpt_oss {
         rule analysis = #content("<|channel|>analysis<|message|>" body "<|end|>"?);
-        rule text = "<|channel|>" ("final" / "commentary") constrain? "<|message|>" #content(body);
-        rule builtin = (" to=" recipient)? "<|channel|>" channel (" to=" recipient)? constrain? "<|message|>" body;
-        rule body = until("<|end|>", "<|call|>", "<|return|>", "<|start|>");
     }
 }

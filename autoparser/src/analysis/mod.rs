@@ -129,6 +129,17 @@ fn analyze_inner(r: &dyn Render) -> Result<TemplateAnalysis, AnalysisError> {
             }
         }
     }
+    // Whitespace the template writes after the calls (in the render with calls, the tool
+    // region's trailing whitespace and what follows it before the next marker).
+    if a.tools.format.mode != ToolFormat::None {
+        let one = vec![probe::Call::first()];
+        if let (Ok(empty), Ok(with)) = (p.render_asst(&probe::Asst::content(probe::needle::CONTENT)), p.render_asst(&probe::Asst::calls(one))) {
+            let d = diff::calculate_diff_split(&empty, &with);
+            let tail = d.right.len() - d.right.trim_end().len();
+            let lead = d.suffix.len() - d.suffix.trim_start().len();
+            a.tools.format.space_after_calls = tail + lead > 0;
+        }
+    }
     // The generation prompt's closing marker, which models may write again.
     if let (Ok(with), Ok(without)) = (r.render(&p.ctx(p.base(), true, None)), r.render(&p.ctx(p.base(), false, None))) {
         let gp = diff::calculate_diff_split(&without, &with).right;
@@ -233,6 +244,10 @@ impl Render for Lenient<'_> {
     fn free_variables(&self) -> Vec<String> {
         self.0.free_variables()
     }
+
+    fn special_tokens(&self) -> (String, String) {
+        self.0.special_tokens()
+    }
 }
 
 /// Renders a template context (`messages`, `tools`, `add_generation_prompt`, `enable_thinking`,
@@ -246,6 +261,12 @@ pub trait Render {
     fn free_variables(&self) -> Vec<String> {
         Vec::new()
     }
+
+    /// The BOS and EOS tokens prompts are rendered with (`bos_token`, `eos_token`).
+    /// Default: none (empty).
+    fn special_tokens(&self) -> (String, String) {
+        (String::new(), String::new())
+    }
 }
 
 /// A [`ChatTemplate`](crate::template::ChatTemplate) as a [`Render`] that also reports the
@@ -258,6 +279,9 @@ impl Render for TemplateRender<'_> {
     }
     fn free_variables(&self) -> Vec<String> {
         self.0.variables(false).into_iter().collect()
+    }
+    fn special_tokens(&self) -> (String, String) {
+        (self.0.bos_token().to_owned(), self.0.eos_token().to_owned())
     }
 }
 

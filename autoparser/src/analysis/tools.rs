@@ -482,6 +482,92 @@ fn analyze_typed_values(p: &Probe, t: &mut ToolAnalysis, r: &ReasoningAnalysis) 
     ar.json_value_close = Some(close);
 }
 
+/// The text a template writes for the value of `alpha` in a call `foofoo(alpha=value)`: the
+/// render less what it shares with the render of `alpha=987654` before and after the number.
+fn value_text(p: &Probe, r: &ReasoningAnalysis, number: &str, value: serde_json::Value) -> Option<String> {
+    let call = Call { args: vec![(ARG_A, value)], ..Call::typed() };
+    let h = strip_reasoning(&tool_region(p, vec![call]).ok()?, r);
+    let start = lcp(&h, number);
+    let end = h.len() - lcs(&h[start..], &number[start..]);
+    (start < end).then(|| h[start..end].to_owned())
+}
+
+/// A4: how nested values are written, from the renders of `["XXXX", "YYYY"]`, `{"bravo":
+/// "XXXX"}` and `[true, false, null]`. `None` when they do not fit the shape `[a<sep>b]`,
+/// `{<key>:<value>}` (so nothing is learned).
+pub fn derive_value_syntax(list: &str, map: &str, literals: &str) -> Option<ValueSyntax> {
+    // `[` open XXXX close sep open YYYY close `]`.
+    let inner = list.trim().strip_prefix('[')?.strip_suffix(']')?;
+    let ix = inner.find(VAL_A)?;
+    let iy = inner.find(VAL_B)?;
+    let (string_open, string_close) = (&inner[..ix], &inner[iy + VAL_B.len()..]);
+    let between = inner[ix + VAL_A.len()..iy].strip_prefix(string_close)?.strip_suffix(string_open)?;
+    let item_separator = between.to_owned();
+    // `{` key_open bravo key_close key_sep open XXXX close `}`.
+    let inner = map.trim().strip_prefix('{')?.strip_suffix('}')?;
+    let ib = inner.find(ARG_B)?;
+    let key_open = &inner[..ib];
+    let rest = inner[ib + ARG_B.len()..].strip_suffix(string_close)?.strip_suffix(VAL_A)?.strip_suffix(string_open)?;
+    let key_close = if key_open.is_empty() {
+        ""
+    } else if rest.starts_with(key_open) {
+        key_open
+    } else if rest.starts_with(string_close) {
+        string_close
+    } else {
+        return None;
+    };
+    let key_separator = rest[key_close.len()..].to_owned();
+    if key_separator.trim().is_empty() || item_separator.trim().is_empty() {
+        return None;
+    }
+    // `[` true sep false sep null `]`.
+    let inner = literals.trim().strip_prefix('[')?.strip_suffix(']')?;
+    let lits: Vec<&str> = inner.split(item_separator.as_str()).collect();
+    let [t, f, n] = lits.as_slice() else { return None };
+    if [t, f, n].iter().any(|l| l.is_empty() || l.contains(char::is_whitespace)) {
+        return None;
+    }
+    Some(ValueSyntax {
+        string_open: string_open.to_owned(),
+        string_close: string_close.to_owned(),
+        // Escaping is what JSON (and Python reprs) do; other quotes are raw text.
+        string_escapes: string_open == string_close && (string_open == "\"" || string_open == "'"),
+        key_open: key_open.to_owned(),
+        key_close: key_close.to_owned(),
+        key_separator,
+        item_separator,
+        true_literal: (*t).to_owned(),
+        false_literal: (*f).to_owned(),
+        null_literal: (*n).to_owned(),
+    })
+}
+
+/// A4: the value syntax of nested values; JSON (the default) when the template writes JSON or
+/// Python literals, which the JSON and Python parsers read.
+fn analyze_value_syntax(p: &Probe, t: &mut ToolAnalysis, r: &ReasoningAnalysis) {
+    use serde_json::json;
+    let Ok(h) = tool_region(p, vec![Call::typed()]) else { return };
+    let number = strip_reasoning(&h, r);
+    let text = |v: Value| value_text(p, r, &number, v);
+    let (Some(list), Some(map), Some(lits)) =
+        (text(json!([VAL_A, VAL_B])), text(json!({ ARG_B: VAL_A })), text(json!([true, false, null])))
+    else {
+        return;
+    };
+    let reads_as_literal = |s: &str| {
+        serde_json::from_str::<Value>(s).is_ok() || s.trim_start().starts_with(['{', '[']) && s.contains('\'')
+    };
+    if [&list, &map].iter().all(|s| reads_as_literal(s)) {
+        return;
+    }
+    match derive_value_syntax(&list, &map, &lits) {
+        Some(vs) if !vs.is_json() && vs.string_open != "'" => t.arguments.value_syntax = vs,
+        Some(_) => {}
+        None => {}
+    }
+}
+
 /// Runs the tool phases.
 pub fn analyze_tools(p: &mut Probe, r: &ReasoningAnalysis, caps: &mut Capabilities) -> Result<ToolAnalysis, String> {
     let mut t = ToolAnalysis::default();
@@ -508,6 +594,7 @@ pub fn analyze_tools(p: &mut Probe, r: &ReasoningAnalysis, caps: &mut Capabiliti
         detect_literal_values(&mut t);
         if !t.arguments.value_is_literal {
             analyze_typed_values(p, &mut t, r);
+            analyze_value_syntax(p, &mut t, r);
         }
     }
     Ok(t)
@@ -556,6 +643,53 @@ mod tests {
         assert_eq!(t.arguments.name_suffix, ">");
         assert_eq!(t.arguments.value_prefix, "\n");
         assert_eq!(t.arguments.value_suffix, "\n</parameter>");
+    }
+
+    #[test]
+    fn value_syntax_from_renders() {
+        let vs = derive_value_syntax(
+            "[<|\"|>XXXX<|\"|>,<|\"|>YYYY<|\"|>]",
+            "{bravo:<|\"|>XXXX<|\"|>}",
+            "[true,false,None]",
+        )
+        .unwrap();
+        assert_eq!((vs.string_open.as_str(), vs.string_close.as_str()), ("<|\"|>", "<|\"|>"));
+        assert_eq!((vs.key_open.as_str(), vs.key_close.as_str(), vs.key_separator.as_str()), ("", "", ":"));
+        assert_eq!(vs.item_separator, ",");
+        assert_eq!((vs.true_literal.as_str(), vs.false_literal.as_str(), vs.null_literal.as_str()), ("true", "false", "None"));
+        assert!(!vs.string_escapes && !vs.is_json());
+        let json = derive_value_syntax(r#"["XXXX", "YYYY"]"#, r#"{"bravo": "XXXX"}"#, "[true, false, null]").unwrap();
+        assert!(json.is_json(), "{json:?}");
+        // Keys quoted like strings, another quote pair.
+        let q = derive_value_syntax("[«XXXX», «YYYY»]", "{«bravo» => «XXXX»}", "[yes, no, nil]").unwrap();
+        assert_eq!((q.key_open.as_str(), q.key_close.as_str(), q.key_separator.as_str()), ("«", "»", " => "));
+        assert_eq!(q.null_literal, "nil");
+        // Analyses cached before the field existed read as JSON.
+        let mut old = serde_json::to_value(ToolArgumentsAnalysis::default()).unwrap();
+        old.as_object_mut().unwrap().remove("value_syntax");
+        assert!(serde_json::from_value::<ToolArgumentsAnalysis>(old).unwrap().value_syntax.is_json());
+        // Not the expected shape: nothing learned.
+        assert_eq!(derive_value_syntax("XXXX,YYYY", "{bravo:XXXX}", "[true,false,null]"), None);
+        assert_eq!(derive_value_syntax("[XXXX YYYY]", "{bravo:XXXX}", "[true,false,null]"), None);
+    }
+
+    fn analyzed(name: &str) -> TemplateAnalysis {
+        let path = crate::analysis::test_util::templates_dir().join(format!("{name}.jinja"));
+        let t = crate::analysis::test_util::template(&std::fs::read_to_string(path).unwrap()).unwrap();
+        crate::analysis::analyze_template(&t).unwrap()
+    }
+
+    #[test]
+    fn value_syntax_of_templates() {
+        let vs = analyzed("google-gemma-4-31B-it").tools.arguments.value_syntax;
+        assert_eq!((vs.string_open.as_str(), vs.string_close.as_str()), ("<|\"|>", "<|\"|>"));
+        assert_eq!((vs.key_open.as_str(), vs.key_separator.as_str(), vs.item_separator.as_str()), ("", ":", ","));
+        assert_eq!((vs.true_literal.as_str(), vs.false_literal.as_str()), ("true", "false"));
+        assert!(!vs.is_json());
+        // Templates writing nested values as JSON (or Python reprs) keep the default.
+        for name in ["Qwen3-Coder", "MiniMax-M2", "GLM-4.6"] {
+            assert_eq!(analyzed(name).tools.arguments.value_syntax, ValueSyntax::default(), "{name}");
+        }
     }
 
     #[test]

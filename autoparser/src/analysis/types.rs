@@ -138,6 +138,14 @@ pub struct ToolFormatAnalysis {
     pub uses_python_dicts: bool,
     /// The template writes a message's content after its tool calls, not before.
     pub content_after_calls: bool,
+    /// The template writes whitespace after the last call (before the end of the turn), so a
+    /// model may too; without it the output ends right after the last call.
+    #[serde(default = "default_true")]
+    pub space_after_calls: bool,
+}
+
+fn default_true() -> bool {
+    true
 }
 
 impl Default for ToolFormatAnalysis {
@@ -160,6 +168,7 @@ impl Default for ToolFormatAnalysis {
             args_as_string: false,
             uses_python_dicts: false,
             content_after_calls: false,
+            space_after_calls: true,
         }
     }
 }
@@ -203,6 +212,77 @@ pub struct ToolArgumentsAnalysis {
     pub json_value_open: Option<String>,
     /// After a non-string value, when it differs from `value_suffix`.
     pub json_value_close: Option<String>,
+    /// How the template writes nested values (lists, mappings, the strings inside them).
+    #[serde(default)]
+    pub value_syntax: ValueSyntax,
+}
+
+/// The literal syntax of argument values, learned by rendering nested values (A4). The
+/// default is JSON (Python reprs count as JSON too: the JSON/Python parsers read them).
+///
+/// ```
+/// use autoparser::analysis::ValueSyntax;
+/// assert!(ValueSyntax::default().is_json());
+/// let gemma = ValueSyntax { string_open: "<|\"|>".into(), string_close: "<|\"|>".into(), key_open: String::new(), key_close: String::new(), ..ValueSyntax::default() };
+/// assert!(!gemma.is_json());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ValueSyntax {
+    /// Opens a string (`"` in JSON, `<|"|>` in Gemma 4).
+    pub string_open: String,
+    /// Closes a string.
+    pub string_close: String,
+    /// Strings are JSON-escaped inside their quotes (else raw text up to `string_close`).
+    pub string_escapes: bool,
+    /// Opens a mapping key; empty for bare keys (`{key:value}`).
+    pub key_open: String,
+    /// Closes a mapping key.
+    pub key_close: String,
+    /// Between a key and its value, as rendered (`": "`, `":"`).
+    pub key_separator: String,
+    /// Between two items of a list or mapping, as rendered (`", "`, `","`).
+    pub item_separator: String,
+    /// How `true` is written.
+    pub true_literal: String,
+    /// How `false` is written.
+    pub false_literal: String,
+    /// How `null` is written.
+    pub null_literal: String,
+}
+
+impl Default for ValueSyntax {
+    fn default() -> Self {
+        ValueSyntax {
+            string_open: "\"".into(),
+            string_close: "\"".into(),
+            string_escapes: true,
+            key_open: "\"".into(),
+            key_close: "\"".into(),
+            key_separator: ": ".into(),
+            item_separator: ", ".into(),
+            true_literal: "true".into(),
+            false_literal: "false".into(),
+            null_literal: "null".into(),
+        }
+    }
+}
+
+impl ValueSyntax {
+    /// The syntax is JSON's (whitespace around separators aside): values parse as JSON.
+    pub fn is_json(&self) -> bool {
+        let j = ValueSyntax::default();
+        self.string_open == j.string_open
+            && self.string_close == j.string_close
+            && self.string_escapes
+            && self.key_open == j.key_open
+            && self.key_close == j.key_close
+            && self.key_separator.trim() == ":"
+            && self.item_separator.trim() == ","
+            && self.true_literal == j.true_literal
+            && self.false_literal == j.false_literal
+            && self.null_literal == j.null_literal
+    }
 }
 
 /// Call id markers.

@@ -6,7 +6,7 @@ use std::time::Instant;
 use clap::Args;
 use serde_json::json;
 
-use super::{print_json, AnalysisArg, RequestArg, TemplateArg};
+use super::{print_json, RequestTarget};
 use crate::analysis::TemplateRender;
 use crate::generator::{generate, GeneratedParser, Request};
 
@@ -14,11 +14,7 @@ use crate::generator::{generate, GeneratedParser, Request};
 #[derive(Debug, Args)]
 pub struct GenerateArgs {
     #[command(flatten)]
-    template: TemplateArg,
-    #[command(flatten)]
-    request: RequestArg,
-    #[command(flatten)]
-    analysis: AnalysisArg,
+    target: RequestTarget,
     /// Include the parser arena (serialized) in the output.
     #[arg(long)]
     arena: bool,
@@ -42,10 +38,10 @@ pub fn generated_json(g: &GeneratedParser) -> serde_json::Value {
 }
 
 pub fn run(args: &GenerateArgs) -> Result<ExitCode, String> {
-    let t = args.template.load()?;
-    let inputs = args.request.load()?;
+    let t = args.target.template.load()?;
+    let inputs = args.target.request.load()?;
     let t0 = Instant::now();
-    let a = args.analysis.get(&t)?;
+    let a = args.target.analysis.get(&t)?;
     let t1 = Instant::now();
     let g = generate(&TemplateRender(&t), &a, &Request::from_inputs(&inputs)).map_err(|e| e.to_string())?;
     if args.timings {

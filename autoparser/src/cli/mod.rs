@@ -101,6 +101,17 @@ impl AnalysisArg {
     }
 }
 
+/// What `generate` and `parse` work from: a template, a request and maybe a cached analysis.
+#[derive(Debug, Args)]
+struct RequestTarget {
+    #[command(flatten)]
+    template: TemplateArg,
+    #[command(flatten)]
+    request: RequestArg,
+    #[command(flatten)]
+    analysis: AnalysisArg,
+}
+
 fn read_json(path: &Path) -> Result<Value, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let v: Value = serde_json::from_str(&text).map_err(|e| format!("{}: invalid JSON: {e}", path.display()))?;

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::Args;
 use peg_runtime::chat::{ChatParseOptions, ChatParser, ChatStream, ToolSpec};
 
-use super::{print_json, AnalysisArg, RequestArg, TemplateArg};
+use super::{print_json, RequestTarget};
 use crate::analysis::TemplateRender;
 use crate::generator::{generate, Request};
 
@@ -14,11 +14,7 @@ use crate::generator::{generate, Request};
 #[derive(Debug, Args)]
 pub struct ParseArgs {
     #[command(flatten)]
-    template: TemplateArg,
-    #[command(flatten)]
-    request: RequestArg,
-    #[command(flatten)]
-    analysis: AnalysisArg,
+    target: RequestTarget,
     /// The output is cut mid-stream: parse it as partial input.
     #[arg(long)]
     partial: bool,
@@ -38,9 +34,9 @@ pub struct ParseArgs {
 }
 
 pub fn run(args: &ParseArgs) -> Result<ExitCode, String> {
-    let t = args.template.load()?;
-    let inputs = args.request.load()?;
-    let a = args.analysis.get(&t)?;
+    let t = args.target.template.load()?;
+    let inputs = args.target.request.load()?;
+    let a = args.target.analysis.get(&t)?;
     let req = Request::from_inputs(&inputs);
     let g = generate(&TemplateRender(&t), &a, &req).map_err(|e| e.to_string())?;
     let parser = ChatParser::new(

@@ -68,6 +68,16 @@ fn is_string_schema(s: &Value) -> bool {
     }
 }
 
+/// A schema typing only numbers, booleans (or null): no strings, lists or mappings.
+fn is_scalar_schema(s: &Value) -> bool {
+    let scalar = |t: &Value| matches!(t.as_str(), Some("integer" | "number" | "boolean" | "null"));
+    match s.get("type") {
+        Some(Value::String(_)) => scalar(&s["type"]),
+        Some(Value::Array(ts)) => !ts.is_empty() && ts.iter().all(scalar),
+        _ => false,
+    }
+}
+
 struct Ctx<'a, 'b> {
     b: &'b Builder,
     a: &'a TemplateAnalysis,
@@ -335,8 +345,13 @@ impl<'a, 'b> Ctx<'a, 'b> {
             } else {
                 b.space() + b.literal(vp.trim()) + b.optional(b.literal(&vp[vp.trim_end().len()..]))
             };
-            // Templates print dict/list arguments as JSON or as Python reprs.
+            // Templates print dict/list arguments as JSON or as Python reprs, or in their own
+            // literal syntax.
             let json_value = || {
+                // Scalars are written alike in both: the schema constrains them as JSON.
+                if let Some(v) = self.literal_value().filter(|_| !is_scalar_schema(s)) {
+                    return v;
+                }
                 let schema_json = b.schema(b.json(), &format!("{name}-{arg}"), s.clone(), false);
                 b.tag(super::tags::TOOL_ARG_JSON_VALUE, b.choice([schema_json, b.python()]))
             };
@@ -375,6 +390,51 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let item = b.choice(alts);
         let rest = if sep.is_empty() { b.space() + item } else { b.space() + b.optional(b.literal(sep)) + b.space() + item };
         b.optional(b.space() + item + b.zero_or_more(rest))
+    }
+
+    /// A value in the template's own literal syntax (`{key:<|"|>text<|"|>,n:3}`), when it has
+    /// one (else `None`: values are JSON or Python literals): one recursive rule, its pieces
+    /// tagged for the chat mapper's conversion to JSON. JSON strings and quoted keys are
+    /// read too. Not schema-constrained: the schema describes JSON, not this syntax.
+    fn literal_value(&self) -> Option<Parser<'b>> {
+        const RULE: &str = "literal-value";
+        let b = self.b;
+        let vs = &self.a.tools.arguments.value_syntax;
+        // The mapper knows JSON's punctuation only.
+        if vs.is_json() || vs.item_separator.trim() != "," || vs.key_separator.trim() != ":" || vs.string_close.is_empty() {
+            return None;
+        }
+        if b.has_rule(RULE) {
+            return Some(b.rule_ref(RULE));
+        }
+        let tok = |p: Parser<'b>| b.tag(super::tags::TOOL_ARG_LITERAL_TOKEN, p);
+        let text = |p: Parser<'b>| b.tag(super::tags::TOOL_ARG_LITERAL_STRING, p);
+        let quoted = |open: &str, close: &str| b.literal(open) + text(b.until(close)) + b.literal(close);
+        let string = quoted(&vs.string_open, &vs.string_close);
+        let json_string = tok(b.json_string());
+        let key = if vs.key_open.is_empty() {
+            // A bare key: up to a separator, bracket, quote or whitespace.
+            let mut stop: Vec<char> = "{}[],:\"'".chars().collect();
+            stop.extend(vs.string_open.chars().next());
+            stop.extend(vs.key_separator.trim().chars());
+            let class: String = stop.iter().map(|c| format!("\\u{:04x}", *c as u32)).collect();
+            b.choice([text(b.chars(&format!("[^\\s{class}]"), 1, None)), string, json_string])
+        } else if vs.key_open == vs.string_open && vs.key_close == vs.string_close {
+            b.choice([string, json_string])
+        } else {
+            b.choice([quoted(&vs.key_open, &vs.key_close), string, json_string])
+        };
+        let value = || b.rule_ref(RULE);
+        let sep = || b.space() + tok(b.literal(",")) + b.space();
+        let member = || key + b.space() + tok(b.literal(":")) + b.space() + value();
+        let map = tok(b.literal("{")) + b.space() + b.optional(member() + b.zero_or_more(sep() + member())) + b.space() + tok(b.literal("}"));
+        let list = tok(b.literal("[")) + b.space() + b.optional(value() + b.zero_or_more(sep() + value())) + b.space() + tok(b.literal("]"));
+        let mut words: Vec<&str> = vec![&vs.true_literal, &vs.false_literal, &vs.null_literal, "true", "false", "null"];
+        words.retain(|w| !w.trim().is_empty());
+        words.sort_by_key(|w| (std::cmp::Reverse(w.len()), w.to_string()));
+        words.dedup();
+        let literal = tok(b.choice(words.iter().map(|w| b.literal(w.trim())).collect::<Vec<_>>()));
+        Some(b.rule(RULE, b.choice([map, list, string, json_string, tok(b.json_number()), literal])))
     }
 
     /// One call of any tool, wrapped in per-call markers.
@@ -418,7 +478,16 @@ impl<'a, 'b> Ctx<'a, 'b> {
         if !f.section_end.trim().is_empty() {
             sec = sec + b.optional(lit(b, &f.section_end));
         }
-        b.trigger_rule("tool-calls", sec + b.space() + after)
+        b.trigger_rule("tool-calls", sec + self.after_calls() + after)
+    }
+
+    /// What may follow the last call: whitespace only where the template writes some there.
+    fn after_calls(&self) -> Parser<'b> {
+        if self.a.tools.format.space_after_calls {
+            self.b.space()
+        } else {
+            self.b.eps()
+        }
     }
 
     fn tools_on(&self) -> bool {
@@ -456,20 +525,23 @@ impl<'a, 'b> Ctx<'a, 'b> {
         } else {
             self.tool_section()
         };
-        // The grammar has no lookahead: there, any trigger ends the reasoning.
+        // The grammar has no lookahead: there, any trigger ends the reasoning. The lookahead
+        // allows trailing whitespace even where the output may not end with any: in a stream,
+        // `space` at the end of the input waits for more, so a call quoted in the reasoning is
+        // not announced before the text after it is seen.
         let reasoning = if self.prefill_for_grammar.is_none() { self.reasoning_before(Some(section + b.space() + b.end())) } else { reasoning };
         if self.req.tool_choice == ToolChoice::Required {
             // Calls are required; a short preamble before a marked call is still content.
             if triggers.is_empty() {
-                return reasoning + b.space() + section + b.space() + b.end();
+                return reasoning + b.space() + section + b.end();
             }
-            return reasoning + self.content(&triggers) + section + b.space() + b.end();
+            return reasoning + self.content(&triggers) + section + b.end();
         }
         if triggers.is_empty() {
             // No marker announces calls: either the output is calls, or it is content.
-            return reasoning + b.choice([b.space() + section + b.space() + b.end(), self.content(&[]) + b.end()]);
+            return reasoning + b.choice([b.space() + section + b.end(), self.content(&[]) + b.end()]);
         }
-        reasoning + self.content(&triggers) + b.optional(section) + b.space() + b.end()
+        reasoning + self.content(&triggers) + b.optional(section) + b.end()
     }
 }
 
@@ -498,4 +570,75 @@ pub fn build_grammar_arena(a: &TemplateAnalysis, req: &Request, prefill: &str) -
 /// message.
 pub fn grammar(arena: &Arena, lazy: bool) -> Result<String, Error> {
     peg_runtime::gbnf::generate(arena, &peg_runtime::gbnf::GbnfOptions { lazy, ..Default::default() })
+}
+
+#[cfg(test)]
+mod literal_value_tests {
+    use peg_runtime::chat::{ChatMessage, ChatParseOptions, ChatParser, ToolSpec};
+    use serde_json::{json, Value};
+
+    use crate::analysis::test_util::template;
+    use crate::analysis::{analyze_template, TemplateAnalysis, TemplateRender};
+    use crate::generator::{generate, GeneratedParser, Request};
+
+    const TOOLS: &str = r#"[{"type": "function", "function": {"name": "search", "parameters": {"type": "object", "properties": {
+        "query": {"type": "string"}, "filters": {"type": "object"}, "tags": {"type": "array"}, "any": {}}}}}]"#;
+
+    fn gemma() -> (GeneratedParser, TemplateAnalysis, ChatParser) {
+        let src = std::fs::read_to_string(crate::analysis::test_util::templates_dir().join("google-gemma-4-31B-it.jinja")).unwrap();
+        let t = template(&src).unwrap();
+        let a = analyze_template(&t).unwrap();
+        let tools: Value = serde_json::from_str(TOOLS).unwrap();
+        let req = Request::from_inputs(&json!({"messages": [{"role": "user", "content": "hi"}], "tools": tools}));
+        let g = generate(&TemplateRender(&t), &a, &req).unwrap();
+        let specs = req.tools.iter().filter_map(ToolSpec::from_openai).collect();
+        let parser = ChatParser::new(g.arena.clone(), ChatParseOptions { tools: specs, prefill: g.prefill.clone(), ..Default::default() });
+        (g, a, parser)
+    }
+
+    const OUTPUT: &str = "<|tool_call>call:search{any:<|\"|>x<|\"|>,filters:{lang:<|\"|>d\"e\\<|\"|>,list:[<|\"|><|\"|>,<|\"|>a\nb<|\"|>,\
+        {x:None,y:[1,-2.5e3,true,false]}],site:<|\"|>Zürich<|\"|>},query:<|\"|>best \"K\" <Zürich>\nlate<|\"|>,tags:[]}<tool_call|>";
+
+    fn expected() -> Value {
+        json!({"any": "x", "filters": {"lang": "d\"e\\", "list": ["", "a\nb", {"x": null, "y": [1, -2.5e3, true, false]}], "site": "Zürich"},
+            "query": "best \"K\" <Zürich>\nlate", "tags": []})
+    }
+
+    fn args(m: &ChatMessage) -> Value {
+        serde_json::from_str(&m.tool_calls[0].arguments).unwrap()
+    }
+
+    #[test]
+    fn nested_values_parse_stream_and_fit_the_grammar() {
+        let (g, a, parser) = gemma();
+        let one = parser.parse(OUTPUT, false).unwrap();
+        assert_eq!(one.diagnostic, None);
+        assert_eq!(one.message.content, "");
+        assert_eq!(args(&one.message), expected());
+        let streamed = crate::check::stream_message(&parser, OUTPUT, false, 1).unwrap();
+        assert_eq!(streamed, one.message);
+        crate::check::check_grammar(&g, &a, OUTPUT).unwrap();
+    }
+
+    #[test]
+    fn partial_values_grow_and_close() {
+        let (_, _, parser) = gemma();
+        let opts = ChatParseOptions { close_partial_arguments: true, ..parser.options().clone() };
+        let (g, _, _) = gemma();
+        let closing = ChatParser::new(g.arena.clone(), opts);
+        let mut last = String::new();
+        for (cut, _) in OUTPUT.char_indices().skip(1) {
+            let prefix = &OUTPUT[..cut];
+            let m = parser.parse(prefix, true).unwrap();
+            assert_eq!(m.message.content, "", "{prefix:?}");
+            let got = m.message.tool_calls.first().map_or(String::new(), |c| c.arguments.clone());
+            assert!(got.starts_with(&last), "{prefix:?}: {got:?} does not extend {last:?}");
+            last = got;
+            // Closed, a partial value is JSON whose strings and lists are cut.
+            let closed = closing.parse(prefix, true).unwrap();
+            if let Some(c) = closed.message.tool_calls.first().filter(|c| !c.arguments.is_empty()) {
+                serde_json::from_str::<Value>(&c.arguments).unwrap_or_else(|e| panic!("{prefix:?}: {:?}: {e}", c.arguments));
+            }
+        }
+    }
 }

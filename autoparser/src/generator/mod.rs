@@ -208,14 +208,13 @@ pub fn generate(r: &dyn Render, a: &TemplateAnalysis, req: &Request) -> Result<G
 fn generate_inner(r: &dyn Render, a: &TemplateAnalysis, req: &Request) -> Result<GeneratedParser, GenerateError> {
     let lenient = crate::analysis::Lenient(r);
     let r: &dyn Render = &lenient;
-    let normalized;
-    let req = if a.caps.supports_object_arguments {
-        normalized = req.with_object_arguments();
-        &normalized
-    } else {
-        req
-    };
-    let (prompt, generation_prompt, prefill) = match (req.continue_final, req.messages.split_last()) {
+    let mut req = if a.caps.supports_object_arguments { req.with_object_arguments() } else { req.clone() };
+    // The template's own special tokens, unless the request names them.
+    let (bos, eos) = r.special_tokens();
+    req.extra_context.entry("bos_token").or_insert_with(|| bos.clone().into());
+    req.extra_context.entry("eos_token").or_insert_with(|| eos.clone().into());
+    let req = &req;
+    let (mut prompt, generation_prompt, prefill) = match (req.continue_final, req.messages.split_last()) {
         (ContinueFinal::None, _) | (_, None) => {
             let prompt = r.render(&req.context(req.add_generation_prompt)).map_err(GenerateError::Render)?;
             let generation_prompt = if req.add_generation_prompt {
@@ -235,6 +234,15 @@ fn generate_inner(r: &dyn Render, a: &TemplateAnalysis, req: &Request) -> Result
         }
         (mode, Some((last, earlier))) => continue_final(r, a, req, mode, last, earlier)?,
     };
+    // Tokens the tokenizer adds itself are not in the prompt text (as llama.cpp does).
+    let special = |key: &str| req.extra_context.get(key).and_then(serde_json::Value::as_str).unwrap_or("").to_owned();
+    let (bos, eos) = (special("bos_token"), special("eos_token"));
+    if req.add_bos && !bos.is_empty() && prompt.starts_with(&bos) {
+        prompt.drain(..bos.len());
+    }
+    if req.add_eos && !eos.is_empty() && prompt.ends_with(&eos) {
+        prompt.truncate(prompt.len() - eos.len());
+    }
     let arena = build_arena(a, req).map_err(|e| GenerateError::Arena(e.to_string()))?;
     let tools_on = !req.tools.is_empty() && req.tool_choice != ToolChoice::None && a.tools.format.mode != ToolFormat::None;
     let mut grammar_triggers = Vec::new();
@@ -268,4 +276,30 @@ fn generate_inner(r: &dyn Render, a: &TemplateAnalysis, req: &Request) -> Result
         generation_prompt,
         prompt,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::{analyze_template, TemplateRender};
+    use crate::template::ChatTemplate;
+
+    #[test]
+    fn prompt_has_the_template_bos_unless_the_tokenizer_adds_it() {
+        let src = "{{ bos_token }}{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{{ eos_token }}{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}";
+        let t = ChatTemplate::from_source(src, "<s>", "</s>").unwrap();
+        let a = analyze_template(&t).unwrap();
+        let inputs = serde_json::json!({"messages": [{"role": "user", "content": "hi"}]});
+        let g = generate(&TemplateRender(&t), &a, &Request::from_inputs(&inputs)).unwrap();
+        assert_eq!(g.prompt, "<s><|user|>hi</s><|assistant|>");
+        assert_eq!(g.generation_prompt, "<|assistant|>");
+        let mut inputs = inputs;
+        inputs["add_bos"] = true.into();
+        let g = generate(&TemplateRender(&t), &a, &Request::from_inputs(&inputs)).unwrap();
+        assert_eq!(g.prompt, "<|user|>hi</s><|assistant|>");
+        // A request may name its own tokens.
+        inputs["chat_template_kwargs"] = serde_json::json!({"bos_token": "<BOS>"});
+        let g = generate(&TemplateRender(&t), &a, &Request::from_inputs(&inputs)).unwrap();
+        assert_eq!(g.prompt, "<|user|>hi</s><|assistant|>");
+    }
 }

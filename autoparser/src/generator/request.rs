@@ -63,6 +63,13 @@ pub struct Request {
     pub continue_final: ContinueFinal,
     /// Extra template variables (`chat_template_kwargs`), `bos_token`, `eos_token`, ...
     pub extra_context: serde_json::Map<String, Value>,
+    /// The tokenizer adds the BOS token itself: a BOS the template renders first is cut from
+    /// the prompt.
+    #[serde(default)]
+    pub add_bos: bool,
+    /// The tokenizer adds the EOS token itself: an EOS the template renders last is cut.
+    #[serde(default)]
+    pub add_eos: bool,
 }
 
 impl Request {
@@ -85,7 +92,8 @@ impl Request {
 
     /// Reads the `inputs` object of a corpus case (`messages`, `tools`, `tool_choice`,
     /// `parallel_tool_calls`, `json_schema`, `reasoning_format`, `enable_thinking`,
-    /// `add_generation_prompt`, `chat_template_kwargs`).
+    /// `add_generation_prompt`, `continue_final_message`, `chat_template_kwargs`, `now`,
+    /// `add_bos`, `add_eos`).
     pub fn from_inputs(inputs: &Value) -> Request {
         let s = |k: &str| inputs.get(k).and_then(Value::as_str).unwrap_or("");
         let json_schema = match inputs.get("json_schema") {
@@ -119,6 +127,8 @@ impl Request {
                 _ => ContinueFinal::None,
             },
             extra_context: extra,
+            add_bos: inputs.get("add_bos").and_then(Value::as_bool).unwrap_or(false),
+            add_eos: inputs.get("add_eos").and_then(Value::as_bool).unwrap_or(false),
         }
     }
 

@@ -41,6 +41,14 @@ pub mod tags {
     pub const TOOL_ARG_STRING_VALUE: &str = "tool_arg_string_value";
     /// A JSON (or Python-literal) value, kept as JSON.
     pub const TOOL_ARG_JSON_VALUE: &str = "tool_arg_json_value";
+    /// Inside a value written in a template's own literal syntax (`{key:<|"|>text<|"|>}`):
+    /// the raw text of a string or a bare key, without its quote markers; becomes an escaped
+    /// JSON string. Text of the value that no `tool_arg_literal_*` tag covers (quote markers,
+    /// whitespace) is dropped.
+    pub const TOOL_ARG_LITERAL_STRING: &str = "tool_arg_literal_string";
+    /// Inside a literal-syntax value: one whole token, `{ } [ ] , :`, a number, a JSON string
+    /// or a literal (`true`/`True`, `false`/`False`, `null`/`None`), written as JSON.
+    pub const TOOL_ARG_LITERAL_TOKEN: &str = "tool_arg_literal_token";
 }
 
 macro_rules! tag_methods {
@@ -197,5 +205,9 @@ impl ConstructedBuilder {
         tool_arg_string_value => tags::TOOL_ARG_STRING_VALUE;
         /// Tags a JSON value.
         tool_arg_json_value => tags::TOOL_ARG_JSON_VALUE;
+        /// Tags the raw text of a string or bare key inside a literal-syntax value.
+        tool_arg_literal_string => tags::TOOL_ARG_LITERAL_STRING;
+        /// Tags one token (punctuation, number, literal) inside a literal-syntax value.
+        tool_arg_literal_token => tags::TOOL_ARG_LITERAL_TOKEN;
     }
 }

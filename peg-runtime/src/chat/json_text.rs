@@ -214,6 +214,144 @@ pub(crate) fn py_to_json(s: &str) -> String {
     out
 }
 
+/// What a literal value expects next (to close a cut-off value validly).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum Expect {
+    /// A value (at the start, after `[` or `:`).
+    #[default]
+    Value,
+    /// A mapping key (after `{`).
+    Key,
+    /// The separator after a key.
+    Colon,
+    /// A separator or closer, after a complete value.
+    More,
+}
+
+/// Converts a value written in a template's own literal syntax (`{key:<|"|>text<|"|>}`) to
+/// JSON text as it streams in. The grammar tags the value's pieces, so no syntax is known
+/// here: tokens (`{ } [ ] , :`, numbers, JSON strings, `true`/`True`, `null`/`None`) arrive
+/// whole and map to JSON; the raw text of strings and bare keys arrives in pieces and becomes
+/// an escaped JSON string. Untagged text (quote markers, whitespace) is dropped. The state
+/// kept (open brackets, an open string, a held comma) lets [`LiteralToJson::finish`] close a
+/// cut-off value validly.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LiteralToJson {
+    /// Open `{` and `[`.
+    stack: Vec<u8>,
+    expect: Expect,
+    /// Inside a string whose opening quote is out; `true` for a mapping key.
+    string: Option<bool>,
+    /// A `,` held until the next item shows it is not a trailing one.
+    comma: bool,
+    /// Something was written.
+    any: bool,
+}
+
+impl LiteralToJson {
+    fn flush_comma(&mut self, out: &mut String) {
+        if std::mem::take(&mut self.comma) {
+            out.push(',');
+            self.expect = if self.stack.last() == Some(&b'{') { Expect::Key } else { Expect::Value };
+        }
+    }
+
+    /// A whole token: punctuation, a number, a literal or a JSON string.
+    pub(crate) fn token(&mut self, text: &str, out: &mut String) {
+        let t = text.trim();
+        if t.is_empty() {
+            return;
+        }
+        self.any = true;
+        match t {
+            "," => {
+                self.comma = true;
+                return;
+            }
+            "}" | "]" => {
+                // A trailing comma is dropped.
+                self.comma = false;
+                self.stack.pop();
+                self.expect = Expect::More;
+                out.push_str(t);
+                return;
+            }
+            _ => {}
+        }
+        self.flush_comma(out);
+        self.expect = match t {
+            "{" => {
+                self.stack.push(b'{');
+                Expect::Key
+            }
+            "[" => {
+                self.stack.push(b'[');
+                Expect::Value
+            }
+            ":" => Expect::Value,
+            _ if self.expect == Expect::Key => Expect::Colon,
+            _ => Expect::More,
+        };
+        let lower = t.to_ascii_lowercase();
+        out.push_str(match lower.as_str() {
+            "true" => "true",
+            "false" => "false",
+            "null" | "none" | "nil" => "null",
+            _ => t,
+        });
+    }
+
+    /// A piece of a raw string (or bare key); `first` and `sealed` mark its first and last.
+    pub(crate) fn string(&mut self, text: &str, first: bool, sealed: bool, out: &mut String) {
+        if first || self.string.is_none() {
+            self.flush_comma(out);
+            self.any = true;
+            self.string = Some(self.expect == Expect::Key);
+            out.push('"');
+        }
+        escape_into(out, text);
+        if sealed {
+            out.push('"');
+            self.expect = if self.string == Some(true) { Expect::Colon } else { Expect::More };
+            self.string = None;
+        }
+    }
+
+    /// Ends the value, closing what a cut-off value left open.
+    pub(crate) fn finish(&mut self, out: &mut String) {
+        if let Some(key) = self.string.take() {
+            out.push('"');
+            self.expect = if key { Expect::Colon } else { Expect::More };
+        }
+        self.comma = false;
+        match self.expect {
+            Expect::Colon => out.push_str(":null"),
+            Expect::Value if self.stack.last() == Some(&b'{') || !self.any => out.push_str("null"),
+            _ => {}
+        }
+        while let Some(c) = self.stack.pop() {
+            out.push(if c == b'{' { '}' } else { ']' });
+        }
+        self.expect = Expect::More;
+    }
+}
+
+/// Converts a whole tagged literal value: `(is_token, text)` pieces in order.
+#[cfg(test)]
+fn literal_to_json(pieces: &[(bool, &str)]) -> String {
+    let mut l = LiteralToJson::default();
+    let mut out = String::new();
+    for &(tok, text) in pieces {
+        if tok {
+            l.token(text, &mut out);
+        } else {
+            l.string(text, true, true, &mut out);
+        }
+    }
+    l.finish(&mut out);
+    out
+}
+
 fn is_valid_json(s: &str) -> bool {
     serde_json::from_str::<serde::de::IgnoredAny>(s).is_ok()
 }
@@ -358,6 +496,99 @@ mod tests {
             n.finish(&mut out);
             assert_eq!(out, whole, "step {step}");
         }
+    }
+
+    #[test]
+    fn literal_values_become_json() {
+        use serde_json::json;
+        let v = |pieces: &[(bool, &str)]| serde_json::from_str::<serde_json::Value>(&literal_to_json(pieces)).unwrap();
+        // {theme:<|"|>dark<|"|>,count:3,ok:True,none:None,list:[<|"|>a "b" \c\n<|"|>,{k:<|"|><|"|>}]}
+        let pieces = [
+            (true, "{"), (false, "theme"), (true, ":"), (false, "dark"), (true, ","),
+            (false, "count"), (true, ":"), (true, "3"), (true, ","),
+            (false, "ok"), (true, ":"), (true, "True"), (true, ","),
+            (false, "none"), (true, ":"), (true, "None"), (true, ","),
+            (false, "list"), (true, ":"), (true, "["), (false, "a \"b\" \\c\nZürich"), (true, ","),
+            (true, "{"), (false, "k"), (true, ":"), (false, ""), (true, "}"), (true, ","), (true, "\"j\\\"s\""), (true, "]"),
+            (true, "}"),
+        ];
+        assert_eq!(
+            v(&pieces),
+            json!({"theme": "dark", "count": 3, "ok": true, "none": null, "list": ["a \"b\" \\c\nZürich", {"k": ""}, "j\"s"]})
+        );
+        assert_eq!(v(&[(true, "["), (true, "1"), (true, ","), (true, "]")]), json!([1]));
+        assert_eq!(v(&[(true, "-1.5e3")]), json!(-1.5e3));
+        assert_eq!(literal_to_json(&[]), "null");
+    }
+
+    #[test]
+    fn cut_literal_values_close() {
+        let closed = |pieces: &[(bool, &str, bool)]| {
+            let mut l = LiteralToJson::default();
+            let mut out = String::new();
+            for (i, &(tok, text, sealed)) in pieces.iter().enumerate() {
+                if tok {
+                    l.token(text, &mut out);
+                } else {
+                    let first = i == 0 || pieces[i - 1].0 || pieces[i - 1].2;
+                    l.string(text, first, sealed, &mut out);
+                }
+            }
+            l.finish(&mut out);
+            serde_json::from_str::<serde_json::Value>(&out).unwrap_or_else(|e| panic!("{out}: {e}"))
+        };
+        use serde_json::json;
+        assert_eq!(closed(&[(true, "{", true), (false, "the", false)]), json!({"the": null}));
+        assert_eq!(closed(&[(true, "{", true), (false, "theme", true)]), json!({"theme": null}));
+        assert_eq!(closed(&[(true, "{", true), (false, "theme", true), (true, ":", true)]), json!({"theme": null}));
+        assert_eq!(closed(&[(true, "{", true), (false, "a", true), (true, ":", true), (false, "da", false), (false, "r", false)]), json!({"a": "dar"}));
+        assert_eq!(closed(&[(true, "[", true), (true, "[", true), (true, "1", true), (true, ",", true)]), json!([[1]]));
+        assert_eq!(closed(&[(true, "{", true), (false, "a", true), (true, ":", true), (true, "1", true), (true, ",", true)]), json!({"a": 1}));
+    }
+
+    /// End to end: a constructed grammar with a literal-syntax value, one-shot, streamed byte
+    /// by byte and cut at every character.
+    #[test]
+    fn literal_values_through_the_chat_parser() {
+        use crate::chat::{ChatMessage, ChatParseOptions, ChatParser, ConstructedBuilder};
+        let arena = ConstructedBuilder::build(|p| {
+            let q = "<|\"|>";
+            let tok = |x| p.tool_arg_literal_token(x);
+            let string = || q + p.tool_arg_literal_string(p.until(q)) + q;
+            let value = || p.rule_ref("v");
+            let sep = || tok(p.literal(","));
+            let member = || p.tool_arg_literal_string(p.chars("[a-z]", 1, None)) + tok(p.literal(":")) + value();
+            let map = tok(p.literal("{")) + p.optional(member() + p.zero_or_more(sep() + member())) + tok(p.literal("}"));
+            let list = tok(p.literal("[")) + p.optional(value() + p.zero_or_more(sep() + value())) + tok(p.literal("]"));
+            let words = tok(p.choice([p.literal("true"), p.literal("false"), p.literal("None")]));
+            let v = p.rule("v", p.choice([map, list, string(), tok(p.json_number()), words]));
+            let arg = p.tool_arg(p.tool_arg_open(p.tool_arg_name(p.chars("[a-z]", 1, None)) + ":") + v + p.tool_arg_close(p.eps()));
+            let call = p.tool(
+                p.tool_open("call:" + p.tool_name(p.chars("[a-z_]", 1, None)) + "{")
+                    + p.optional(arg + p.zero_or_more("," + arg))
+                    + p.tool_close("}"),
+            );
+            p.content(p.until("<|tool_call>")) + p.zero_or_more("<|tool_call>" + call + "<tool_call|>") + p.end()
+        })
+        .unwrap();
+        let parser = ChatParser::new(std::sync::Arc::new(arena), ChatParseOptions::default());
+        let output = "Hi<|tool_call>call:f{a:{k:<|\"|>x \"y\" \\ \u{e9}\n<|\"|>,l:[<|\"|><|\"|>,{},[1,-2.5],None]},b:true}<tool_call|>";
+        let one = parser.parse(output, false).unwrap();
+        assert_eq!(one.diagnostic, None);
+        let args: serde_json::Value = serde_json::from_str(&one.message.tool_calls[0].arguments).unwrap();
+        assert_eq!(args, serde_json::json!({"a": {"k": "x \"y\" \\ \u{e9}\n", "l": ["", {}, [1, -2.5], null]}, "b": true}));
+        let mut stream = parser.stream();
+        let mut deltas = Vec::new();
+        let mut last = String::new();
+        for (i, c) in output.char_indices() {
+            deltas.extend(stream.push(&output[i..i + c.len_utf8()]).unwrap());
+            let cut = parser.parse(&output[..i + c.len_utf8()], true).unwrap().message;
+            let got = cut.tool_calls.first().map_or(String::new(), |c| c.arguments.clone());
+            assert!(got.starts_with(&last), "{got:?} does not extend {last:?}");
+            last = got;
+        }
+        deltas.extend(stream.finish().unwrap().0);
+        assert_eq!(ChatMessage::from_deltas(&deltas), one.message);
     }
 
     #[test]

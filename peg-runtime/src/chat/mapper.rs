@@ -16,7 +16,7 @@ use std::collections::HashMap;
 
 use crate::ast::{Ast, AstId};
 use crate::chat::builder::tags;
-use crate::chat::json_text::{escape_into, py_to_json, quote, unquote, PyToJson};
+use crate::chat::json_text::{escape_into, py_to_json, quote, unquote, LiteralToJson, PyToJson};
 
 /// What an event does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,6 +32,10 @@ pub(crate) enum Kind {
     ArgString,
     ArgJson,
     EndArg,
+    /// Raw string text inside a literal-syntax value.
+    LitString,
+    /// A token inside a literal-syntax value.
+    LitToken,
 }
 
 impl Kind {
@@ -55,7 +59,7 @@ impl Kind {
     }
 
     fn is_text(self) -> bool {
-        matches!(self, Kind::Content | Kind::Reasoning | Kind::ToolArgs | Kind::ArgString | Kind::ArgJson)
+        matches!(self, Kind::Content | Kind::Reasoning | Kind::ToolArgs | Kind::ArgString | Kind::ArgJson | Kind::LitString)
     }
 }
 
@@ -95,6 +99,7 @@ impl Walk<'_> {
             Some(tags::TOOL_ARGS) => Some(Kind::ToolArgs),
             Some(tags::TOOL_ARG_STRING_VALUE) => Some(Kind::ArgString),
             Some(tags::TOOL_ARG_JSON_VALUE) => Some(Kind::ArgJson),
+            Some(tags::TOOL_ARG_LITERAL_STRING) => Some(Kind::LitString),
             _ => None,
         };
         if let Some(kind) = text_kind {
@@ -119,6 +124,11 @@ impl Walk<'_> {
                     }));
                 }
                 children(in_tool, out);
+            }
+            Some(tags::TOOL_ARG_LITERAL_TOKEN) => {
+                if sealed {
+                    out.push(ev(Kind::LitToken));
+                }
             }
             Some(tags::TOOL_CLOSE) | Some(tags::TOOL_ARG_CLOSE) => {
                 if sealed {
@@ -210,6 +220,10 @@ pub(crate) struct Context {
     pub arg_types: HashMap<String, HashMap<String, ArgType>>,
     /// The grammar tags call ids: wait for one before announcing a call.
     pub has_tool_id: bool,
+    /// In a call, the grammar can put the id after the arguments: hold the header and the
+    /// argument text until the id is known or the call ends (otherwise the arguments starting
+    /// mean no id is coming, and they stream live).
+    pub id_after_args: bool,
     /// The grammar tags `tool` or `tool_open`: calls are delimited by scopes.
     pub has_scopes: bool,
     /// Generated ids are this prefix plus the call index.
@@ -284,6 +298,8 @@ enum Value {
     Pending,
     /// A JSON (or Python) value streaming through the normalizer.
     Json(PyToJson, Trim),
+    /// A literal-syntax value, converted piece by piece.
+    Literal(LiteralToJson),
 }
 
 #[derive(Debug, Clone, Default)]
@@ -375,8 +391,30 @@ impl Fold {
                 Self::maybe_header(headers, call, cx, false, sink);
                 self.scratch = scratch;
             }
+            Kind::LitString => self.literal(Some((first, sealed)), text, cx, sink),
             _ => {}
         }
+    }
+
+    /// Folds a piece of a literal-syntax value: a token (`string: None`) or string text with
+    /// its (first, sealed) flags.
+    fn literal(&mut self, string: Option<(bool, bool)>, text: &str, cx: &Context, sink: &mut dyn Sink) {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        let (headers, call) = self.ensure_call(cx, sink);
+        if !matches!(call.value, Some(Value::Literal(_))) {
+            Self::close_value(call, sink);
+            call.value = Some(Value::Literal(LiteralToJson::default()));
+        }
+        if let Some(Value::Literal(l)) = &mut call.value {
+            match string {
+                Some((first, sealed)) => l.string(text, first, sealed, &mut scratch),
+                None => l.token(text, &mut scratch),
+            }
+        }
+        put_args(call, &scratch, sink);
+        Self::maybe_header(headers, call, cx, false, sink);
+        self.scratch = scratch;
     }
 
     /// [`Fold::text`] of a native arguments piece that continues a `"` string with `text`
@@ -483,6 +521,11 @@ impl Fold {
                 py.finish(&mut norm);
                 trim.push(&norm, |s| put_args(call, s, sink));
             }
+            Some(Value::Literal(mut l)) => {
+                let mut tail = String::new();
+                l.finish(&mut tail);
+                put_args(call, &tail, sink);
+            }
             None => {}
         }
     }
@@ -530,6 +573,7 @@ impl Fold {
                     Self::close_value(call, sink);
                 }
             }
+            Kind::LitToken => self.literal(None, text, cx, sink),
             _ => {}
         }
     }
@@ -562,13 +606,15 @@ impl Fold {
         Self::maybe_header(&mut self.headers, &mut call, cx, true, sink);
     }
 
-    /// Announces the call once its name is known and its id is known or can no longer come.
+    /// Announces the call once its name is known and its id is known or can no longer come
+    /// (the call ends, or its arguments started and the grammar puts no id after them).
+    /// Until then argument text waits in the call's buffer.
     fn maybe_header(headers: &mut usize, call: &mut Call, cx: &Context, closing: bool, sink: &mut dyn Sink) {
         if call.index.is_some() {
             return;
         }
         let ready = match &call.name {
-            Some(_) => closing || call.id.is_some() || !cx.has_tool_id || call.args_any,
+            Some(_) => closing || call.id.is_some() || !cx.has_tool_id || (call.args_any && !cx.id_after_args),
             // A nameless call is announced only if it produced arguments (never lose text).
             None => closing && call.args_any,
         };
@@ -981,6 +1027,71 @@ mod tests {
         d.fold.finish(&cx, &mut sink);
         let m = ChatMessage::from_deltas(&sink.deltas);
         assert_eq!(m.content, "hello world");
+    }
+
+    /// Ids after the arguments: the header and the argument text wait for the id, or for the
+    /// end of the call; an id that comes first still announces the call at once.
+    #[test]
+    fn header_waits_for_an_id_after_the_arguments() {
+        use crate::chat::{ChatDelta, ToolCallDelta};
+        let cx = Context { has_tool_id: true, has_scopes: true, id_after_args: true, id_prefix: "call_".into(), ..Context::default() };
+        let mut f = Fold::default();
+        let mut sink = DeltaSink::default();
+        f.structural(Kind::NewCall, "", &cx, &mut sink);
+        f.structural(Kind::ToolName, "f", &cx, &mut sink);
+        f.text(Kind::ToolArgs, "{\"a\": ", true, false, &cx, &mut sink);
+        f.text(Kind::ToolArgs, "1} ", false, true, &cx, &mut sink);
+        assert!(sink.deltas.is_empty(), "{:?}", sink.deltas);
+        f.structural(Kind::ToolId, "123456789", &cx, &mut sink);
+        let whole = |index, id: &str, name: &str, args: &str| {
+            ChatDelta::tool_call(ToolCallDelta { arguments: Some(args.into()), ..ToolCallDelta::header(index, id, name) })
+        };
+        assert_eq!(sink.deltas, [whole(0, "123456789", "f", "{\"a\": 1}")]);
+        f.structural(Kind::EndCall, "", &cx, &mut sink);
+        assert_eq!(sink.deltas.len(), 1);
+
+        // No id: the call gets the generated one when it ends.
+        f.structural(Kind::NewCall, "", &cx, &mut sink);
+        f.structural(Kind::ToolName, "g", &cx, &mut sink);
+        f.text(Kind::ToolArgs, "{}", true, true, &cx, &mut sink);
+        assert_eq!(sink.deltas.len(), 1);
+        f.structural(Kind::EndCall, "", &cx, &mut sink);
+        assert_eq!(sink.deltas[1..], [whole(1, "call_1", "g", "{}")]);
+
+        // An id before the arguments: announced with the name, arguments stream live.
+        f.structural(Kind::NewCall, "", &cx, &mut sink);
+        f.structural(Kind::ToolId, "first", &cx, &mut sink);
+        f.structural(Kind::ToolName, "h", &cx, &mut sink);
+        assert_eq!(sink.deltas[2..], [ChatDelta::tool_call(ToolCallDelta::header(2, "first", "h"))]);
+        f.text(Kind::ToolArgs, "{\"b\": \"x y", true, false, &cx, &mut sink);
+        assert_eq!(sink.deltas[2..], [whole(2, "first", "h", "{\"b\": \"x y")]);
+
+        // Cut by the end of input: what was held comes out whole.
+        f.structural(Kind::NewCall, "", &cx, &mut sink);
+        f.structural(Kind::ToolName, "k", &cx, &mut sink);
+        f.text(Kind::ToolArgs, "{\"c\": \"x", true, false, &cx, &mut sink);
+        assert_eq!(sink.deltas.len(), 3);
+        f.finish(&cx, &mut sink);
+        let m = ChatMessage::from_deltas(&sink.deltas);
+        let calls: Vec<_> = m.tool_calls.iter().map(|c| (c.id.as_str(), c.name.as_str(), c.arguments.as_str())).collect();
+        assert_eq!(
+            calls,
+            [("123456789", "f", "{\"a\": 1}"), ("call_1", "g", "{}"), ("first", "h", "{\"b\": \"x y"), ("call_3", "k", "{\"c\": \"x")]
+        );
+    }
+
+    /// Without ids after the arguments, the arguments starting mean no id is coming.
+    #[test]
+    fn arguments_stream_live_when_no_id_can_follow() {
+        let cx = Context { has_tool_id: true, has_scopes: true, id_prefix: "call_".into(), ..Context::default() };
+        let mut f = Fold::default();
+        let mut sink = DeltaSink::default();
+        f.structural(Kind::NewCall, "", &cx, &mut sink);
+        f.structural(Kind::ToolName, "f", &cx, &mut sink);
+        assert!(sink.deltas.is_empty());
+        f.text(Kind::ToolArgs, "{\"a\"", true, false, &cx, &mut sink);
+        let m = ChatMessage::from_deltas(&sink.deltas);
+        assert_eq!((m.tool_calls[0].id.as_str(), m.tool_calls[0].arguments.as_str()), ("call_0", "{\"a\""));
     }
 
     #[test]

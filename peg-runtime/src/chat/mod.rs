@@ -14,7 +14,10 @@
 //!   assembled as `{"name": value, ...}`: `tool_arg_string_value` becomes an escaped JSON string
 //!   unless the tool's schema types the parameter otherwise (then the text is kept as JSON if
 //!   it parses, else quoted; a nullable string's `null` is null); `tool_arg_json_value` stays
-//!   JSON.
+//!   JSON. A value in a template's own literal syntax (Gemma 4's `{key:<|"|>text<|"|>}`) is
+//!   tagged piece by piece: `tool_arg_literal_string` texts become JSON strings,
+//!   `tool_arg_literal_token`s (brackets, separators, numbers, literals) are written as JSON,
+//!   and what neither covers (quote markers, whitespace) is dropped.
 //! - Lenient by default: output the grammar does not match is kept as content from where the
 //!   parse stopped following it, with a [`Diagnostic`]; strict mode returns the error.
 //!
@@ -31,6 +34,7 @@ mod mapper;
 mod message;
 mod parser;
 mod predict;
+pub mod presets;
 mod stream;
 
 pub use builder::{tags, ConstructedBuilder, NativeBuilder, SimpleBuilder};

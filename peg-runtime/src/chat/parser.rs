@@ -9,7 +9,7 @@ use crate::chat::builder::tags;
 use crate::chat::json_text::close_partial_json;
 use crate::chat::mapper::{ArgType, Context, Driver, Kind, MessageSink, Sink};
 use crate::chat::message::ChatMessage;
-use crate::chat::predict::{leading_literals, Predictor};
+use crate::chat::predict::{id_after_args, leading_literals, Predictor};
 use crate::chat::stream::ChatStream;
 use crate::error::{Error, ErrorKind};
 use crate::parse::{Outcome, ParseOutput};
@@ -146,6 +146,7 @@ impl ChatParser {
         let mut cx = Context {
             has_tool_id: has_tag(&[tags::TOOL_ID]),
             has_scopes: has_tag(&[tags::TOOL, tags::TOOL_OPEN]),
+            id_after_args: id_after_args(&arena),
             id_prefix: options.tool_id_prefix.clone(),
             ..Context::default()
         };

@@ -116,6 +116,86 @@ pub(crate) fn leading_literals(arena: &Arena) -> Vec<(&'static str, String)> {
     out
 }
 
+/// Whether, inside some `tool` node, a `tool_id` can come after the call's arguments (a
+/// `tool_args` or `tool_arg*` node), e.g. `{"name": ..., "arguments": ..., "id": ...}`. The
+/// mapper then holds such a call's header and arguments until the id is known or the call
+/// ends; grammars whose ids come first (or never) keep streaming arguments live.
+pub(crate) fn id_after_args(arena: &Arena) -> bool {
+    const ARGS: u8 = 1;
+    const ID: u8 = 2;
+    const AFTER: u8 = 4;
+    let nodes = arena.nodes();
+    if !nodes.iter().any(|n| matches!(n, Node::Tag { tag, .. } if tag == tags::TOOL_ID)) {
+        return false;
+    }
+    // Per node: it can produce arguments, an id, an id after arguments. Rules may refer to
+    // each other in cycles, so compute the least fixpoint with a worklist: a node's flags
+    // only grow, at most three times, so the work is linear in the number of edges.
+    // Parents of each node (through references), flat: those of `c` are
+    // `parents[starts[c]..starts[c + 1]]`.
+    let mut starts = vec![0u32; nodes.len() + 1];
+    for node in nodes {
+        for &c in node.children() {
+            starts[arena.resolve(c).index() + 1] += 1;
+        }
+    }
+    for i in 0..nodes.len() {
+        starts[i + 1] += starts[i];
+    }
+    let mut fill = starts.clone();
+    let mut parents = vec![0u32; starts[nodes.len()] as usize];
+    for (i, node) in nodes.iter().enumerate() {
+        for &c in node.children() {
+            let c = arena.resolve(c).index();
+            parents[fill[c] as usize] = i as u32;
+            fill[c] += 1;
+        }
+    }
+    let mut sum = vec![0u8; nodes.len()];
+    let of = |sum: &[u8], id: NodeId| sum[arena.resolve(id).index()];
+    let mut work: Vec<u32> = (0..nodes.len() as u32).collect();
+    while let Some(i) = work.pop() {
+        let i = i as usize;
+        let s = match &nodes[i] {
+            Node::Tag { tag, child } => match tag.as_str() {
+                tags::TOOL_ID => ID | of(&sum, *child),
+                tags::TOOL_ARGS
+                | tags::TOOL_ARG
+                | tags::TOOL_ARG_NAME
+                | tags::TOOL_ARG_STRING_VALUE
+                | tags::TOOL_ARG_JSON_VALUE => ARGS | of(&sum, *child),
+                // A nested call is its own scope.
+                tags::TOOL => 0,
+                _ => of(&sum, *child),
+            },
+            Node::Sequence { children } => children.iter().fold(0, |acc, &c| {
+                let c = of(&sum, c);
+                let after = if acc & ARGS != 0 && c & ID != 0 { AFTER } else { 0 };
+                acc | c | after
+            }),
+            Node::Choice { children } => children.iter().fold(0, |acc, &c| acc | of(&sum, c)),
+            Node::Repeat { child, max, .. } => {
+                let c = of(&sum, *child);
+                // A second round follows the first.
+                let loops = max.is_none_or(|m| m > 1);
+                c | if loops && c & (ARGS | ID) == ARGS | ID { AFTER } else { 0 }
+            }
+            // A lookahead produces no nodes.
+            Node::Peek { .. } | Node::Negate { .. } => 0,
+            Node::Rule { child, .. } | Node::Schema { child, .. } | Node::Atomic { child } | Node::Gbnf { child, .. } => {
+                of(&sum, *child)
+            }
+            // Read through `resolve` by whoever refers to it.
+            _ => 0,
+        };
+        if s | sum[i] != sum[i] {
+            sum[i] |= s;
+            work.extend_from_slice(&parents[starts[i] as usize..starts[i + 1] as usize]);
+        }
+    }
+    nodes.iter().any(|n| matches!(n, Node::Tag { tag, child } if tag == tags::TOOL && of(&sum, *child) & AFTER != 0))
+}
+
 fn leading_literal(arena: &Arena, id: NodeId, depth: usize) -> Option<String> {
     if depth > 32 {
         return None;
@@ -241,6 +321,69 @@ mod tests {
         assert_eq!(pr.growth(tags::TOOL_ARGS), Some(&Growth::JsonString));
         assert_eq!(pr.growth(tags::REASONING), Some(&Growth::Until(vec![b"</think>".to_vec()])));
         assert_eq!(pr.growth(tags::TOOL_ARG_STRING_VALUE), None);
+    }
+
+    #[test]
+    fn ids_after_arguments_are_found_in_tool_scopes() {
+        use crate::chat::ConstructedBuilder;
+        let native = |order: &dyn Fn(&NativeBuilder) -> crate::Parser<'_>| {
+            let arena = NativeBuilder::build(|p| {
+                p.content(p.until("[")) + p.zero_or_more("[" << p.tool(p.tool_open("{") << order(p) << p.tool_close("}")) << "]")
+            })
+            .unwrap();
+            id_after_args(&arena)
+        };
+        fn name(p: &NativeBuilder) -> crate::Parser<'_> {
+            p.json_member("name", "\"" + p.tool_name(p.json_string_content()) + "\"")
+        }
+        fn args(p: &NativeBuilder) -> crate::Parser<'_> {
+            p.json_member("arguments", p.tool_args(p.json()))
+        }
+        fn id(p: &NativeBuilder) -> crate::Parser<'_> {
+            p.json_member("id", "\"" + p.tool_id(p.json_string_content()) + "\"")
+        }
+        // Mistral Nemo: an optional id after the arguments.
+        assert!(native(&|p| name(p) << "," << args(p) << p.optional(p.literal(",") << id(p))));
+        // Ids first, or none: arguments stream live.
+        assert!(!native(&|p| p.optional(id(p) << ",") << name(p) << "," << args(p)));
+        assert!(!native(&|p| name(p) << "," << args(p)));
+        // Alternatives are not sequences: no ordering has the id after the arguments.
+        assert!(!native(&|p| p.choice([args(p) << "," << name(p), id(p) << "," << name(p) << "," << args(p)])));
+        // One does.
+        assert!(native(&|p| p.choice([id(p) << "," << name(p) << "," << args(p), name(p) << "," << args(p) << "," << id(p)])));
+        // Through a rule reference.
+        let arena = NativeBuilder::build(|p| {
+            // Referenced before it is defined.
+            let call = p.tool(p.tool_open("{") << name(p) << "," << args(p) << "," << p.rule_ref("id") << p.tool_close("}"));
+            p.rule("id", id(p));
+            p.content(p.until("[")) + p.zero_or_more("[" << call << "]")
+        })
+        .unwrap();
+        assert!(id_after_args(&arena));
+        // Calls in a loop outside the tool scope: the next call's id does not count.
+        let arena = NativeBuilder::build(|p| {
+            let call = p.tool(p.tool_open("{") << id(p) << "," << name(p) << "," << args(p) << p.tool_close("}"));
+            p.content(p.until("[")) + p.zero_or_more(call)
+        })
+        .unwrap();
+        assert!(!id_after_args(&arena));
+        // Constructed arguments followed by an id section (a `PostArgs` call id).
+        let arena = ConstructedBuilder::build(|p| {
+            let arg = p.tool_arg(
+                p.tool_arg_open("<arg=" + p.tool_arg_name(p.chars("[a-z]", 1, None)) + ">")
+                    + p.tool_arg_string_value(p.until("</arg>"))
+                    + p.tool_arg_close("</arg>"),
+            );
+            let call = p.tool(
+                p.tool_open("<call=" + p.tool_name(p.chars("[a-z]", 1, None)) + ">")
+                    + p.zero_or_more(arg)
+                    + "<id>" + p.tool_id(p.until("</id>")) + "</id>"
+                    + p.tool_close("</call>"),
+            );
+            p.content(p.until("<call=")) + p.zero_or_more(call)
+        })
+        .unwrap();
+        assert!(id_after_args(&arena));
     }
 
     #[test]

@@ -488,12 +488,13 @@ mod tests {
     }
 
     #[test]
-    fn many_delimiters_stay_fast() {
+    fn many_delimiters_stay_small() {
         let delims: Vec<String> = (0..60).map(|i| format!("<|marker_{i}_end|>")).collect();
         let arena = Arena::build(|p| p.until_one_of(&delims)).unwrap();
-        let t = std::time::Instant::now();
+        // The until automaton is linear in the delimiters' total length, not exponential.
+        let text = generate(&arena, &GbnfOptions::default()).unwrap();
+        assert!(text.len() < 200_000, "{} bytes", text.len());
         let g = full(&arena);
-        assert!(t.elapsed().as_secs() < 5);
         assert!(g.accepts("text <|marker_7_end| <|marker_x"));
         assert!(!g.accepts("text <|marker_59_end|>"));
     }

@@ -1,0 +1,97 @@
+//! The autoparser's costs over every template of `../shared/templates`: analyzing a template
+//! (done once per template and cached), and generating everything a request needs (prompt,
+//! arena, GBNF, triggers) from a cached analysis (done per request); and the grammar of a
+//! request offering 300 tools with realistic schemas.
+//!
+//! Run: `cargo bench --bench autoparser -- --quick`
+
+use std::hint::black_box;
+
+use chat_peg::autoparser::analysis::{analyze_template, TemplateAnalysis, TemplateRender};
+use chat_peg::autoparser::generator::{build_grammar_arena, generate, Request};
+use chat_peg::peg_runtime::gbnf::{self, GbnfOptions};
+use chat_peg::autoparser::template::ChatTemplate;
+use criterion::{criterion_group, criterion_main, Criterion};
+use serde_json::json;
+
+fn templates() -> Vec<(String, ChatTemplate)> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/templates");
+    let mut paths: Vec<_> = std::fs::read_dir(dir)
+        .expect("the shared templates beside the checkout")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "jinja"))
+        .collect();
+    paths.sort();
+    paths
+        .iter()
+        .map(|p| {
+            let name = p.file_stem().unwrap().to_string_lossy().into_owned();
+            (name, ChatTemplate::from_source(&std::fs::read_to_string(p).unwrap(), "", "").unwrap())
+        })
+        .collect()
+}
+
+fn request() -> Request {
+    let tool = |name: &str| {
+        json!({"type": "function", "function": {"name": name, "description": "A tool.", "parameters": {"type": "object",
+            "properties": {"location": {"type": "string"}, "days": {"type": "integer"}}, "required": ["location"]}}})
+    };
+    Request {
+        messages: vec![json!({"role": "user", "content": "What is the weather in Paris?"})],
+        tools: vec![tool("get_weather"), tool("search")],
+        parallel_tool_calls: true,
+        add_generation_prompt: true,
+        ..Request::default()
+    }
+}
+
+/// `n` tools whose schemas use most JSON-schema keywords.
+fn many_tools(n: usize) -> Vec<serde_json::Value> {
+    (0..n)
+        .map(|i| {
+            json!({"type": "function", "function": {"name": format!("tool_{i}"), "description": "A tool.", "parameters": {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "minLength": 1, "maxLength": 200},
+                    "mode": {"enum": ["fast", "exact", format!("custom-{}", i % 7)]},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 100 + i},
+                    "since": {"type": "string", "format": "date-time"},
+                    "filters": {"type": "array", "items": {"type": "object", "properties": {
+                        "field": {"type": "string"}, "value": {"type": ["string", "number", "boolean"]}}, "required": ["field"]}, "maxItems": 5},
+                    "options": {"type": "object", "additionalProperties": {"type": "integer"}}
+                },
+                "required": ["query"]
+            }}})
+        })
+        .collect()
+}
+
+fn benches(c: &mut Criterion) {
+    let (names, all): (Vec<String>, Vec<ChatTemplate>) = templates().into_iter().unzip();
+    let analyses: Vec<TemplateAnalysis> = all.iter().map(|t| analyze_template(t).unwrap()).collect();
+    let req = request();
+    let mut g = c.benchmark_group("autoparser");
+    g.sample_size(10);
+    // Per iteration: every template once (divide by the template count for one).
+    g.bench_function(format!("analyze_{}_templates", all.len()), |b| {
+        b.iter(|| all.iter().map(|t| analyze_template(black_box(t)).is_ok() as usize).sum::<usize>())
+    });
+    g.bench_function(format!("generate_cached_{}_templates", all.len()), |b| {
+        b.iter(|| all.iter().zip(&analyses).map(|(t, a)| generate(&TemplateRender(t), a, black_box(&req)).is_ok() as usize).sum::<usize>())
+    });
+    g.finish();
+
+    // 300 tools on a Hermes-style template: generation per request, and the GBNF alone.
+    let at = names.iter().position(|n| n == "NousResearch-Hermes-3-Llama-3.1-8B-tool_use").expect("the Hermes 3 template");
+    let hermes = (&all[at], &analyses[at]);
+    let req = Request { tools: many_tools(300), ..request() };
+    let mut g = c.benchmark_group("autoparser_300_tools");
+    g.sample_size(10);
+    g.bench_function("generate", |b| b.iter(|| generate(&TemplateRender(hermes.0), hermes.1, black_box(&req)).unwrap().grammar.map(|t| t.len())));
+    let arena = build_grammar_arena(hermes.1, &req, "").unwrap();
+    g.bench_function("gbnf_lazy", |b| b.iter(|| gbnf::generate(black_box(&arena), &GbnfOptions { lazy: true, ..Default::default() }).unwrap().len()));
+    g.finish();
+}
+
+criterion_group!(group, benches);
+criterion_main!(group);
