@@ -407,6 +407,25 @@ struct FunctionDeltaRef<'a> {
     arguments: Option<&'a str>,
 }
 
+/// `dst.push_str(s)`, with the copy of a token-sized `s` (up to 8 bytes, the common streamed
+/// chunk) inlined instead of a call to `memcpy`.
+#[inline(always)]
+pub(crate) fn push_token(dst: &mut String, s: &str) {
+    // Each arm copies a length known at compile time (the slice is all of `s`).
+    match s.len() {
+        0 => {}
+        1 => dst.push_str(&s[..1]),
+        2 => dst.push_str(&s[..2]),
+        3 => dst.push_str(&s[..3]),
+        4 => dst.push_str(&s[..4]),
+        5 => dst.push_str(&s[..5]),
+        6 => dst.push_str(&s[..6]),
+        7 => dst.push_str(&s[..7]),
+        8 => dst.push_str(&s[..8]),
+        _ => dst.push_str(s),
+    }
+}
+
 /// A span of [`DeltaBuffer::text`].
 type Span = (usize, usize);
 
@@ -505,7 +524,7 @@ impl DeltaBuffer {
     #[inline]
     fn append(&mut self, s: &str) -> Span {
         let a = self.text.len();
-        self.text.push_str(s);
+        push_token(&mut self.text, s);
         (a, self.text.len())
     }
 
@@ -671,6 +690,17 @@ mod tests {
         assert_eq!(m1, m2);
         b.clear();
         assert!(b.is_empty());
+    }
+
+    #[test]
+    fn push_token_appends_any_length() {
+        let mut dst = String::from("x");
+        let mut want = dst.clone();
+        for s in ["", "a", "ab", "abc", "é", "😀", "abcd", "abcde", "abcdef", "abcdefg", "abcdefgh", "abcdefghi", "é😀é", "a long token text"] {
+            push_token(&mut dst, s);
+            want.push_str(s);
+            assert_eq!(dst, want);
+        }
     }
 
     #[test]

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use crate::chat::mapper::{Driver, Kind, Sink, Verbatim};
-use crate::chat::message::{ChatDelta, ChatMessage, DeltaBuffer, DeltaRef};
+use crate::chat::message::{push_token, ChatDelta, ChatMessage, DeltaBuffer, DeltaRef};
 use crate::chat::parser::{fold_parse, Diagnostic, Inner, ParsedMessage};
 use crate::chat::predict::{string_growth, until_extends_with, ByteSet, Growth};
 use crate::error::{Error, ErrorKind};
@@ -274,19 +274,19 @@ impl ChatStream {
         match live.to {
             Verbatim::Content => {
                 out.content(chunk);
-                message.content.push_str(chunk);
+                push_token(&mut message.content, chunk);
             }
             Verbatim::Reasoning => {
                 out.reasoning(chunk);
-                message.reasoning_content.push_str(chunk);
+                push_token(&mut message.reasoning_content, chunk);
             }
             Verbatim::ToolArgs(i) | Verbatim::ArgString(i) => {
                 let text = match class {
-                    PASS | HIGH => out.args_with(i, |t| t.push_str(chunk)),
+                    PASS | HIGH => out.args_with(i, |t| push_token(t, chunk)),
                     _ => out.args_with(i, |t| escape_json(t, chunk)),
                 };
                 if let Some(call) = message.tool_calls.get_mut(i) {
-                    call.arguments.push_str(text);
+                    push_token(&mut call.arguments, text);
                 }
             }
         }
