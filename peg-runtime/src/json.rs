@@ -116,6 +116,21 @@ enum Num {
     Exp,
 }
 
+/// How [`Scanner::run_states`] stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    /// Invalid input (does not depend on the end of input).
+    Fail,
+    /// A complete value (does not depend on the end of input).
+    Done,
+    /// Partial input ended inside the value.
+    More,
+    /// Complete input ended a top-level number.
+    EndDone,
+    /// Complete input ended inside the value.
+    EndFail,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum St {
     Start,
@@ -184,31 +199,34 @@ impl Scanner {
     /// may be run again on a longer input and continues where it stopped.
     #[inline]
     pub fn run(&mut self, input: &[u8], partial: bool) -> ScanResult {
-        // Streaming fast path: a few new plain bytes inside a string (a tool argument growing
-        // token by token) only move the cursor; larger inputs take the memchr paths below.
-        if partial {
-            if let Some(rest) = input.get(self.pos..).filter(|r| r.len() <= 16) {
-                let stays = match self.st {
-                    St::Str { .. } => rest.iter().all(|&b| PLAIN[b as usize]),
-                    St::Num(Num::Int | Num::Frac | Num::Exp) => rest.iter().all(u8::is_ascii_digit),
-                    _ => false,
-                };
-                if stays {
-                    self.pos = input.len();
-                    return ScanResult { outcome: Outcome::NeedMoreInput, end: input.len(), touched_end: true, invalid_utf8: self.invalid };
-                }
-            }
-        }
-        match self.dialect {
-            Dialect::Json => self.run_states::<false>(input, partial),
-            Dialect::Python => self.run_states::<true>(input, partial),
-        }
+        let (end, stop) = match (self.dialect, partial) {
+            (Dialect::Json, true) => self.run_states_at::<false, true>(input),
+            (Dialect::Json, false) => self.run_states_at::<false, false>(input),
+            (Dialect::Python, true) => self.run_states_at::<true, true>(input),
+            (Dialect::Python, false) => self.run_states_at::<true, false>(input),
+        };
+        let (outcome, touched_end) = match stop {
+            Stop::Fail => (Outcome::Fail, false),
+            Stop::Done => (Outcome::Success, false),
+            Stop::More => (Outcome::NeedMoreInput, true),
+            Stop::EndDone => (Outcome::Success, true),
+            Stop::EndFail => (Outcome::Fail, true),
+        };
+        ScanResult { outcome, end, touched_end, invalid_utf8: self.invalid }
+    }
+
+    // Callers inline `run`, not the loop: one compiled copy per (dialect, mode).
+    #[inline(never)]
+    fn run_states_at<const PY: bool, const PARTIAL: bool>(&mut self, input: &[u8]) -> (usize, Stop) {
+        self.run_states::<PY>(input, PARTIAL)
     }
 
     /// The state machine; `PY` is the dialect, a constant so that each dialect's loop carries no
-    /// dialect checks (and a resume sets up no dialect-dependent values).
-    #[inline(never)]
-    fn run_states<const PY: bool>(&mut self, input: &[u8], partial: bool) -> ScanResult {
+    /// dialect checks (and a resume sets up no dialect-dependent values). Returns the end and how
+    /// the scan stopped, a pair that travels in registers (a streaming resume is a few bytes of
+    /// work, so its entry and exit matter).
+    #[inline(always)]
+    fn run_states<const PY: bool>(&mut self, input: &[u8], partial: bool) -> (usize, Stop) {
         let py = PY;
         let n = input.len();
         // Cursor and state live in registers; both are written back wherever the scan stops, so
@@ -216,15 +234,15 @@ impl Scanner {
         let mut pos = self.pos;
         let mut st = self.st;
         macro_rules! stop {
-            ($outcome:expr, $end:expr, $touched:expr) => {{
+            ($stop:expr, $end:expr) => {{
                 self.pos = pos;
                 self.st = st;
-                return ScanResult { outcome: $outcome, end: $end, touched_end: $touched, invalid_utf8: self.invalid };
+                return ($end, $stop);
             }};
         }
         macro_rules! fail {
             () => {
-                stop!(Outcome::Fail, pos, false)
+                stop!(Stop::Fail, pos)
             };
         }
         // A value ended before `pos`: continue in the enclosing container, or stop.
@@ -233,7 +251,7 @@ impl Scanner {
                 match self.stack.last() {
                     None => {
                         st = St::Done;
-                        stop!(Outcome::Success, pos, false)
+                        stop!(Stop::Done, pos)
                     }
                     Some(Frame::Key) => st = St::Colon,
                     Some(Frame::Array | Frame::Member) => st = St::After,
@@ -263,18 +281,18 @@ impl Scanner {
                 }
             };
         }
-        if matches!(st, St::Done) {
-            stop!(Outcome::Success, pos, false);
-        }
         loop {
             if pos >= n {
+                if matches!(st, St::Done) {
+                    stop!(Stop::Done, pos);
+                }
                 if partial {
                     // Hold back an incomplete escape or UTF-8 sequence.
                     let end = if matches!(st, St::Esc { .. } | St::Hex { .. } | St::Utf8 { .. }) { self.pending } else { n };
-                    stop!(Outcome::NeedMoreInput, end, true);
+                    stop!(Stop::More, end);
                 }
                 let top_number = matches!(st, St::Num(s) if num_final(s, py)) && self.stack.is_empty();
-                stop!(if top_number { Outcome::Success } else { Outcome::Fail }, n, true);
+                stop!(if top_number { Stop::EndDone } else { Stop::EndFail }, n);
             }
             let b = input[pos];
             match st {
@@ -292,7 +310,7 @@ impl Scanner {
                     if c == quote {
                         if self.target == Target::StringContent && self.stack.is_empty() {
                             st = St::Done;
-                            stop!(Outcome::Success, pos, false);
+                            stop!(Stop::Done, pos);
                         }
                         pos += 1;
                         complete!();
@@ -476,8 +494,9 @@ impl Scanner {
                 }
                 St::Word { word, i } => {
                     let w = WORDS[word as usize];
-                    if input[pos..].starts_with(&w[i as usize..]) {
-                        pos += w.len() - i as usize;
+                    let rest = &w[i as usize..];
+                    if input.len() - pos >= rest.len() && input[pos..].iter().zip(rest).all(|(a, b)| a == b) {
+                        pos += rest.len();
                         complete!();
                         continue;
                     }
@@ -506,7 +525,8 @@ impl Scanner {
                     }
                     value!(b);
                 }
-                St::Done => unreachable!(),
+                // A finished scanner run again.
+                St::Done => stop!(Stop::Done, pos),
             }
         }
     }

@@ -74,7 +74,7 @@ struct Frontier {
 /// The common frontier of a streaming tool argument: a JSON/Python scanner in the middle of a
 /// value with only tags/rules above it. An update then resumes the scanner and stores the new end
 /// into the partial output nodes; the session's own copies of those nodes are written once, when
-/// this ends (`end`/`invalid` hold their values until then). While it lives it owns the leaf's
+/// this ends (from the kept output's end and `invalid`). While it lives it owns the leaf's
 /// scanner; ending it hands the scanner back to the [`Frontier`].
 #[derive(Debug)]
 struct JsonFront {
@@ -83,7 +83,7 @@ struct JsonFront {
     outs: Box<[usize]>,
     /// Indices into the session's nodes of the same labels.
     nodes: Box<[usize]>,
-    end: usize,
+    /// The path's invalid-UTF-8 flag as last stored.
     invalid: bool,
 }
 
@@ -104,8 +104,21 @@ impl Session {
     }
 
     /// Appends a chunk of input.
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, chunk: &[u8]) {
+        // Token-sized chunks: copies of a constant size compile to a move, not a `memcpy` call.
+        macro_rules! small {
+            ($($n:literal)*) => {
+                match chunk.len() {
+                    $($n => if let Ok(a) = <&[u8; $n]>::try_from(chunk) {
+                        self.input.extend_from_slice(a);
+                        return;
+                    },)*
+                    _ => {}
+                }
+            };
+        }
+        small!(1 2 3 4 5 6 7 8);
         self.input.extend_from_slice(chunk);
     }
 
@@ -138,21 +151,33 @@ impl Session {
             // The leanest step: no memo access, no allocation, a scanner resume and a few stores.
             let r = j.scanner.run(&self.input, true);
             if r.outcome == Outcome::NeedMoreInput {
-                if r.invalid_utf8 == j.invalid {
+                let nodes = &mut self.last.ast.nodes;
+                if r.invalid_utf8 != j.invalid {
+                    j.invalid = r.invalid_utf8;
                     for &k in j.outs.iter() {
-                        if let Some(n) = self.last.ast.nodes.get_mut(k) {
-                            n.end = r.end;
-                        }
-                    }
-                } else {
-                    for &k in j.outs.iter() {
-                        if let Some(n) = self.last.ast.nodes.get_mut(k) {
-                            n.end = r.end;
+                        if let Some(n) = nodes.get_mut(k) {
                             n.invalid_utf8 = r.invalid_utf8;
                         }
                     }
                 }
-                (j.end, j.invalid) = (r.end, r.invalid_utf8);
+                // Usually a tool call and its argument: two nodes.
+                match *j.outs {
+                    [a, b] => {
+                        if let Some(n) = nodes.get_mut(a) {
+                            n.end = r.end;
+                        }
+                        if let Some(n) = nodes.get_mut(b) {
+                            n.end = r.end;
+                        }
+                    }
+                    ref outs => {
+                        for &k in outs {
+                            if let Some(n) = nodes.get_mut(k) {
+                                n.end = r.end;
+                            }
+                        }
+                    }
+                }
                 self.last.result.end = r.end;
                 return Ok(&self.last);
             }
@@ -196,7 +221,7 @@ impl Session {
         let Some(j) = self.json.take() else { return };
         for &a in j.nodes.iter() {
             if let Some(n) = self.nodes.get_mut(a) {
-                n.end = j.end;
+                n.end = self.last.result.end;
                 n.invalid_utf8 = j.invalid;
             }
         }
@@ -300,7 +325,7 @@ impl Session {
                 let outs = outs.into_iter().flatten().collect();
                 let nodes = nodes.into_iter().flatten().collect();
                 let invalid = scanner.invalid_utf8();
-                self.json = Some(JsonFront { scanner, outs, nodes, end: r.end, invalid });
+                self.json = Some(JsonFront { scanner, outs, nodes, invalid });
             }
             self.frontier = Some(Frontier { leaf, ops, leaf_resume });
         }
