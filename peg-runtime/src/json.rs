@@ -199,6 +199,18 @@ impl Scanner {
     /// may be run again on a longer input and continues where it stopped.
     #[inline]
     pub fn run(&mut self, input: &[u8], partial: bool) -> ScanResult {
+        if partial && matches!(self.st, St::Str { .. }) {
+            // Streaming: new plain bytes inside a string (the usual token) only move the cursor,
+            // without entering the state machine; what is scanned here is not scanned again.
+            let mut p = self.pos;
+            while p < input.len() && PLAIN[input[p] as usize] {
+                p += 1;
+            }
+            self.pos = p;
+            if p >= input.len() {
+                return ScanResult { outcome: Outcome::NeedMoreInput, end: input.len(), touched_end: true, invalid_utf8: self.invalid };
+            }
+        }
         let (end, stop) = match (self.dialect, partial) {
             (Dialect::Json, true) => self.run_states_at::<false, true>(input),
             (Dialect::Json, false) => self.run_states_at::<false, false>(input),

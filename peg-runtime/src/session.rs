@@ -79,8 +79,10 @@ struct Frontier {
 #[derive(Debug)]
 struct JsonFront {
     scanner: Box<Scanner>,
-    /// Indices into `last.ast.nodes` of the partial labels on the path.
-    outs: Box<[usize]>,
+    /// Indices into `last.ast.nodes` of the partial labels on the path: the first two inline
+    /// (usually a tool call and its argument; `usize::MAX` for none), the others in `more`.
+    outs: [usize; 2],
+    more: Box<[usize]>,
     /// Indices into the session's nodes of the same labels.
     nodes: Box<[usize]>,
     /// The path's invalid-UTF-8 flag as last stored.
@@ -154,28 +156,20 @@ impl Session {
                 let nodes = &mut self.last.ast.nodes;
                 if r.invalid_utf8 != j.invalid {
                     j.invalid = r.invalid_utf8;
-                    for &k in j.outs.iter() {
+                    for &k in j.outs.iter().chain(j.more.iter()) {
                         if let Some(n) = nodes.get_mut(k) {
                             n.invalid_utf8 = r.invalid_utf8;
                         }
                     }
                 }
-                // Usually a tool call and its argument: two nodes.
-                match *j.outs {
-                    [a, b] => {
-                        if let Some(n) = nodes.get_mut(a) {
-                            n.end = r.end;
-                        }
-                        if let Some(n) = nodes.get_mut(b) {
-                            n.end = r.end;
-                        }
+                for k in j.outs {
+                    if let Some(n) = nodes.get_mut(k) {
+                        n.end = r.end;
                     }
-                    ref outs => {
-                        for &k in outs {
-                            if let Some(n) = nodes.get_mut(k) {
-                                n.end = r.end;
-                            }
-                        }
+                }
+                for &k in j.more.iter() {
+                    if let Some(n) = nodes.get_mut(k) {
+                        n.end = r.end;
                     }
                 }
                 self.last.result.end = r.end;
@@ -322,10 +316,12 @@ impl Session {
                         _ => (None, None),
                     })
                     .unzip::<_, _, Vec<_>, Vec<_>>();
-                let outs = outs.into_iter().flatten().collect();
+                let outs: Vec<usize> = outs.into_iter().flatten().collect();
+                let more = outs.get(2..).unwrap_or_default().into();
+                let outs = [outs.first().copied().unwrap_or(usize::MAX), outs.get(1).copied().unwrap_or(usize::MAX)];
                 let nodes = nodes.into_iter().flatten().collect();
                 let invalid = scanner.invalid_utf8();
-                self.json = Some(JsonFront { scanner, outs, nodes, invalid });
+                self.json = Some(JsonFront { scanner, outs, more, nodes, invalid });
             }
             self.frontier = Some(Frontier { leaf, ops, leaf_resume });
         }
