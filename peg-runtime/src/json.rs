@@ -337,11 +337,14 @@ impl Scanner {
                         // Control or non-ASCII: the careful path, up to the next quote/backslash.
                         let limit = memchr::memchr2(quote, b'\\', &input[i..]).map_or(n, |k| i + k);
                         match self.str_slow(input, quote, py, limit, pos) {
-                            Some((p, s)) => {
+                            Ok((p, s)) => {
                                 pos = p;
                                 st = s;
                             }
-                            None => fail!(),
+                            Err(p) => {
+                                pos = p;
+                                fail!();
+                            }
                         }
                     }
                 }
@@ -544,13 +547,13 @@ impl Scanner {
     }
 
     /// Byte-wise string scanning from `pos` up to `limit` (the next quote/backslash or the end):
-    /// control characters and UTF-8. Returns the new position and state; `None` on a hard error.
-    fn str_slow(&mut self, input: &[u8], quote: u8, py: bool, limit: usize, mut pos: usize) -> Option<(usize, St)> {
+    /// control characters and UTF-8. Returns the new position and state, or where a hard error is.
+    fn str_slow(&mut self, input: &[u8], quote: u8, py: bool, limit: usize, mut pos: usize) -> Result<(usize, St), usize> {
         while pos < limit {
             let b = input[pos];
             if b < 0x20 {
                 if !py || b == b'\n' || b == b'\r' {
-                    return None;
+                    return Err(pos);
                 }
                 pos += 1;
             } else if b < 0x80 {
@@ -577,7 +580,7 @@ impl Scanner {
                 let (mut lo, mut hi) = (lo, hi);
                 loop {
                     if pos >= input.len() {
-                        return Some((pos, St::Utf8 { quote, left, lo, hi }));
+                        return Ok((pos, St::Utf8 { quote, left, lo, hi }));
                     }
                     let c = input[pos];
                     if c < lo || c > hi {
@@ -594,7 +597,7 @@ impl Scanner {
                 }
             }
         }
-        Some((pos, St::Str { quote }))
+        Ok((pos, St::Str { quote }))
     }
 }
 
