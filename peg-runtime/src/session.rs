@@ -397,16 +397,19 @@ mod tests {
     fn json_argument_fast_path_matches_one_shot() {
         // Long digit runs and plain string runs take the scanner's and the session's fast steps.
         let arena = chat();
-        let text = "Hi<tool_call>{\"n\": 1234567890123.25e12345, \"s\": \"plain text plain text \\\"q\\\" caf\u{e9} \\u00e9 more plain\", \"a\": [10, 200, 3000]}</tool_call>";
-        for chunk in 1..7 {
+        // Every chunk boundary also falls inside escapes, `\u` sequences, a surrogate pair,
+        // multi-byte and invalid UTF-8, words and numbers.
+        let text: &[u8] = b"Hi<tool_call>{\"n\": 1234567890123.25e12345, \"s\": \"plain text plain text \\\"q\\\" caf\xC3\xA9 \\u00e9 \\ud83d\\ude00 \xF0\x9F\x98\x80 more plain\", \"a\": [10, -0.5E+3, true, null, false], \"bad\": \"x\xFFy\\\\\"}</tool_call>";
+        for chunk in 1..9 {
             let mut s = Session::new(arena.clone());
-            for (i, c) in text.as_bytes().chunks(chunk).enumerate() {
+            for (i, c) in text.chunks(chunk).enumerate() {
                 s.push(c);
                 let at = ((i + 1) * chunk).min(text.len());
-                assert_eq!(s.update().unwrap(), &arena.parse(&text.as_bytes()[..at], true).unwrap(), "chunk {chunk} at {at}");
+                assert_eq!(s.update().unwrap(), &arena.parse(&text[..at], true).unwrap(), "chunk {chunk} at {at}");
             }
-            assert_eq!(s.finish().unwrap(), arena.parse(text.as_bytes(), false).unwrap());
+            assert_eq!(s.finish().unwrap(), arena.parse(text, false).unwrap());
             assert_eq!(s.output().result.outcome, Outcome::Success);
+            assert!(s.output().ast.nodes.iter().any(|n| n.tag.as_deref() == Some("args") && n.invalid_utf8));
         }
     }
 
