@@ -242,6 +242,7 @@ proptest! {
     #[test]
     fn streamed_json_argument_equals_one_shot(input in streamed_argument(), chunks in prop::collection::vec(1usize..9, 1..6)) {
         let arena = Arc::new(Arena::build(native).unwrap());
+        prop_assert_eq!(arena.parse(&input, false).unwrap().result.outcome, Outcome::Success);
         check_session(&arena, &input, &chunks)?;
     }
 }
