@@ -199,17 +199,8 @@ impl Scanner {
     /// may be run again on a longer input and continues where it stopped.
     #[inline]
     pub fn run(&mut self, input: &[u8], partial: bool) -> ScanResult {
-        if partial && matches!(self.st, St::Str { .. }) {
-            // Streaming: new plain bytes inside a string (the usual token) only move the cursor,
-            // without entering the state machine; what is scanned here is not scanned again.
-            let mut p = self.pos;
-            while p < input.len() && PLAIN[input[p] as usize] {
-                p += 1;
-            }
-            self.pos = p;
-            if p >= input.len() {
-                return ScanResult { outcome: Outcome::NeedMoreInput, end: input.len(), touched_end: true, invalid_utf8: self.invalid };
-            }
+        if partial && self.plain_str(input) {
+            return self.result(input.len(), Stop::More);
         }
         let (end, stop) = match (self.dialect, partial) {
             (Dialect::Json, true) => self.run_states_at::<false, true>(input),
@@ -217,6 +208,42 @@ impl Scanner {
             (Dialect::Python, true) => self.run_states_at::<true, true>(input),
             (Dialect::Python, false) => self.run_states_at::<true, false>(input),
         };
+        self.result(end, stop)
+    }
+
+    /// [`run`](Scanner::run) on partial input with the JSON state machine inlined into the
+    /// caller: for a loop that resumes the scanner after every few bytes (`Session::update`), so
+    /// the loop's invariants (tables, masks) are set up once per loop instead of once per resume.
+    #[inline(always)]
+    pub(crate) fn run_partial_inline(&mut self, input: &[u8]) -> ScanResult {
+        if self.plain_str(input) {
+            return self.result(input.len(), Stop::More);
+        }
+        let (end, stop) = match self.dialect {
+            Dialect::Json => self.run_states::<false>(input, true),
+            Dialect::Python => self.run_states_at::<true, true>(input),
+        };
+        self.result(end, stop)
+    }
+
+    /// Streaming: new plain bytes inside a string (the usual token) only move the cursor, without
+    /// entering the state machine; what is scanned here is not scanned again. True if that
+    /// reached the end of `input`.
+    #[inline(always)]
+    fn plain_str(&mut self, input: &[u8]) -> bool {
+        if !matches!(self.st, St::Str { .. }) {
+            return false;
+        }
+        let mut p = self.pos;
+        while p < input.len() && PLAIN[input[p] as usize] {
+            p += 1;
+        }
+        self.pos = p;
+        p >= input.len()
+    }
+
+    #[inline(always)]
+    fn result(&self, end: usize, stop: Stop) -> ScanResult {
         let (outcome, touched_end) = match stop {
             Stop::Fail => (Outcome::Fail, false),
             Stop::Done => (Outcome::Success, false),

@@ -151,7 +151,7 @@ impl Session {
     pub fn update(&mut self) -> Result<&ParseOutput, Error> {
         if let Some(j) = self.json.as_mut() {
             // The leanest step: no memo access, no allocation, a scanner resume and a few stores.
-            let r = j.scanner.run(&self.input, true);
+            let r = j.scanner.run_partial_inline(&self.input);
             if r.outcome == Outcome::NeedMoreInput {
                 let nodes = &mut self.last.ast.nodes;
                 if r.invalid_utf8 != j.invalid {
