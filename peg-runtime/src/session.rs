@@ -307,8 +307,8 @@ impl Session {
             let leaf = (links[0].id, links[0].pos);
             let mut leaf_resume = self.memo.map.get_mut(&(leaf.0 .0, leaf.1)).and_then(|e| e.resume.take());
             let labels_only = ops.iter().all(|op| matches!(op, Op::Label { .. }));
-            if labels_only && matches!(leaf_resume, Some(Resume::Json(_))) {
-                let Some(Resume::Json(scanner)) = leaf_resume.take() else { unreachable!() };
+            let json_leaf = if labels_only { leaf_resume.take_if(|r| matches!(r, Resume::Json(_))) } else { None };
+            if let Some(Resume::Json(scanner)) = json_leaf {
                 let (outs, nodes) = ops
                     .iter()
                     .map(|op| match *op {
