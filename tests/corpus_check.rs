@@ -22,22 +22,8 @@ fn check(corpus: &str, kinds: &[&str]) -> Report {
 }
 
 fn assert_all_pass(report: &Report, what: &str) {
-    assert_at_most_failing(report, what, 0);
-}
-
-/// Issue 6 is open while parse cases still fail: these bounds stop regressions, and are lowered
-/// as cases are fixed (the acceptance is zero). The failing ids are printed by the report.
-const KNOWN_CORPUS_PARSE_FAILURES: usize = 1;
-const KNOWN_ROUNDTRIP_FAILURES: usize = 3;
-
-fn assert_at_most_failing(report: &Report, what: &str, known: usize) {
     assert!(report.passed() > 0, "{what}: no case ran");
-    assert!(
-        report.failed() <= known,
-        "{what}: {} failed, more than the {known} known:\n{}",
-        report.failed(),
-        report.text(false)
-    );
+    assert_eq!(report.failed(), 0, "{what}:\n{}", report.text(false));
 }
 
 /// Template rendering as Hugging Face does it: `render/` scenarios (jinja2 quirks excluded as
@@ -55,12 +41,12 @@ fn corpus_templates() {
 #[test]
 fn corpus_parse() {
     let report = check("corpus", &["parse"]);
-    assert_at_most_failing(&report, "corpus parse", KNOWN_CORPUS_PARSE_FAILURES);
+    assert_all_pass(&report, "corpus parse");
 }
 
 /// The round-trip corpus: answers right by construction, for every template.
 #[test]
 fn roundtrip_parse() {
     let report = check("roundtrip", &[]);
-    assert_at_most_failing(&report, "roundtrip", KNOWN_ROUNDTRIP_FAILURES);
+    assert_all_pass(&report, "roundtrip");
 }

@@ -116,6 +116,21 @@ enum Num {
     Exp,
 }
 
+/// How [`Scanner::run_states`] stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    /// Invalid input (does not depend on the end of input).
+    Fail,
+    /// A complete value (does not depend on the end of input).
+    Done,
+    /// Partial input ended inside the value.
+    More,
+    /// Complete input ended a top-level number.
+    EndDone,
+    /// Complete input ended inside the value.
+    EndFail,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum St {
     Start,
@@ -174,165 +189,154 @@ impl Scanner {
         Scanner { dialect, target, stack: Vec::new(), st, pos: start, pending: start, invalid: false }
     }
 
+    /// Whether a string scanned so far held invalid UTF-8.
+    pub(crate) fn invalid_utf8(&self) -> bool {
+        self.invalid
+    }
+
     /// Continues scanning over `input` (the whole input, positions are absolute). `partial`: the
     /// input may continue. A result with `touched_end == false` is final; otherwise the scanner
     /// may be run again on a longer input and continues where it stopped.
     #[inline]
     pub fn run(&mut self, input: &[u8], partial: bool) -> ScanResult {
-        // Streaming fast path: a few new plain bytes inside a string (a tool argument growing
-        // token by token) only move the cursor; larger inputs take the memchr paths below.
-        if partial {
-            if let Some(rest) = input.get(self.pos..).filter(|r| r.len() <= 16) {
-                let stays = match self.st {
-                    St::Str { .. } => rest.iter().all(|&b| PLAIN[b as usize]),
-                    St::Num(Num::Int | Num::Frac | Num::Exp) => rest.iter().all(u8::is_ascii_digit),
-                    _ => false,
-                };
-                if stays {
-                    self.pos = input.len();
-                    return ScanResult { outcome: Outcome::NeedMoreInput, end: input.len(), touched_end: true, invalid_utf8: self.invalid };
-                }
-            }
+        if partial && self.plain_str(input) {
+            return self.result(input.len(), Stop::More);
         }
-        self.run_states(input, partial)
+        let (end, stop) = match (self.dialect, partial) {
+            (Dialect::Json, true) => self.run_states_at::<false, true>(input),
+            (Dialect::Json, false) => self.run_states_at::<false, false>(input),
+            (Dialect::Python, true) => self.run_states_at::<true, true>(input),
+            (Dialect::Python, false) => self.run_states_at::<true, false>(input),
+        };
+        self.result(end, stop)
     }
 
+    /// [`run`](Scanner::run) on partial input with the JSON state machine inlined into the
+    /// caller: for a loop that resumes the scanner after every few bytes (`Session::update`), so
+    /// the loop's invariants (tables, masks) are set up once per loop instead of once per resume.
+    #[inline(always)]
+    pub(crate) fn run_partial_inline(&mut self, input: &[u8]) -> ScanResult {
+        if self.plain_str(input) {
+            return self.result(input.len(), Stop::More);
+        }
+        let (end, stop) = match self.dialect {
+            Dialect::Json => self.run_states::<false>(input, true),
+            Dialect::Python => self.run_states_at::<true, true>(input),
+        };
+        self.result(end, stop)
+    }
+
+    /// Streaming: new plain bytes inside a string (the usual token) only move the cursor, without
+    /// entering the state machine; what is scanned here is not scanned again. True if that
+    /// reached the end of `input`.
+    #[inline(always)]
+    fn plain_str(&mut self, input: &[u8]) -> bool {
+        if !matches!(self.st, St::Str { .. }) {
+            return false;
+        }
+        let mut p = self.pos;
+        while p < input.len() && PLAIN[input[p] as usize] {
+            p += 1;
+        }
+        self.pos = p;
+        p >= input.len()
+    }
+
+    #[inline(always)]
+    fn result(&self, end: usize, stop: Stop) -> ScanResult {
+        let (outcome, touched_end) = match stop {
+            Stop::Fail => (Outcome::Fail, false),
+            Stop::Done => (Outcome::Success, false),
+            Stop::More => (Outcome::NeedMoreInput, true),
+            Stop::EndDone => (Outcome::Success, true),
+            Stop::EndFail => (Outcome::Fail, true),
+        };
+        ScanResult { outcome, end, touched_end, invalid_utf8: self.invalid }
+    }
+
+    // Callers inline `run`, not the loop: one compiled copy per (dialect, mode).
     #[inline(never)]
-    fn run_states(&mut self, input: &[u8], partial: bool) -> ScanResult {
-        let py = self.dialect == Dialect::Python;
+    fn run_states_at<const PY: bool, const PARTIAL: bool>(&mut self, input: &[u8]) -> (usize, Stop) {
+        self.run_states::<PY>(input, PARTIAL)
+    }
+
+    /// The state machine; `PY` is the dialect, a constant so that each dialect's loop carries no
+    /// dialect checks (and a resume sets up no dialect-dependent values). Returns the end and how
+    /// the scan stopped, a pair that travels in registers (a streaming resume is a few bytes of
+    /// work, so its entry and exit matter).
+    #[inline(always)]
+    fn run_states<const PY: bool>(&mut self, input: &[u8], partial: bool) -> (usize, Stop) {
+        let py = PY;
         let n = input.len();
-        // The cursor lives in a register; `self.pos` is written back wherever `run` returns.
+        // Cursor and state live in registers; both are written back wherever the scan stops, so
+        // resuming costs a load of each and a jump into the state's arm.
         let mut pos = self.pos;
-        macro_rules! fail {
-            () => {{
+        let mut st = self.st;
+        macro_rules! stop {
+            ($stop:expr, $end:expr) => {{
                 self.pos = pos;
-                return ScanResult { outcome: Outcome::Fail, end: pos, touched_end: false, invalid_utf8: self.invalid };
+                self.st = st;
+                return ($end, $stop);
             }};
         }
+        macro_rules! fail {
+            () => {
+                stop!(Stop::Fail, pos)
+            };
+        }
+        // A value ended before `pos`: continue in the enclosing container, or stop.
+        macro_rules! complete {
+            () => {
+                match self.stack.last() {
+                    None => {
+                        st = St::Done;
+                        stop!(Stop::Done, pos)
+                    }
+                    Some(Frame::Key) => st = St::Colon,
+                    Some(Frame::Array | Frame::Member) => st = St::After,
+                }
+            };
+        }
+        // The first byte of a value (at `pos`): consume it or fail.
+        macro_rules! value {
+            ($b:expr) => {
+                match value_start(&mut self.stack, $b, py) {
+                    Some(s) => {
+                        st = s;
+                        pos += 1;
+                    }
+                    None => fail!(),
+                }
+            };
+        }
+        macro_rules! skip_ws {
+            ($b:expr) => {
+                if is_ws($b) {
+                    pos += 1;
+                    while pos < n && is_ws(input[pos]) {
+                        pos += 1;
+                    }
+                    continue;
+                }
+            };
+        }
         loop {
-            if self.st == St::Done {
-                self.pos = pos;
-                return ScanResult { outcome: Outcome::Success, end: pos, touched_end: false, invalid_utf8: self.invalid };
-            }
             if pos >= n {
-                self.pos = pos;
-                return self.at_eof(n, partial);
+                if matches!(st, St::Done) {
+                    stop!(Stop::Done, pos);
+                }
+                if partial {
+                    // Hold back an incomplete escape or UTF-8 sequence.
+                    let end = if matches!(st, St::Esc { .. } | St::Hex { .. } | St::Utf8 { .. }) { self.pending } else { n };
+                    stop!(Stop::More, end);
+                }
+                let top_number = matches!(st, St::Num(s) if num_final(s, py)) && self.stack.is_empty();
+                stop!(if top_number { Stop::EndDone } else { Stop::EndFail }, n);
             }
             let b = input[pos];
-            match self.st {
-                St::Start => {
-                    let ok = match self.target {
-                        Target::Value => true,
-                        Target::Object => b == b'{',
-                        Target::Array => b == b'[',
-                        Target::String => b == b'"' || (py && b == b'\''),
-                        Target::Number => b == b'-' || b.is_ascii_digit() || (py && (b == b'+' || b == b'.')),
-                        Target::Bool => if py { b == b'T' || b == b'F' } else { b == b't' || b == b'f' },
-                        Target::Null => b == if py { b'N' } else { b'n' },
-                        Target::StringContent => true,
-                    };
-                    if !ok {
-                        fail!();
-                    }
-                    if !self.value_start(b, py, &mut pos) {
-                        fail!();
-                    }
-                }
-                St::Value | St::ArrFirst | St::ArrNext | St::ObjFirst | St::Key | St::Colon | St::After => {
-                    if is_ws(b) {
-                        pos += 1;
-                        while pos < n && is_ws(input[pos]) {
-                            pos += 1;
-                        }
-                        continue;
-                    }
-                    match self.st {
-                        St::Value => {
-                            if !self.value_start(b, py, &mut pos) {
-                                fail!();
-                            }
-                        }
-                        St::ArrFirst | St::ArrNext => {
-                            if b == b']' && (self.st == St::ArrFirst || py) {
-                                pos += 1;
-                                self.stack.pop();
-                                self.complete();
-                            } else if !self.value_start(b, py, &mut pos) {
-                                fail!();
-                            }
-                        }
-                        St::ObjFirst | St::Key => {
-                            if b == b'}' && (self.st == St::ObjFirst || py) {
-                                pos += 1;
-                                self.stack.pop();
-                                self.complete();
-                            } else if py {
-                                // Dict keys: any scalar literal.
-                                if b == b'{' || b == b'[' || !self.value_start(b, py, &mut pos) {
-                                    fail!();
-                                }
-                            } else if b == b'"' {
-                                pos += 1;
-                                self.st = St::Str { quote: b'"' };
-                            } else {
-                                fail!();
-                            }
-                        }
-                        St::Colon => {
-                            if b != b':' {
-                                fail!();
-                            }
-                            pos += 1;
-                            if let Some(top) = self.stack.last_mut() {
-                                *top = Frame::Member;
-                            }
-                            self.st = St::Value;
-                            // Common layout `: value`: dispatch the value without another loop turn.
-                            if pos < n && input[pos] == b' ' {
-                                pos += 1;
-                            }
-                            if pos < n && !is_ws(input[pos]) && !self.value_start(input[pos], py, &mut pos) {
-                                fail!();
-                            }
-                        }
-                        St::After => match (b, self.stack.last()) {
-                            (b',', Some(Frame::Array)) => {
-                                pos += 1;
-                                self.st = St::ArrNext;
-                                if pos < n && input[pos] == b' ' {
-                                    pos += 1;
-                                }
-                                // `, value`: dispatch directly (`]` after a comma is left to ArrNext).
-                                if pos < n && !is_ws(input[pos]) && input[pos] != b']' && !self.value_start(input[pos], py, &mut pos) {
-                                    fail!();
-                                }
-                            }
-                            (b',', Some(Frame::Member)) => {
-                                pos += 1;
-                                if let Some(top) = self.stack.last_mut() {
-                                    *top = Frame::Key;
-                                }
-                                self.st = St::Key;
-                                if pos < n && input[pos] == b' ' {
-                                    pos += 1;
-                                }
-                                if !py && pos < n && input[pos] == b'"' {
-                                    pos += 1;
-                                    self.st = St::Str { quote: b'"' };
-                                }
-                            }
-                            (b']', Some(Frame::Array)) | (b'}', Some(Frame::Member)) => {
-                                pos += 1;
-                                self.stack.pop();
-                                self.complete();
-                            }
-                            _ => fail!(),
-                        },
-                        _ => unreachable!(),
-                    }
-                }
+            match st {
                 St::Str { quote } => {
-                    // Fast path: plain printable ASCII, byte by byte (strings are mostly short).
+                    // Plain printable ASCII, byte by byte (strings are mostly short).
                     let mut i = pos;
                     while i < n && PLAIN[input[i] as usize] {
                         i += 1;
@@ -341,72 +345,122 @@ impl Scanner {
                     if i >= n {
                         continue;
                     }
-                    let b = input[i];
-                    if b != quote && b != b'\\' {
-                        if b == b'"' || b == b'\'' {
-                            // The other quote character.
-                            pos += 1;
-                        } else {
-                            // Control or non-ASCII: the careful path, up to the next quote/backslash.
-                            let limit = memchr::memchr2(quote, b'\\', &input[i..]).map_or(n, |k| i + k);
-                            if !self.str_slow(input, quote, py, limit, &mut pos) {
+                    let c = input[i];
+                    if c == quote {
+                        if self.target == Target::StringContent && self.stack.is_empty() {
+                            st = St::Done;
+                            stop!(Stop::Done, pos);
+                        }
+                        pos += 1;
+                        complete!();
+                    } else if c == b'\\' {
+                        self.pending = pos;
+                        pos += 1;
+                        st = St::Esc { quote };
+                    } else if c == b'"' || c == b'\'' {
+                        // The other quote character.
+                        pos += 1;
+                    } else {
+                        // Control or non-ASCII: the careful path, up to the next quote/backslash.
+                        let limit = memchr::memchr2(quote, b'\\', &input[i..]).map_or(n, |k| i + k);
+                        match self.str_slow(input, quote, py, limit, pos) {
+                            Ok((p, s)) => {
+                                pos = p;
+                                st = s;
+                            }
+                            Err(p) => {
+                                pos = p;
                                 fail!();
                             }
                         }
-                        continue;
-                    }
-                    let b = input[pos];
-                    if b == quote {
-                        if self.target == Target::StringContent && self.stack.is_empty() {
-                            self.st = St::Done;
-                            continue;
-                        }
-                        pos += 1;
-                        self.complete();
-                    } else {
-                        self.pending = pos;
-                        pos += 1;
-                        self.st = St::Esc { quote };
                     }
                 }
-                St::Esc { quote } => {
-                    if py {
-                        match b {
-                            b'x' => self.st = St::Hex { quote, left: 2 },
-                            b'u' => self.st = St::Hex { quote, left: 4 },
-                            b'U' => self.st = St::Hex { quote, left: 8 },
-                            // A backslash before a non-ASCII char stays literal; rescan the char.
-                            0x80.. => {
-                                self.st = St::Str { quote };
-                                continue;
-                            }
-                            _ => self.st = St::Str { quote },
-                        }
-                    } else {
-                        match b {
-                            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => self.st = St::Str { quote },
-                            b'u' => self.st = St::Hex { quote, left: 4 },
-                            _ => fail!(),
-                        }
-                    }
-                    pos += 1;
-                }
-                St::Hex { quote, left } => {
-                    if !b.is_ascii_hexdigit() {
+                St::Colon => {
+                    skip_ws!(b);
+                    if b != b':' {
                         fail!();
                     }
                     pos += 1;
-                    self.st = if left == 1 { St::Str { quote } } else { St::Hex { quote, left: left - 1 } };
-                }
-                St::Utf8 { quote, left, lo, hi } => {
-                    if b < lo || b > hi {
-                        // Invalid sequence: the bytes so far are one invalid unit; rescan `b`.
-                        self.invalid = true;
-                        self.st = St::Str { quote };
-                        continue;
+                    if let Some(top) = self.stack.last_mut() {
+                        *top = Frame::Member;
                     }
-                    pos += 1;
-                    self.st = if left == 1 { St::Str { quote } } else { St::Utf8 { quote, left: left - 1, lo: 0x80, hi: 0xBF } };
+                    st = St::Value;
+                    // Common layout `: value`: dispatch the value without another loop turn.
+                    if pos < n && input[pos] == b' ' {
+                        pos += 1;
+                    }
+                    if pos < n && !is_ws(input[pos]) {
+                        value!(input[pos]);
+                    }
+                }
+                St::After => {
+                    skip_ws!(b);
+                    match (b, self.stack.last()) {
+                        (b',', Some(Frame::Array)) => {
+                            pos += 1;
+                            st = St::ArrNext;
+                            if pos < n && input[pos] == b' ' {
+                                pos += 1;
+                            }
+                            // `, value`: dispatch directly (`]` after a comma is left to ArrNext).
+                            if pos < n && !is_ws(input[pos]) && input[pos] != b']' {
+                                value!(input[pos]);
+                            }
+                        }
+                        (b',', Some(Frame::Member)) => {
+                            pos += 1;
+                            if let Some(top) = self.stack.last_mut() {
+                                *top = Frame::Key;
+                            }
+                            st = St::Key;
+                            if pos < n && input[pos] == b' ' {
+                                pos += 1;
+                            }
+                            if !py && pos < n && input[pos] == b'"' {
+                                pos += 1;
+                                st = St::Str { quote: b'"' };
+                            }
+                        }
+                        (b']', Some(Frame::Array)) | (b'}', Some(Frame::Member)) => {
+                            pos += 1;
+                            self.stack.pop();
+                            complete!();
+                        }
+                        _ => fail!(),
+                    }
+                }
+                St::Value => {
+                    skip_ws!(b);
+                    value!(b);
+                }
+                St::ArrFirst | St::ArrNext => {
+                    skip_ws!(b);
+                    if b == b']' && (matches!(st, St::ArrFirst) || py) {
+                        pos += 1;
+                        self.stack.pop();
+                        complete!();
+                    } else {
+                        value!(b);
+                    }
+                }
+                St::ObjFirst | St::Key => {
+                    skip_ws!(b);
+                    if b == b'}' && (matches!(st, St::ObjFirst) || py) {
+                        pos += 1;
+                        self.stack.pop();
+                        complete!();
+                    } else if py {
+                        // Dict keys: any scalar literal.
+                        if b == b'{' || b == b'[' {
+                            fail!();
+                        }
+                        value!(b);
+                    } else if b == b'"' {
+                        pos += 1;
+                        st = St::Str { quote: b'"' };
+                    } else {
+                        fail!();
+                    }
                 }
                 St::Num(s) => {
                     let next = match (s, b) {
@@ -428,7 +482,7 @@ impl Scanner {
                     match next {
                         Some(ns) => {
                             pos += 1;
-                            self.st = St::Num(ns);
+                            st = St::Num(ns);
                             // Digit runs are the common case.
                             if matches!(ns, Num::Int | Num::Frac | Num::Exp) {
                                 while pos < n && input[pos].is_ascii_digit() {
@@ -436,19 +490,56 @@ impl Scanner {
                                 }
                             }
                         }
-                        None => {
-                            let r = self.num_end(s, py, pos);
-                            if r.outcome == Outcome::Fail {
-                                return r;
+                        // The number ended before `b` (not consumed).
+                        None if num_final(s, py) => complete!(),
+                        None => fail!(),
+                    }
+                }
+                St::Esc { quote } => {
+                    if py {
+                        match b {
+                            b'x' => st = St::Hex { quote, left: 2 },
+                            b'u' => st = St::Hex { quote, left: 4 },
+                            b'U' => st = St::Hex { quote, left: 8 },
+                            // A backslash before a non-ASCII char stays literal; rescan the char.
+                            0x80.. => {
+                                st = St::Str { quote };
+                                continue;
                             }
+                            _ => st = St::Str { quote },
+                        }
+                    } else {
+                        match b {
+                            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => st = St::Str { quote },
+                            b'u' => st = St::Hex { quote, left: 4 },
+                            _ => fail!(),
                         }
                     }
+                    pos += 1;
+                }
+                St::Hex { quote, left } => {
+                    if !b.is_ascii_hexdigit() {
+                        fail!();
+                    }
+                    pos += 1;
+                    st = if left == 1 { St::Str { quote } } else { St::Hex { quote, left: left - 1 } };
+                }
+                St::Utf8 { quote, left, lo, hi } => {
+                    if b < lo || b > hi {
+                        // Invalid sequence: the bytes so far are one invalid unit; rescan `b`.
+                        self.invalid = true;
+                        st = St::Str { quote };
+                        continue;
+                    }
+                    pos += 1;
+                    st = if left == 1 { St::Str { quote } } else { St::Utf8 { quote, left: left - 1, lo: 0x80, hi: 0xBF } };
                 }
                 St::Word { word, i } => {
                     let w = WORDS[word as usize];
-                    if input[pos..].starts_with(&w[i as usize..]) {
-                        pos += w.len() - i as usize;
-                        self.complete();
+                    let rest = &w[i as usize..];
+                    if input.len() - pos >= rest.len() && input[pos..].iter().zip(rest).all(|(a, b)| a == b) {
+                        pos += rest.len();
+                        complete!();
                         continue;
                     }
                     if b != w[i as usize] {
@@ -456,85 +547,44 @@ impl Scanner {
                     }
                     pos += 1;
                     if i as usize + 1 == w.len() {
-                        self.complete();
+                        complete!();
                     } else {
-                        self.st = St::Word { word, i: i + 1 };
+                        st = St::Word { word, i: i + 1 };
                     }
                 }
-                St::Done => unreachable!(),
+                St::Start => {
+                    let ok = match self.target {
+                        Target::Value | Target::StringContent => true,
+                        Target::Object => b == b'{',
+                        Target::Array => b == b'[',
+                        Target::String => b == b'"' || (py && b == b'\''),
+                        Target::Number => b == b'-' || b.is_ascii_digit() || (py && (b == b'+' || b == b'.')),
+                        Target::Bool => if py { b == b'T' || b == b'F' } else { b == b't' || b == b'f' },
+                        Target::Null => b == if py { b'N' } else { b'n' },
+                    };
+                    if !ok {
+                        fail!();
+                    }
+                    value!(b);
+                }
+                // A finished scanner run again.
+                St::Done => stop!(Stop::Done, pos),
             }
         }
     }
 
-    /// A number ended before byte `self.pos` (not consumed). Fail result if it is incomplete.
-    fn num_end(&mut self, s: Num, py: bool, pos: usize) -> ScanResult {
-        if Self::num_final(s, py) {
-            self.complete();
-            ScanResult { outcome: Outcome::Success, end: pos, touched_end: false, invalid_utf8: self.invalid }
-        } else {
-            self.pos = pos;
-            ScanResult { outcome: Outcome::Fail, end: pos, touched_end: false, invalid_utf8: self.invalid }
-        }
-    }
-
-    fn num_final(s: Num, py: bool) -> bool {
-        matches!(s, Num::Zero | Num::Int | Num::Frac | Num::Exp) || (py && s == Num::Dot)
-    }
-
-    /// Dispatches the first byte of a value (not yet consumed). False if no value starts with it.
-    #[inline(always)]
-    fn value_start(&mut self, b: u8, py: bool, pos: &mut usize) -> bool {
-        let st = match b {
-            b'{' => {
-                self.stack.push(Frame::Key);
-                St::ObjFirst
-            }
-            b'[' => {
-                self.stack.push(Frame::Array);
-                St::ArrFirst
-            }
-            b'"' => St::Str { quote: b'"' },
-            b'\'' if py => St::Str { quote: b'\'' },
-            b'-' => St::Num(Num::Sign),
-            b'+' if py => St::Num(Num::Sign),
-            b'.' if py => St::Num(Num::LeadDot),
-            b'0' => St::Num(Num::Zero),
-            b'1'..=b'9' => St::Num(Num::Int),
-            b't' if !py => St::Word { word: 0, i: 1 },
-            b'f' if !py => St::Word { word: 1, i: 1 },
-            b'n' if !py => St::Word { word: 2, i: 1 },
-            b'T' if py => St::Word { word: 3, i: 1 },
-            b'F' if py => St::Word { word: 4, i: 1 },
-            b'N' if py => St::Word { word: 5, i: 1 },
-            _ => return false,
-        };
-        *pos += 1;
-        self.st = st;
-        true
-    }
-
-    /// A value ended at `self.pos`: continue according to the enclosing container.
-    #[inline(always)]
-    fn complete(&mut self) {
-        self.st = match self.stack.last() {
-            None => St::Done,
-            Some(Frame::Array) | Some(Frame::Member) => St::After,
-            Some(Frame::Key) => St::Colon,
-        };
-    }
-
-    /// Byte-wise string scanning up to `limit` (the next quote/backslash or the end): control
-    /// characters and UTF-8. Leaves `self.st` consistent. False on a hard error.
-    fn str_slow(&mut self, input: &[u8], quote: u8, py: bool, limit: usize, pos: &mut usize) -> bool {
-        while *pos < limit {
-            let b = input[*pos];
+    /// Byte-wise string scanning from `pos` up to `limit` (the next quote/backslash or the end):
+    /// control characters and UTF-8. Returns the new position and state, or where a hard error is.
+    fn str_slow(&mut self, input: &[u8], quote: u8, py: bool, limit: usize, mut pos: usize) -> Result<(usize, St), usize> {
+        while pos < limit {
+            let b = input[pos];
             if b < 0x20 {
                 if !py || b == b'\n' || b == b'\r' {
-                    return false;
+                    return Err(pos);
                 }
-                *pos += 1;
+                pos += 1;
             } else if b < 0x80 {
-                *pos += 1;
+                pos += 1;
             } else {
                 let (left, lo, hi) = match b {
                     0xC2..=0xDF => (1, 0x80, 0xBF),
@@ -546,26 +596,25 @@ impl Scanner {
                     0xF4 => (3, 0x80, 0x8F),
                     _ => {
                         self.invalid = true;
-                        *pos += 1;
+                        pos += 1;
                         continue;
                     }
                 };
-                self.pending = *pos;
-                *pos += 1;
+                self.pending = pos;
+                pos += 1;
                 // Finish the sequence inline when it is complete in the input.
                 let mut left = left;
                 let (mut lo, mut hi) = (lo, hi);
                 loop {
-                    if *pos >= input.len() {
-                        self.st = St::Utf8 { quote, left, lo, hi };
-                        return true;
+                    if pos >= input.len() {
+                        return Ok((pos, St::Utf8 { quote, left, lo, hi }));
                     }
-                    let c = input[*pos];
+                    let c = input[pos];
                     if c < lo || c > hi {
                         self.invalid = true;
                         break;
                     }
-                    *pos += 1;
+                    pos += 1;
                     left -= 1;
                     if left == 0 {
                         break;
@@ -575,25 +624,42 @@ impl Scanner {
                 }
             }
         }
-        self.st = St::Str { quote };
-        true
+        Ok((pos, St::Str { quote }))
     }
+}
 
-    fn at_eof(&self, n: usize, partial: bool) -> ScanResult {
-        let top_number = matches!(self.st, St::Num(s) if Scanner::num_final(s, self.dialect == Dialect::Python)) && self.stack.is_empty();
-        let outcome = if partial {
-            Outcome::NeedMoreInput
-        } else if top_number {
-            Outcome::Success
-        } else {
-            Outcome::Fail
-        };
-        let end = match self.st {
-            St::Esc { .. } | St::Hex { .. } | St::Utf8 { .. } if partial => self.pending,
-            _ => n,
-        };
-        ScanResult { outcome, end, touched_end: true, invalid_utf8: self.invalid }
-    }
+fn num_final(s: Num, py: bool) -> bool {
+    matches!(s, Num::Zero | Num::Int | Num::Frac | Num::Exp) || (py && s == Num::Dot)
+}
+
+/// The state after the first byte `b` of a value (pushing a frame for a container); `None` if no
+/// value starts with `b`.
+#[inline(always)]
+fn value_start(stack: &mut Vec<Frame>, b: u8, py: bool) -> Option<St> {
+    Some(match b {
+        b'{' => {
+            stack.push(Frame::Key);
+            St::ObjFirst
+        }
+        b'[' => {
+            stack.push(Frame::Array);
+            St::ArrFirst
+        }
+        b'"' => St::Str { quote: b'"' },
+        b'\'' if py => St::Str { quote: b'\'' },
+        b'-' => St::Num(Num::Sign),
+        b'+' if py => St::Num(Num::Sign),
+        b'.' if py => St::Num(Num::LeadDot),
+        b'0' => St::Num(Num::Zero),
+        b'1'..=b'9' => St::Num(Num::Int),
+        b't' if !py => St::Word { word: 0, i: 1 },
+        b'f' if !py => St::Word { word: 1, i: 1 },
+        b'n' if !py => St::Word { word: 2, i: 1 },
+        b'T' if py => St::Word { word: 3, i: 1 },
+        b'F' if py => St::Word { word: 4, i: 1 },
+        b'N' if py => St::Word { word: 5, i: 1 },
+        _ => return None,
+    })
 }
 
 /// Scans one JSON value of `kind` at the start of `input`. `partial`: the input may continue.

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use crate::arena::{Arena, Node, NodeId};
 use crate::ast::AstNode;
 use crate::error::Error;
+use crate::json::Scanner;
 use crate::parse::{finish_output_with_order, memoizable, until_scan, Engine, Entry, Memo, Outcome, ParseOptions, ParseOutput, ParseResult, Resume};
 
 /// A streaming parse over input that arrives in chunks.
@@ -39,6 +40,8 @@ pub struct Session {
     nodes: Vec<AstNode>,
     options: ParseOptions,
     frontier: Option<Frontier>,
+    /// The leanest frontier, when it applies (see [`JsonFront`]).
+    json: Option<JsonFront>,
     /// The output of the last parse.
     last: ParseOutput,
 }
@@ -66,9 +69,24 @@ struct Frontier {
     ops: Vec<Op>,
     /// The leaf's resume state (moved out of its memo entry while the frontier lives).
     leaf_resume: Option<Resume>,
-    /// When every op is a label: (session node, output node) pairs to move, `u32::MAX` for none.
-    /// The common path (a tool argument inside tags) then costs a scanner step and a few stores.
-    labels: Option<Box<[(u32, u32)]>>,
+}
+
+/// The common frontier of a streaming tool argument: a JSON/Python scanner in the middle of a
+/// value with only tags/rules above it. An update then resumes the scanner and stores the new end
+/// into the partial output nodes; the session's own copies of those nodes are written once, when
+/// this ends (from the kept output's end and `invalid`). While it lives it owns the leaf's
+/// scanner; ending it hands the scanner back to the [`Frontier`].
+#[derive(Debug)]
+struct JsonFront {
+    scanner: Box<Scanner>,
+    /// Indices into `last.ast.nodes` of the partial labels on the path: the first two inline
+    /// (usually a tool call and its argument; `usize::MAX` for none), the others in `more`.
+    outs: [usize; 2],
+    more: Box<[usize]>,
+    /// Indices into the session's nodes of the same labels.
+    nodes: Box<[usize]>,
+    /// The path's invalid-UTF-8 flag as last stored.
+    invalid: bool,
 }
 
 impl Session {
@@ -79,7 +97,7 @@ impl Session {
 
     /// A session with explicit limits.
     pub fn with_options(arena: Arc<Arena>, options: ParseOptions) -> Session {
-        Session { arena, input: Vec::new(), memo: Memo::default(), nodes: Vec::new(), options, frontier: None, last: empty_output() }
+        Session { arena, input: Vec::new(), memo: Memo::default(), nodes: Vec::new(), options, frontier: None, json: None, last: empty_output() }
     }
 
     /// The grammar.
@@ -88,16 +106,21 @@ impl Session {
     }
 
     /// Appends a chunk of input.
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, chunk: &[u8]) {
-        if chunk.len() <= 8 {
-            // Token-sized chunks: a short loop beats a call to `memcpy`.
-            self.input.reserve(chunk.len());
-            for &b in chunk {
-                self.input.push(b);
-            }
-            return;
+        // Token-sized chunks: copies of a constant size compile to a move, not a `memcpy` call.
+        macro_rules! small {
+            ($($n:literal)*) => {
+                match chunk.len() {
+                    $($n => if let Ok(a) = <&[u8; $n]>::try_from(chunk) {
+                        self.input.extend_from_slice(a);
+                        return;
+                    },)*
+                    _ => {}
+                }
+            };
         }
+        small!(1 2 3 4 5 6 7 8);
         self.input.extend_from_slice(chunk);
     }
 
@@ -126,7 +149,36 @@ impl Session {
     /// ```
     #[inline]
     pub fn update(&mut self) -> Result<&ParseOutput, Error> {
-        if !self.fast_json() && !self.fast() {
+        if let Some(j) = self.json.as_mut() {
+            // The leanest step: no memo access, no allocation, a scanner resume and a few stores.
+            let r = j.scanner.run_partial_inline(&self.input);
+            if r.outcome == Outcome::NeedMoreInput {
+                let nodes = &mut self.last.ast.nodes;
+                if r.invalid_utf8 != j.invalid {
+                    j.invalid = r.invalid_utf8;
+                    for &k in j.outs.iter().chain(j.more.iter()) {
+                        if let Some(n) = nodes.get_mut(k) {
+                            n.invalid_utf8 = r.invalid_utf8;
+                        }
+                    }
+                }
+                for k in j.outs {
+                    if let Some(n) = nodes.get_mut(k) {
+                        n.end = r.end;
+                    }
+                }
+                for &k in j.more.iter() {
+                    if let Some(n) = nodes.get_mut(k) {
+                        n.end = r.end;
+                    }
+                }
+                self.last.result.end = r.end;
+                return Ok(&self.last);
+            }
+            // Rerunning a scanner that stopped is idempotent, so `fast` takes over from here.
+            self.end_json();
+        }
+        if !self.fast() {
             self.last = self.run(true)?;
         }
         Ok(&self.last)
@@ -152,32 +204,24 @@ impl Session {
         self.memo = Memo::default();
         self.nodes.clear();
         self.frontier = None;
+        self.json = None;
         self.last = empty_output();
     }
 
-    /// The leanest frontier step: a JSON/Python scanner in the middle of a value under labels
-    /// only. No memo access, no allocation: resume the scanner, store the new end.
-    #[inline]
-    fn fast_json(&mut self) -> bool {
-        let Some(f) = self.frontier.as_mut() else { return false };
-        let (Some(labels), Some(Resume::Json(sc))) = (f.labels.as_deref(), f.leaf_resume.as_mut()) else { return false };
-        // Rerunning a scanner that stopped is idempotent, so `fast` may take over from here.
-        let r = sc.run(&self.input, true);
-        if r.outcome != Outcome::NeedMoreInput {
-            return false;
-        }
-        for &(node, out) in labels {
-            if let Some(n) = self.nodes.get_mut(node as usize) {
-                n.end = r.end;
-                n.invalid_utf8 = r.invalid_utf8;
-            }
-            if let Some(n) = self.last.ast.nodes.get_mut(out as usize) {
-                n.end = r.end;
-                n.invalid_utf8 = r.invalid_utf8;
+    /// Ends the [`JsonFront`]: writes the session's copies of the path's nodes and hands the
+    /// scanner back to the frontier.
+    #[cold]
+    fn end_json(&mut self) {
+        let Some(j) = self.json.take() else { return };
+        for &a in j.nodes.iter() {
+            if let Some(n) = self.nodes.get_mut(a) {
+                n.end = self.last.result.end;
+                n.invalid_utf8 = j.invalid;
             }
         }
-        self.last.result.end = r.end;
-        true
+        if let Some(f) = self.frontier.as_mut() {
+            f.leaf_resume = Some(Resume::Json(j.scanner));
+        }
     }
 
     /// The frontier fast path, updating `self.last`; false when the slow path must run.
@@ -225,6 +269,7 @@ impl Session {
 
     #[inline(never)]
     fn run(&mut self, partial: bool) -> Result<ParseOutput, Error> {
+        self.end_json();
         if let Some(f) = self.frontier.take() {
             // Hand the leaf's latest state back to its memo entry.
             let (leaf, pos) = f.leaf;
@@ -260,15 +305,25 @@ impl Session {
                 }
             }
             let leaf = (links[0].id, links[0].pos);
-            let leaf_resume = self.memo.map.get_mut(&(leaf.0 .0, leaf.1)).and_then(|e| e.resume.take());
-            let labels = ops
-                .iter()
-                .map(|op| match *op {
-                    Op::Label { node, out } => Some((node.unwrap_or(u32::MAX), out.unwrap_or(u32::MAX))),
-                    _ => None,
-                })
-                .collect::<Option<Box<[_]>>>();
-            self.frontier = Some(Frontier { leaf, ops, leaf_resume, labels });
+            let mut leaf_resume = self.memo.map.get_mut(&(leaf.0 .0, leaf.1)).and_then(|e| e.resume.take());
+            let labels_only = ops.iter().all(|op| matches!(op, Op::Label { .. }));
+            let json_leaf = if labels_only { leaf_resume.take_if(|r| matches!(r, Resume::Json(_))) } else { None };
+            if let Some(Resume::Json(scanner)) = json_leaf {
+                let (outs, nodes) = ops
+                    .iter()
+                    .map(|op| match *op {
+                        Op::Label { node, out } => (out.map(|k| k as usize), node.map(|a| a as usize)),
+                        _ => (None, None),
+                    })
+                    .unzip::<_, _, Vec<_>, Vec<_>>();
+                let outs: Vec<usize> = outs.into_iter().flatten().collect();
+                let more = outs.get(2..).unwrap_or_default().into();
+                let outs = [outs.first().copied().unwrap_or(usize::MAX), outs.get(1).copied().unwrap_or(usize::MAX)];
+                let nodes = nodes.into_iter().flatten().collect();
+                let invalid = scanner.invalid_utf8();
+                self.json = Some(JsonFront { scanner, outs, more, nodes, invalid });
+            }
+            self.frontier = Some(Frontier { leaf, ops, leaf_resume });
         }
         Ok(output)
     }
@@ -342,16 +397,19 @@ mod tests {
     fn json_argument_fast_path_matches_one_shot() {
         // Long digit runs and plain string runs take the scanner's and the session's fast steps.
         let arena = chat();
-        let text = "Hi<tool_call>{\"n\": 1234567890123.25e12345, \"s\": \"plain text plain text \\\"q\\\" caf\u{e9} \\u00e9 more plain\", \"a\": [10, 200, 3000]}</tool_call>";
-        for chunk in 1..7 {
+        // Every chunk boundary also falls inside escapes, `\u` sequences, a surrogate pair,
+        // multi-byte and invalid UTF-8, words and numbers.
+        let text: &[u8] = b"Hi<tool_call>{\"n\": 1234567890123.25e12345, \"s\": \"plain text plain text \\\"q\\\" caf\xC3\xA9 \\u00e9 \\ud83d\\ude00 \xF0\x9F\x98\x80 more plain\", \"a\": [10, -0.5E+3, true, null, false], \"bad\": \"x\xFFy\\\\\"}</tool_call>";
+        for chunk in 1..9 {
             let mut s = Session::new(arena.clone());
-            for (i, c) in text.as_bytes().chunks(chunk).enumerate() {
+            for (i, c) in text.chunks(chunk).enumerate() {
                 s.push(c);
                 let at = ((i + 1) * chunk).min(text.len());
-                assert_eq!(s.update().unwrap(), &arena.parse(&text.as_bytes()[..at], true).unwrap(), "chunk {chunk} at {at}");
+                assert_eq!(s.update().unwrap(), &arena.parse(&text[..at], true).unwrap(), "chunk {chunk} at {at}");
             }
-            assert_eq!(s.finish().unwrap(), arena.parse(text.as_bytes(), false).unwrap());
+            assert_eq!(s.finish().unwrap(), arena.parse(text, false).unwrap());
             assert_eq!(s.output().result.outcome, Outcome::Success);
+            assert!(s.output().ast.nodes.iter().any(|n| n.tag.as_deref() == Some("args") && n.invalid_utf8));
         }
     }
 

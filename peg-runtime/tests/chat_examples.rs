@@ -288,7 +288,7 @@ fn check_every_split(parser: &ChatParser, output: &str) {
     }
 }
 
-/// For each call of a 1-byte stream of `output`: the input length when its header came out.
+/// For each call of a 1-byte stream of `output`: the input length when its id came out.
 fn header_positions(parser: &ChatParser, output: &str) -> Vec<usize> {
     let mut s = parser.stream();
     let mut at = Vec::new();
@@ -305,8 +305,8 @@ fn header_positions(parser: &ChatParser, output: &str) -> Vec<usize> {
     at
 }
 
-/// Ids after the arguments are kept: a call is announced once its id is read (or once it ends
-/// without one), with the arguments held until then.
+/// Ids after the arguments are kept: a call is announced without an id when its arguments
+/// start, and its id follows once read (or generated when the call ends without one).
 #[test]
 fn ids_after_the_arguments_are_kept() {
     let out = concat!(
@@ -343,21 +343,22 @@ fn ids_after_the_arguments_are_kept() {
             assert_eq!(ChatMessage::from_deltas(&deltas), m.message, "push_into, chunks of {n}");
             assert_eq!(fin, m);
         }
-        // Each header waits for its id, or for the end of its call (the `}` and the byte after).
+        // Each id comes out when read, or at the end of its call (the `}` and the byte after).
         let after = |s: &str| out.find(s).unwrap() + s.len();
         assert_eq!(header_positions(&parser, out), [after(r#""123456789""#), after(r#"ü"}}"#) + 1, after(r#""abcdefghi""#)]);
     }
 }
 
-/// Cut inside the arguments of a call whose id may still follow: nothing of the call is out yet,
-/// and the partial message is what the stream emitted. When the output ends there, the call
-/// comes out whole, with a generated id.
+/// Cut inside the arguments of a call whose id may still follow: the call is out with its name
+/// and arguments so far but no id, and the partial message is what the stream emitted. When the
+/// output ends there, the call gets a generated id.
 #[test]
 fn id_last_call_cut_inside_the_arguments() {
     let parser = id_last_parser(options());
     let out = r#"Hi[TOOL_CALLS][{"name": "get_weather", "arguments": {"location": "Pa"#;
     let partial = parser.parse(out, true).unwrap();
-    assert!(partial.message.tool_calls.is_empty(), "{partial:?}");
+    let call = &partial.message.tool_calls[0];
+    assert_eq!((call.id.as_str(), call.name.as_str(), call.arguments.as_str()), ("", "get_weather", r#"{"location": "Pa"#));
     for n in [1, 3, 7, out.len()] {
         let mut s = parser.stream();
         let mut deltas = Vec::new();
@@ -373,10 +374,11 @@ fn id_last_call_cut_inside_the_arguments() {
     assert_eq!((call.id.as_str(), call.name.as_str(), call.arguments.as_str()), ("call_0", "get_weather", r#"{"location": "Pa"#));
     // Cut after the arguments, before the id.
     let out = r#"[TOOL_CALLS][{"name": "get_weather", "arguments": {"days": 1}, "id": "12"#;
-    assert!(parser.parse(out, true).unwrap().message.tool_calls.is_empty());
+    let no_id_yet = |m: &ChatMessage| m.tool_calls.len() == 1 && m.tool_calls[0].id.is_empty() && m.tool_calls[0].arguments == r#"{"days": 1}"#;
+    assert!(no_id_yet(&parser.parse(out, true).unwrap().message));
     check_streaming(&parser, out);
     let strict = id_last_parser(ChatParseOptions { strict: true, ..options() });
-    assert!(strict.parse(out, true).unwrap().message.tool_calls.is_empty());
+    assert!(no_id_yet(&strict.parse(out, true).unwrap().message));
     assert_eq!(strict.parse(out, false).unwrap_err().kind(), ErrorKind::ParseFailed);
 }
 

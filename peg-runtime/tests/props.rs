@@ -193,6 +193,60 @@ proptest! {
     }
 }
 
+/// Pieces of JSON string bodies whose bytes a chunk boundary can split anywhere: escapes, `\u`
+/// sequences and surrogate pairs, multi-byte and invalid UTF-8, plain runs.
+const STRING_PIECES: &[&[u8]] = &[
+    b"plain text ", b"a", b"\\\"", b"\\\\", b"\\n", b"\\/", b"\\u00e9", b"\\ud83d\\ude00", b"\\u2713", "é".as_bytes(), "✓".as_bytes(),
+    "😀".as_bytes(), b"\xFF", b"\xE2\x82", b"'", b"{[,:]}",
+];
+const NUMBER_PIECES: &[&str] = &["0", "-0", "7", "1234567890", "-12.5", "0.25e-3", "6E+20", "-1.0e10"];
+const WORD_PIECES: &[&str] = &["true", "false", "null"];
+
+/// A tool call whose argument streams through every scanner state: strings built from
+/// [`STRING_PIECES`], numbers, words, nesting.
+fn streamed_argument() -> impl Strategy<Value = Vec<u8>> {
+    let string = prop::collection::vec(prop::sample::select(STRING_PIECES), 0..6).prop_map(|v| [&b"\""[..], &v.concat(), b"\""].concat());
+    let scalar = prop_oneof![
+        string,
+        prop::sample::select(NUMBER_PIECES).prop_map(|n| n.as_bytes().to_vec()),
+        prop::sample::select(WORD_PIECES).prop_map(|w| w.as_bytes().to_vec()),
+    ];
+    let members = prop::collection::vec(("[a-z]{1,4}", scalar.clone(), prop::collection::vec(scalar, 0..3)), 0..5);
+    members.prop_map(|members| {
+        let mut arg = b"{".to_vec();
+        for (i, (key, value, list)) in members.into_iter().enumerate() {
+            if i > 0 {
+                arg.extend_from_slice(b", ");
+            }
+            arg.extend_from_slice(format!("\"{key}\": ").as_bytes());
+            if list.is_empty() {
+                arg.extend(value);
+            } else {
+                arg.push(b'[');
+                arg.extend(value);
+                for v in list {
+                    arg.extend_from_slice(b",");
+                    arg.extend(v);
+                }
+                arg.push(b']');
+            }
+        }
+        arg.push(b'}');
+        [&b"Sure.<tool_call>\n{\"name\": \"f\", \"arguments\": "[..], &arg, b"}\n</tool_call>"].concat()
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn streamed_json_argument_equals_one_shot(input in streamed_argument(), chunks in prop::collection::vec(1usize..9, 1..6)) {
+        let arena = Arc::new(Arena::build(native).unwrap());
+        prop_assert_eq!(arena.parse(&input, false).unwrap().result.outcome, Outcome::Success);
+        check_session(&arena, &input, &chunks)?;
+    }
+}
+
 fn mutated_json() -> impl Strategy<Value = Vec<u8>> {
     let edit = (any::<prop::sample::Index>(), prop::sample::select(b"{}[]\",:0-1eE.+ tfnarsul\\x".to_vec()), 0u8..3);
     (json_value(), any::<bool>(), prop::collection::vec(edit, 0..3)).prop_map(|(v, pretty, edits)| {

@@ -314,43 +314,6 @@ pub(crate) mod test_util {
         ChatTemplate::from_source(src, "", "").map_err(|e| e.to_string())
     }
 }
-
-#[cfg(test)]
-mod dump {
-    use super::probe::*;
-    use super::test_util::*;
-
-    #[test]
-    #[ignore]
-    fn dump_renders() {
-        let only = std::env::var("TPL").unwrap_or_default();
-        for (name, src) in all_templates() {
-            if !name.contains(&only) {
-                continue;
-            }
-            println!("===== {name}");
-            let t = match template(&src) {
-                Ok(t) => t,
-                Err(e) => {
-                    println!("COMPILE ERR {e}");
-                    continue;
-                }
-            };
-            let p = Probe::new(&t);
-            let show = |label: &str, r: Result<String, String>| {
-                match r {
-                    Ok(s) => println!("--- {label}:\n{}", s.chars().rev().take(700).collect::<Vec<_>>().into_iter().rev().collect::<String>()),
-                    Err(e) => println!("--- {label}: ERR {e}"),
-                }
-            };
-            show("prompt think=true", p.render_prompt(Some(true)));
-            show("prompt think=false", p.render_prompt(Some(false)));
-            show("content+reasoning", p.render_asst(&Asst::content(needle::CONTENT).with_reasoning(needle::REASONING)));
-            show("two calls", p.render_asst(&Asst::calls(vec![Call::first(), Call::second()])));
-        }
-    }
-}
-
 #[cfg(test)]
 mod all_templates {
     use super::test_util::*;

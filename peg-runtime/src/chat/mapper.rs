@@ -220,9 +220,10 @@ pub(crate) struct Context {
     pub arg_types: HashMap<String, HashMap<String, ArgType>>,
     /// The grammar tags call ids: wait for one before announcing a call.
     pub has_tool_id: bool,
-    /// In a call, the grammar can put the id after the arguments: hold the header and the
-    /// argument text until the id is known or the call ends (otherwise the arguments starting
-    /// mean no id is coming, and they stream live).
+    /// In a call, the grammar can put the id after the arguments: a call announced before its
+    /// id is known (its arguments started) goes out without one, and the id follows in a
+    /// fragment of its own once read (or generated when the call ends). Otherwise the arguments
+    /// starting mean no id is coming, and the header carries a generated one.
     pub id_after_args: bool,
     /// The grammar tags `tool` or `tool_open`: calls are delimited by scopes.
     pub has_scopes: bool,
@@ -244,6 +245,8 @@ pub(crate) trait Sink {
     fn content(&mut self, s: &str);
     fn reasoning(&mut self, s: &str);
     fn header(&mut self, index: usize, id: &str, name: &str);
+    /// The id of call `index`, announced earlier without one (`header` with an empty id).
+    fn late_id(&mut self, index: usize, id: &str);
     fn args(&mut self, index: usize, s: &str);
 }
 
@@ -308,6 +311,8 @@ struct Call {
     id: Option<String>,
     /// Set once the header is out.
     index: Option<usize>,
+    /// The header went out without an id: it follows once read, or generated at the end.
+    id_late: bool,
     /// Argument text produced before the header.
     buffer: String,
     args_any: bool,
@@ -546,12 +551,19 @@ impl Fold {
                 Self::maybe_header(headers, call, cx, false, sink);
             }
             Kind::ToolId => {
-                if !cx.has_scopes && self.call.as_ref().is_some_and(|c| c.id.is_some() || c.index.is_some()) {
+                if !cx.has_scopes && self.call.as_ref().is_some_and(|c| c.id.is_some() || (c.index.is_some() && !c.id_late)) {
                     self.new_call(cx, sink);
                 }
                 let (headers, call) = self.ensure_call(cx, sink);
-                if call.index.is_none() && call.id.is_none() {
-                    call.id = Some(unquote(text));
+                match call.index {
+                    None if call.id.is_none() => call.id = Some(unquote(text)),
+                    Some(index) if call.id_late => {
+                        call.id_late = false;
+                        let id = unquote(text);
+                        sink.late_id(index, &id);
+                        call.id = Some(id);
+                    }
+                    _ => {}
                 }
                 Self::maybe_header(headers, call, cx, false, sink);
             }
@@ -606,15 +618,21 @@ impl Fold {
         Self::maybe_header(&mut self.headers, &mut call, cx, true, sink);
     }
 
-    /// Announces the call once its name is known and its id is known or can no longer come
-    /// (the call ends, or its arguments started and the grammar puts no id after them).
-    /// Until then argument text waits in the call's buffer.
+    /// Announces the call once its name is known and its id is known or its arguments started
+    /// (or the call ends). Until then argument text waits in the call's buffer. A call whose id
+    /// can still come after its arguments is announced without one ([`Sink::late_id`] follows);
+    /// otherwise a missing id is generated.
     fn maybe_header(headers: &mut usize, call: &mut Call, cx: &Context, closing: bool, sink: &mut dyn Sink) {
-        if call.index.is_some() {
+        let generated = |index: usize| format!("{}{index}", cx.id_prefix);
+        if let Some(index) = call.index {
+            if closing && call.id_late {
+                call.id_late = false;
+                sink.late_id(index, &generated(index));
+            }
             return;
         }
         let ready = match &call.name {
-            Some(_) => closing || call.id.is_some() || !cx.has_tool_id || (call.args_any && !cx.id_after_args),
+            Some(_) => closing || call.id.is_some() || !cx.has_tool_id || call.args_any,
             // A nameless call is announced only if it produced arguments (never lose text).
             None => closing && call.args_any,
         };
@@ -624,7 +642,14 @@ impl Fold {
         let index = *headers;
         *headers += 1;
         call.index = Some(index);
-        let id = call.id.clone().unwrap_or_else(|| format!("{}{index}", cx.id_prefix));
+        let id = match &call.id {
+            Some(id) => id.clone(),
+            None if cx.id_after_args && !closing => {
+                call.id_late = true;
+                String::new()
+            }
+            None => generated(index),
+        };
         sink.header(index, &id, call.name.as_deref().unwrap_or(""));
         if !call.buffer.is_empty() {
             sink.args(index, &std::mem::take(&mut call.buffer));
@@ -863,6 +888,11 @@ impl Sink for MessageSink {
         calls[index].id = id.to_owned();
         calls[index].name = name.to_owned();
     }
+    fn late_id(&mut self, index: usize, id: &str) {
+        if let Some(c) = self.message.tool_calls.get_mut(index) {
+            c.id = id.to_owned();
+        }
+    }
     fn args(&mut self, index: usize, s: &str) {
         if let Some(c) = self.message.tool_calls.get_mut(index) {
             c.arguments.push_str(s);
@@ -879,6 +909,9 @@ impl Sink for crate::chat::DeltaBuffer {
     }
     fn header(&mut self, index: usize, id: &str, name: &str) {
         crate::chat::DeltaBuffer::header(self, index, id, name);
+    }
+    fn late_id(&mut self, index: usize, id: &str) {
+        crate::chat::DeltaBuffer::late_id(self, index, id);
     }
     fn args(&mut self, index: usize, s: &str) {
         crate::chat::DeltaBuffer::args(self, index, s);
@@ -908,6 +941,9 @@ impl Sink for DeltaSink {
     }
     fn header(&mut self, index: usize, id: &str, name: &str) {
         self.deltas.push(crate::chat::ChatDelta::tool_call(crate::chat::ToolCallDelta::header(index, id, name)));
+    }
+    fn late_id(&mut self, index: usize, id: &str) {
+        self.deltas.push(crate::chat::ChatDelta::tool_call(crate::chat::ToolCallDelta::late_id(index, id)));
     }
     fn args(&mut self, index: usize, s: &str) {
         if let Some(d) = self.deltas.last_mut() {
@@ -1029,48 +1065,51 @@ mod tests {
         assert_eq!(m.content, "hello world");
     }
 
-    /// Ids after the arguments: the header and the argument text wait for the id, or for the
-    /// end of the call; an id that comes first still announces the call at once.
+    /// Ids after the arguments: the call is announced without an id when its arguments start,
+    /// they stream live, and the id follows in a fragment of its own once read (or generated
+    /// when the call ends); an id that comes first is in the header.
     #[test]
-    fn header_waits_for_an_id_after_the_arguments() {
+    fn ids_after_the_arguments_come_in_a_later_fragment() {
         use crate::chat::{ChatDelta, ToolCallDelta};
         let cx = Context { has_tool_id: true, has_scopes: true, id_after_args: true, id_prefix: "call_".into(), ..Context::default() };
         let mut f = Fold::default();
         let mut sink = DeltaSink::default();
-        f.structural(Kind::NewCall, "", &cx, &mut sink);
-        f.structural(Kind::ToolName, "f", &cx, &mut sink);
-        f.text(Kind::ToolArgs, "{\"a\": ", true, false, &cx, &mut sink);
-        f.text(Kind::ToolArgs, "1} ", false, true, &cx, &mut sink);
-        assert!(sink.deltas.is_empty(), "{:?}", sink.deltas);
-        f.structural(Kind::ToolId, "123456789", &cx, &mut sink);
-        let whole = |index, id: &str, name: &str, args: &str| {
+        let with_args = |index, id: &str, name: &str, args: &str| {
             ChatDelta::tool_call(ToolCallDelta { arguments: Some(args.into()), ..ToolCallDelta::header(index, id, name) })
         };
-        assert_eq!(sink.deltas, [whole(0, "123456789", "f", "{\"a\": 1}")]);
+        let late = |index, id: &str| ChatDelta::tool_call(ToolCallDelta::late_id(index, id));
+        f.structural(Kind::NewCall, "", &cx, &mut sink);
+        f.structural(Kind::ToolName, "f", &cx, &mut sink);
+        assert!(sink.deltas.is_empty(), "the id may still come first: {:?}", sink.deltas);
+        f.text(Kind::ToolArgs, "{\"a\": ", true, false, &cx, &mut sink);
+        assert_eq!(sink.deltas, [with_args(0, "", "f", "{\"a\":")]);
+        assert_eq!(sink.deltas[0].tool_calls[0].id, None);
+        f.text(Kind::ToolArgs, "1} ", false, true, &cx, &mut sink);
+        f.structural(Kind::ToolId, "123456789", &cx, &mut sink);
+        assert_eq!(sink.deltas[1..], [late(0, "123456789")]);
         f.structural(Kind::EndCall, "", &cx, &mut sink);
-        assert_eq!(sink.deltas.len(), 1);
+        assert_eq!(sink.deltas.len(), 2);
 
-        // No id: the call gets the generated one when it ends.
+        // No id: the generated one when the call ends.
         f.structural(Kind::NewCall, "", &cx, &mut sink);
         f.structural(Kind::ToolName, "g", &cx, &mut sink);
         f.text(Kind::ToolArgs, "{}", true, true, &cx, &mut sink);
-        assert_eq!(sink.deltas.len(), 1);
+        assert_eq!(sink.deltas[2..], [with_args(1, "", "g", "{}")]);
         f.structural(Kind::EndCall, "", &cx, &mut sink);
-        assert_eq!(sink.deltas[1..], [whole(1, "call_1", "g", "{}")]);
+        assert_eq!(sink.deltas[3..], [late(1, "call_1")]);
 
-        // An id before the arguments: announced with the name, arguments stream live.
+        // An id before the arguments: in the header.
         f.structural(Kind::NewCall, "", &cx, &mut sink);
         f.structural(Kind::ToolId, "first", &cx, &mut sink);
         f.structural(Kind::ToolName, "h", &cx, &mut sink);
-        assert_eq!(sink.deltas[2..], [ChatDelta::tool_call(ToolCallDelta::header(2, "first", "h"))]);
+        assert_eq!(sink.deltas[4..], [ChatDelta::tool_call(ToolCallDelta::header(2, "first", "h"))]);
         f.text(Kind::ToolArgs, "{\"b\": \"x y", true, false, &cx, &mut sink);
-        assert_eq!(sink.deltas[2..], [whole(2, "first", "h", "{\"b\": \"x y")]);
+        assert_eq!(sink.deltas[4..], [with_args(2, "first", "h", "{\"b\": \"x y")]);
 
-        // Cut by the end of input: what was held comes out whole.
+        // Cut by the end of input: the generated id comes with the end.
         f.structural(Kind::NewCall, "", &cx, &mut sink);
         f.structural(Kind::ToolName, "k", &cx, &mut sink);
         f.text(Kind::ToolArgs, "{\"c\": \"x", true, false, &cx, &mut sink);
-        assert_eq!(sink.deltas.len(), 3);
         f.finish(&cx, &mut sink);
         let m = ChatMessage::from_deltas(&sink.deltas);
         let calls: Vec<_> = m.tool_calls.iter().map(|c| (c.id.as_str(), c.name.as_str(), c.arguments.as_str())).collect();

@@ -191,12 +191,16 @@ impl ChatMessage {
 }
 
 /// A tool-call fragment of a streaming delta, as OpenAI sends it: `index` always, `id` and
-/// `name` on the call's first fragment, then pieces of `arguments` text.
+/// `name` on the call's first fragment, then pieces of `arguments` text. One exception: in
+/// formats that write a call's id after its arguments (Mistral Nemo's
+/// `{"name": .., "arguments": {..}, "id": ".."}`), the arguments stream before the id is known,
+/// so the first fragment has no id and a later fragment carries it alone (clients that
+/// accumulate fragments field by field, as OpenAI's SDKs do, get the whole call).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ToolCallDelta {
     /// Position of the call in the message's `tool_calls`.
     pub index: usize,
-    /// The call id (first fragment only).
+    /// The call id (first fragment, or a later one of its own; see above).
     pub id: Option<String>,
     /// The function name (first fragment only).
     pub name: Option<String>,
@@ -205,9 +209,15 @@ pub struct ToolCallDelta {
 }
 
 impl ToolCallDelta {
-    /// The first fragment of a call: its id and name.
+    /// The first fragment of a call: its id (none when empty: it comes later) and name.
     pub fn header(index: usize, id: impl Into<String>, name: impl Into<String>) -> ToolCallDelta {
-        ToolCallDelta { index, id: Some(id.into()), name: Some(name.into()), arguments: None }
+        let id: String = id.into();
+        ToolCallDelta { index, id: (!id.is_empty()).then_some(id), name: Some(name.into()), arguments: None }
+    }
+
+    /// The id of a call announced without one.
+    pub fn late_id(index: usize, id: impl Into<String>) -> ToolCallDelta {
+        ToolCallDelta { index, id: Some(id.into()), name: None, arguments: None }
     }
 
     /// A piece of argument text.
@@ -333,7 +343,7 @@ pub enum DeltaRef<'a> {
     ToolCall {
         /// Position of the call in the message's `tool_calls`.
         index: usize,
-        /// The call id (first fragment only).
+        /// The call id (first fragment, or a later one of its own: see [`ToolCallDelta`]).
         id: Option<&'a str>,
         /// The function name (first fragment only).
         name: Option<&'a str>,
@@ -434,6 +444,7 @@ enum Item {
     Content(Span),
     Reasoning(Span),
     ToolCall { index: usize, header: Option<(Span, Span)>, arguments: Option<Span> },
+    LateId { index: usize, id: Span },
 }
 
 /// Reusable storage for the deltas of one [`ChatStream::push_into`](crate::chat::ChatStream::push_into):
@@ -503,10 +514,12 @@ impl DeltaBuffer {
             Item::Reasoning(s) => DeltaRef::Reasoning(t(s)),
             Item::ToolCall { index, header, arguments } => DeltaRef::ToolCall {
                 index,
-                id: header.map(|(id, _)| t(id)),
+                // Empty: the id comes later, in a fragment of its own.
+                id: header.map(|(id, _)| t(id)).filter(|s| !s.is_empty()),
                 name: header.map(|(_, name)| t(name)),
                 arguments: arguments.map(t),
             },
+            Item::LateId { index, id } => DeltaRef::ToolCall { index, id: Some(t(id)), name: None, arguments: None },
         }
     }
 
@@ -553,6 +566,12 @@ impl DeltaBuffer {
         let id = self.append(id);
         let name = self.append(name);
         self.items.push(Item::ToolCall { index, header: Some((id, name)), arguments: None });
+    }
+
+    /// Appends the id of a call announced without one.
+    pub(crate) fn late_id(&mut self, index: usize, id: &str) {
+        let id = self.append(id);
+        self.items.push(Item::LateId { index, id });
     }
 
     /// Appends argument text, joining it to the last delta if that is a fragment of the same

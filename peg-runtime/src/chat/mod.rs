@@ -9,7 +9,10 @@
 //! - `content` / `reasoning` texts are concatenated per field, surrounding whitespace trimmed.
 //! - A call starts at `tool` (or a `tool_open` outside one); `tool_name` and `tool_id` set its
 //!   name and id; arguments that arrive before the name are buffered. A call without an id in
-//!   the output gets `tool_id_prefix` + its index, so one-shot and stream agree.
+//!   the output gets `tool_id_prefix` + its index, so one-shot and stream agree. Where the
+//!   grammar can put the id after the arguments, a call is announced with an empty id when its
+//!   arguments start (they stream live) and the id follows once read, or generated when the
+//!   call ends.
 //! - `tool_args` is JSON (a Python literal is normalized to JSON); constructed arguments are
 //!   assembled as `{"name": value, ...}`: `tool_arg_string_value` becomes an escaped JSON string
 //!   unless the tool's schema types the parameter otherwise (then the text is kept as JSON if

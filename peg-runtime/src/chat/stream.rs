@@ -471,6 +471,10 @@ impl Sink for Recorder<'_> {
         self.out.header(index, id, name);
         self.message.apply_ref(DeltaRef::ToolCall { index, id: Some(id), name: Some(name), arguments: None });
     }
+    fn late_id(&mut self, index: usize, id: &str) {
+        self.out.late_id(index, id);
+        self.message.apply_ref(DeltaRef::ToolCall { index, id: Some(id), name: None, arguments: None });
+    }
     fn args(&mut self, index: usize, s: &str) {
         self.out.args(index, s);
         // Applying pieces one by one equals applying the coalesced delta.

@@ -31,13 +31,14 @@ pub fn stream(parser: &ChatParser, pieces: &[&str]) -> (Vec<ChatDelta>, ParsedMe
 }
 
 /// Whether `cur` extends `prev`: text fields and argument texts only grow, calls keep their
-/// id and name.
+/// name and their id (a call announced before its id, in formats that write the id after the
+/// arguments, gets it later).
 pub fn extends(prev: &ChatMessage, cur: &ChatMessage) -> bool {
     cur.content.starts_with(&prev.content)
         && cur.reasoning_content.starts_with(&prev.reasoning_content)
         && prev.tool_calls.len() <= cur.tool_calls.len()
         && prev.tool_calls.iter().zip(&cur.tool_calls).all(|(a, b)| {
-            a.id == b.id && a.name == b.name && b.arguments.starts_with(&a.arguments)
+            (a.id.is_empty() || a.id == b.id) && a.name == b.name && b.arguments.starts_with(&a.arguments)
         })
 }
 
