@@ -51,9 +51,6 @@ pub struct ChatStream {
     owned: DeltaBuffer,
     /// Set when the next chunk may take the live lane (see [`ChatStream::push_live`]).
     live: Option<Live>,
-    /// Chunks the live lane took and the session has not been given yet (see
-    /// [`ChatStream::flush`]).
-    pending: String,
     /// Byte classes of the live lane (`PASS`, or a union of `ESCAPE`, `STOP`, `HIGH`) for the
     /// text kind `classes_of`.
     classes: Box<[u8; 256]>,
@@ -80,8 +77,6 @@ const ESCAPE: u8 = 1;
 const STOP: u8 = 2;
 /// A byte of a multi-byte character (passes unless also `STOP`).
 const HIGH: u8 = 4;
-/// Live-lane bytes held before they are handed to the session in one push.
-const PENDING_MAX: usize = 4096;
 
 impl ChatStream {
     pub(crate) fn new(inner: Arc<Inner>) -> ChatStream {
@@ -99,7 +94,6 @@ impl ChatStream {
             scratch: String::new(),
             owned: DeltaBuffer::new(),
             live: None,
-            pending: String::new(),
             classes: Box::new([STOP; 256]),
             classes_of: None,
             predict: true,
@@ -160,7 +154,6 @@ impl ChatStream {
     /// [`ChatStream::push_into`] past the live lane, with `out` cleared.
     #[inline(never)]
     fn push_slow(&mut self, chunk: &str, out: &mut DeltaBuffer) -> Result<(), Error> {
-        self.flush();
         self.check_open()?;
         if chunk.is_empty() {
             return Ok(());
@@ -201,7 +194,6 @@ impl ChatStream {
     /// contents); returns the whole message.
     pub fn finish_into(&mut self, out: &mut DeltaBuffer) -> Result<ParsedMessage, Error> {
         out.clear();
-        self.flush();
         self.live = None;
         self.check_open()?;
         if let State::Parsing = self.state {
@@ -281,10 +273,9 @@ impl ChatStream {
         if live.trim && !(last > b' ' && last < 0x80) {
             return false;
         }
-        push_token(&mut self.pending, chunk);
-        if self.pending.len() >= PENDING_MAX {
-            self.flush();
-        }
+        self.session.push(bytes);
+        self.driver.grew_verbatim(bytes.len());
+        self.viable = self.session.input().len();
         let message = &mut self.message;
         match live.to {
             Verbatim::Content => {
@@ -306,22 +297,6 @@ impl ChatStream {
             }
         }
         true
-    }
-
-    /// Hands the chunks the live lane took to the session and the driver, which then stand
-    /// as if each had been pushed on its own: the session's next parse resumes its scan over
-    /// them, the driver's growing text was read up to their end, and the input so far fits
-    /// the grammar. Deferred because a token-sized copy into `pending` is cheaper than a
-    /// session push; done before anything reads the session or the driver.
-    #[inline(never)]
-    fn flush(&mut self) {
-        if self.pending.is_empty() {
-            return;
-        }
-        self.session.push(self.pending.as_bytes());
-        self.driver.grew_verbatim(self.pending.len());
-        self.viable = self.session.input().len();
-        self.pending.clear();
     }
 
     /// For a chunk with a delimiter's first byte: whether it still only extends the `until`
@@ -639,11 +614,9 @@ mod tests {
     #[test]
     fn long_argument_streams_without_parses() {
         let ps = parsers();
-        // Lines of code, then a line longer than `PENDING_MAX`: the live lane also hands its
-        // bytes over midway.
+        // Lines of code, then a long line.
         let body = format!("{}{}\nend", "let s = \"a \\\\ b\"; // é\n".repeat(40), "x = \"q\" \\\\ é; ".repeat(400));
         let output = format!("<tool_call>\n<function=f>\n<parameter=a>\n{body}\n</parameter>\n</function>\n</tool_call>");
-        assert!(body.len() > PENDING_MAX + 1000);
         let parses = fast_equals_slow(&ps[1], &output, &[4]).unwrap();
         assert!(parses < 60, "{parses} parses");
     }
