@@ -20,9 +20,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use chat_peg::peg_runtime::chat::{
-    ChatParseOptions, ChatParser, ConstructedBuilder, DeltaBuffer, DeltaRef, NativeBuilder, ToolSpec,
-};
+use chat_peg::peg_runtime::chat::{presets, ChatParseOptions, ChatParser, DeltaBuffer, DeltaRef, ToolSpec};
 use criterion::{criterion_group, Criterion, Throughput};
 use serde_json::json;
 
@@ -41,17 +39,7 @@ fn body() -> String {
 }
 
 fn native() -> (ChatParser, String) {
-    let arena = NativeBuilder::build(|p| {
-        let call = p.tool(
-            p.tool_open("{")
-                << p.json_member("name", "\"" + p.tool_name(p.json_string_content()) + "\"")
-                << ","
-                << p.json_member("arguments", p.tool_args(p.json()))
-                << p.tool_close("}"),
-        );
-        p.content(p.until("<tool_call>")) + p.zero_or_more("<tool_call>" << call << "</tool_call>" << p.space()) + p.end()
-    })
-    .unwrap();
+    let arena = presets::hermes();
     let output = format!(
         "I will write the file.\n<tool_call>\n{}</tool_call>",
         json!({"name": "write_file", "arguments": {"path": "src/main.rs", "content": body()}})
@@ -60,20 +48,7 @@ fn native() -> (ChatParser, String) {
 }
 
 fn constructed() -> (ChatParser, String) {
-    let arena = ConstructedBuilder::build(|p| {
-        let arg = p.tool_arg(
-            p.tool_arg_open("<parameter=" + p.tool_arg_name(p.chars("[a-z_]", 1, None)) + ">\n")
-                + p.tool_arg_string_value(p.until("\n</parameter>"))
-                + p.tool_arg_close("\n</parameter>\n"),
-        );
-        let call = p.tool(
-            p.tool_open("<function=" + p.tool_name(p.chars("[a-z_]", 1, None)) + ">\n")
-                + p.zero_or_more(arg)
-                + p.tool_close("</function>"),
-        );
-        p.content(p.until("<tool_call>")) + p.zero_or_more("<tool_call>\n" + call + "\n</tool_call>" + p.space()) + p.end()
-    })
-    .unwrap();
+    let arena = presets::qwen3_coder();
     let tool = ToolSpec::new(
         "write_file",
         json!({"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}}),

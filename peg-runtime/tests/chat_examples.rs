@@ -6,7 +6,7 @@ mod chat_common;
 use std::sync::Arc;
 
 use chat_common::check_streaming;
-use peg_runtime::chat::{ChatMessage, ChatParseOptions, ChatParser, ConstructedBuilder, DeltaBuffer, NativeBuilder, SimpleBuilder, ToolSpec};
+use peg_runtime::chat::{presets, ChatMessage, ChatParseOptions, ChatParser, ConstructedBuilder, DeltaBuffer, NativeBuilder, SimpleBuilder, ToolSpec};
 use peg_runtime::ErrorKind;
 use serde_json::json;
 
@@ -203,20 +203,7 @@ fn constructed_values_follow_the_schema() {
             "ns": {"type": ["string", "null"]}, "o": {"type": "object"}
         }}),
     );
-    let arena = ConstructedBuilder::build(|p| {
-        let arg = p.tool_arg(
-            p.tool_arg_open("<parameter=" + p.tool_arg_name(p.chars("[a-z]", 1, None)) + ">\n")
-                + p.tool_arg_string_value(p.until("\n</parameter>"))
-                + p.tool_arg_close("\n</parameter>\n"),
-        );
-        let call = p.tool(
-            p.tool_open("<function=" + p.tool_name(p.chars("[a-z_]", 1, None)) + ">\n")
-                + p.zero_or_more(arg)
-                + p.tool_close("</function>"),
-        );
-        p.content(p.until("<tool_call>")) + p.zero_or_more("<tool_call>\n" + call + "\n</tool_call>" + p.space()) + p.end()
-    })
-    .unwrap();
+    let arena = presets::qwen3_coder();
     let parser = ChatParser::new(Arc::new(arena), ChatParseOptions { tools: vec![tool], ..Default::default() });
     let out = "<tool_call>\n<function=set>\n\
         <parameter=s>\n42\n</parameter>\n\

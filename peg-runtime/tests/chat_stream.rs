@@ -7,50 +7,18 @@ mod chat_common;
 use std::sync::Arc;
 
 use chat_common::{extends, stream};
-use peg_runtime::chat::{ChatMessage, ChatParseOptions, ChatParser, ConstructedBuilder, NativeBuilder, ToolSpec};
+use peg_runtime::chat::{presets, ChatMessage, ChatParseOptions, ChatParser, ToolSpec};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
 /// Hermes-style: optional reasoning, content, then `<tool_call>{"name", "arguments"}</tool_call>`s.
 fn native() -> ChatParser {
-    let arena = NativeBuilder::build(|p| {
-        let reasoning = p.optional("<think>" + p.reasoning(p.until("</think>")) + "</think>");
-        let call = p.tool(
-            p.tool_open("{")
-                << p.json_member("name", "\"" + p.tool_name(p.json_string_content()) + "\"")
-                << ","
-                << p.json_member("arguments", p.tool_args(p.json() | p.python()))
-                << p.tool_close("}"),
-        );
-        reasoning
-            + p.content(p.until("<tool_call>"))
-            + p.zero_or_more("<tool_call>" << call << "</tool_call>" << p.space())
-            + p.end()
-    })
-    .unwrap();
-    ChatParser::new(Arc::new(arena), ChatParseOptions::default())
+    ChatParser::new(Arc::new(presets::hermes()), ChatParseOptions::default())
 }
 
 /// Qwen3-Coder-style XML arguments.
 fn constructed() -> ChatParser {
-    let arena = ConstructedBuilder::build(|p| {
-        let reasoning = p.optional("<think>" + p.reasoning(p.until("</think>")) + "</think>");
-        let arg = p.tool_arg(
-            p.tool_arg_open("<parameter=" + p.tool_arg_name(p.chars("[a-z0-9_]", 1, None)) + ">\n")
-                + p.tool_arg_string_value(p.until("\n</parameter>"))
-                + p.tool_arg_close("\n</parameter>\n"),
-        );
-        let call = p.tool(
-            p.tool_open("<function=" + p.tool_name(p.chars("[a-z0-9_]", 1, None)) + ">\n")
-                + p.zero_or_more(arg)
-                + p.tool_close("</function>"),
-        );
-        reasoning
-            + p.content(p.until("<tool_call>"))
-            + p.zero_or_more("<tool_call>\n" + call + "\n</tool_call>" + p.space())
-            + p.end()
-    })
-    .unwrap();
+    let arena = presets::qwen3_coder();
     let tool = ToolSpec::new(
         "edit",
         json!({"type": "object", "properties": {"path": {"type": "string"}, "count": {"type": "integer"}, "opts": {"type": "object"}}}),

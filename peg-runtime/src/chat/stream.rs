@@ -463,35 +463,11 @@ impl Sink for Recorder<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chat::{ChatParseOptions, ChatParser, ConstructedBuilder, NativeBuilder, ToolSpec};
+    use crate::chat::{ChatParseOptions, ChatParser, ToolSpec};
     use proptest::prelude::{prop, prop_assert, prop_assert_eq, Strategy, TestCaseError};
 
     fn parsers() -> Vec<ChatParser> {
-        let native = NativeBuilder::build(|p| {
-            let call = p.tool(
-                p.tool_open("{")
-                    << p.json_member("name", "\"" + p.tool_name(p.json_string_content()) + "\"")
-                    << ","
-                    << p.json_member("arguments", p.tool_args(p.json()))
-                    << p.tool_close("}"),
-            );
-            p.content(p.until("<tool_call>")) + p.zero_or_more("<tool_call>" << call << "</tool_call>" << p.space()) + p.end()
-        })
-        .unwrap();
-        let constructed = ConstructedBuilder::build(|p| {
-            let arg = p.tool_arg(
-                p.tool_arg_open("<parameter=" + p.tool_arg_name(p.chars("[a-z_]", 1, None)) + ">\n")
-                    + p.tool_arg_string_value(p.until("\n</parameter>"))
-                    + p.tool_arg_close("\n</parameter>\n"),
-            );
-            let call = p.tool(
-                p.tool_open("<function=" + p.tool_name(p.chars("[a-z_]", 1, None)) + ">\n")
-                    + p.zero_or_more(arg)
-                    + p.tool_close("</function>"),
-            );
-            p.content(p.until("<tool_call>")) + p.zero_or_more("<tool_call>\n" + call + "\n</tool_call>" + p.space()) + p.end()
-        })
-        .unwrap();
+        let (native, constructed) = (crate::chat::presets::hermes(), crate::chat::presets::qwen3_coder());
         let tool = ToolSpec::new(
             "f",
             serde_json::json!({"type": "object", "properties": {"a": {"type": "string"}, "n": {"type": "integer"}}}),
