@@ -5,26 +5,34 @@
 pub(crate) fn escape_into(out: &mut String, s: &str) {
     let mut last = 0;
     for (i, b) in s.bytes().enumerate() {
-        let esc: &str = match b {
-            b'"' => "\\\"",
-            b'\\' => "\\\\",
-            b'\n' => "\\n",
-            b'\r' => "\\r",
-            b'\t' => "\\t",
-            0x08 => "\\b",
-            0x0c => "\\f",
-            0..=0x1f => "",
-            _ => continue,
-        };
-        out.push_str(&s[last..i]);
-        if esc.is_empty() {
-            out.push_str(&format!("\\u{b:04x}"));
-        } else {
-            out.push_str(esc);
+        if b >= 0x20 && b != b'"' && b != b'\\' {
+            continue;
         }
+        out.push_str(&s[last..i]);
+        push_escaped(out, b);
         last = i + 1;
     }
     out.push_str(&s[last..]);
+}
+
+/// Appends the JSON escape of `b`, one of `"`, `\` or a control byte.
+#[inline]
+pub(crate) fn push_escaped(out: &mut String, b: u8) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    match b {
+        b'"' => out.push_str("\\\""),
+        b'\\' => out.push_str("\\\\"),
+        b'\n' => out.push_str("\\n"),
+        b'\r' => out.push_str("\\r"),
+        b'\t' => out.push_str("\\t"),
+        0x08 => out.push_str("\\b"),
+        0x0c => out.push_str("\\f"),
+        _ => {
+            out.push_str("\\u00");
+            out.push(char::from(HEX[usize::from(b >> 4)]));
+            out.push(char::from(HEX[usize::from(b & 15)]));
+        }
+    }
 }
 
 /// `s` as a JSON string literal.

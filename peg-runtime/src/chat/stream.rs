@@ -399,28 +399,13 @@ fn byte_classes(firsts: &ByteSet, escape: bool) -> [u8; 256] {
 /// few bytes of a streamed chunk.
 #[inline]
 fn escape_json(out: &mut String, s: &str) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
     out.reserve(s.len() + 2);
     for c in s.chars() {
         // Most characters need no escape: one predictable test instead of a jump table.
         if c >= ' ' && c != '"' && c != '\\' {
             out.push(c);
-            continue;
-        }
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if c < ' ' => {
-                out.push_str("\\u00");
-                out.push(char::from(HEX[c as usize >> 4]));
-                out.push(char::from(HEX[c as usize & 15]));
-            }
-            c => out.push(c),
+        } else {
+            crate::chat::json_text::push_escaped(out, c as u8);
         }
     }
 }
