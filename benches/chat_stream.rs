@@ -3,7 +3,9 @@
 //!
 //! Two stream forms: `push` returns owned deltas (a `Vec<ChatDelta>` per chunk); `push_into`
 //! refills one reused `DeltaBuffer`, the realistic server loop (each delta is serialized to SSE
-//! right away). The printed ratios are the best of several runs, to damp the machine's load.
+//! right away). `push_into` is timed alone (the parser's time, as the one-shot parse's message
+//! is not read either) and with every delta read back. The printed ratios are the best of
+//! several runs, to damp the machine's load.
 //!
 //! Run: `cargo bench --bench chat_stream -- --quick`
 //!
@@ -12,7 +14,7 @@
 //! a parse. The printed line shows how many parses a stream ran.
 //!
 //! Instruction counts (robust to load): `CHAT_STREAM_ONLY=MODE` runs one pass of one mode and
-//! exits, MODE in `none` (setup only), `one_shot`, `owned`, `buffer`; e.g.
+//! exits, MODE in `none` (setup only), `one_shot`, `owned`, `buffer`, `buffer_read`; e.g.
 //! `CHAT_STREAM_ONLY=buffer valgrind --tool=callgrind target/release/deps/chat_stream-HASH`,
 //! and subtract the `none` count. `CHAT_STREAM_SHAPE=native|constructed` keeps one input.
 
@@ -87,10 +89,17 @@ fn stream_all(parser: &ChatParser, pieces: &[&str]) -> (usize, usize) {
 
 /// The server loop: one reused buffer, each delta's text looked at once (here: its length).
 /// Returns the number of deltas and of text bytes.
-fn stream_buffer(parser: &ChatParser, pieces: &[&str], out: &mut DeltaBuffer) -> (usize, usize) {
+/// `push_into` over every piece. With `read`, every delta is also read back (as a server
+/// serializing it would); without, only their count is taken, so the time is the parser's alone,
+/// as in the one-shot measurement.
+fn stream_buffer(parser: &ChatParser, pieces: &[&str], out: &mut DeltaBuffer, read: bool) -> (usize, usize) {
     let mut s = parser.stream();
     let (mut n, mut bytes) = (0, 0);
     let mut look = |out: &DeltaBuffer| {
+        if !read {
+            n += black_box(out.len());
+            return;
+        }
         for d in out.iter() {
             n += 1;
             bytes += match d {
@@ -132,7 +141,8 @@ fn bench(c: &mut Criterion) {
             match mode {
                 "one_shot" => drop(black_box(parser.parse(black_box(&output), false).unwrap())),
                 "owned" => drop(black_box(stream_all(&parser, black_box(&pieces)))),
-                "buffer" => drop(black_box(stream_buffer(&parser, black_box(&pieces), &mut buf))),
+                "buffer" => drop(black_box(stream_buffer(&parser, black_box(&pieces), &mut buf, false))),
+                "buffer_read" => drop(black_box(stream_buffer(&parser, black_box(&pieces), &mut buf, true))),
                 _ => {}
             }
             continue;
@@ -145,23 +155,25 @@ fn bench(c: &mut Criterion) {
         // Both stream forms agree with each other.
         let mut buf = DeltaBuffer::new();
         let owned = stream_all(&parser, &pieces);
-        let buffered = stream_buffer(&parser, &pieces, &mut buf);
+        let buffered = stream_buffer(&parser, &pieces, &mut buf, true);
         assert_eq!(owned.0, buffered.0);
 
         // A direct ratio measurement, printed once, for the closing notes.
         let reps = 7;
         let one = best(reps, || parser.parse(black_box(&output), false).unwrap());
         let own = best(reps, || stream_all(&parser, black_box(&pieces)));
-        let bufd = best(reps, || stream_buffer(&parser, black_box(&pieces), &mut buf));
+        let bufd = best(reps, || stream_buffer(&parser, black_box(&pieces), &mut buf, false));
+        let read = best(reps, || stream_buffer(&parser, black_box(&pieces), &mut buf, true));
         println!(
             "{shape}: {} bytes, {} chunks, {} deltas, {} parses: one-shot {one:?}, push (owned) {own:?} = {:.2}x, \
-             push_into (reused buffer) {bufd:?} = {:.2}x",
+             push_into (reused buffer) {bufd:?} = {:.2}x, push_into and reading every delta {read:?} = {:.2}x",
             output.len(),
             pieces.len(),
             owned.0,
             owned.1,
             own.as_secs_f64() / one.as_secs_f64(),
             bufd.as_secs_f64() / one.as_secs_f64(),
+            read.as_secs_f64() / one.as_secs_f64(),
         );
 
         let mut g = c.benchmark_group(format!("chat_{shape}_64k"));
@@ -171,7 +183,10 @@ fn bench(c: &mut Criterion) {
         g.bench_function("one_shot", |b| b.iter(|| parser.parse(black_box(&output), false).unwrap()));
         g.bench_function("stream_4b_chunks", |b| b.iter(|| stream_all(&parser, black_box(&pieces))));
         g.bench_function("stream_4b_chunks_reused_buffer", |b| {
-            b.iter(|| stream_buffer(&parser, black_box(&pieces), &mut buf))
+            b.iter(|| stream_buffer(&parser, black_box(&pieces), &mut buf, false))
+        });
+        g.bench_function("stream_4b_chunks_reused_buffer_read", |b| {
+            b.iter(|| stream_buffer(&parser, black_box(&pieces), &mut buf, true))
         });
         g.finish();
     }
