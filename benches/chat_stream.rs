@@ -22,7 +22,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use chat_peg::peg_runtime::chat::{presets, ChatParseOptions, ChatParser, DeltaBuffer, DeltaRef, ToolSpec};
+use chat_peg::peg_runtime::chat::{presets, stream_pieces, ChatParseOptions, ChatParser, DeltaBuffer, DeltaRef, ToolSpec};
 use criterion::{criterion_group, Criterion, Throughput};
 use serde_json::json;
 
@@ -60,20 +60,6 @@ fn constructed() -> (ChatParser, String) {
         body()
     );
     (ChatParser::new(Arc::new(arena), ChatParseOptions { tools: vec![tool], ..Default::default() }), output)
-}
-
-fn chunks(s: &str) -> Vec<&str> {
-    let mut out = Vec::with_capacity(s.len() / CHUNK + 1);
-    let mut i = 0;
-    while i < s.len() {
-        let mut j = (i + CHUNK).min(s.len());
-        while !s.is_char_boundary(j) {
-            j += 1;
-        }
-        out.push(&s[i..j]);
-        i = j;
-    }
-    out
 }
 
 /// Streams all pieces; returns the number of deltas and of parses run.
@@ -132,7 +118,7 @@ fn best<T>(reps: u32, mut f: impl FnMut() -> T) -> Duration {
 fn bench(c: &mut Criterion) {
     let only = std::env::var("CHAT_STREAM_ONLY").ok();
     for (shape, (parser, output)) in [("native", native()), ("constructed", constructed())] {
-        let pieces = chunks(&output);
+        let pieces = stream_pieces(&output, &[CHUNK]);
         if std::env::var("CHAT_STREAM_SHAPE").is_ok_and(|s| s != shape) {
             continue;
         }

@@ -8,10 +8,10 @@
 
 use std::sync::Arc;
 
-use autoparser::check::{chunks, compare_messages};
+use autoparser::check::compare_messages;
 use autoparser::template::{ChatRequest, ChatTemplate};
 use chat_peg::formats::{self, gpt_oss, gpt_oss_inline_reasoning, hermes, qwen3_coder};
-use peg_runtime::chat::{ChatMessage, ChatParseOptions, ChatParser, ToolSpec};
+use peg_runtime::chat::{stream_pieces, ChatMessage, ChatParseOptions, ChatParser, ToolSpec};
 use peg_runtime::{Arena, ParseOutput};
 use serde_json::Value;
 
@@ -162,7 +162,7 @@ fn formats_pass_their_corpus_cases() {
         if !partial {
             let mut stream = parser.stream();
             let mut deltas = Vec::new();
-            for c in chunks(output, 3) {
+            for c in stream_pieces(output, &[3]) {
                 deltas.extend(stream.push(c).unwrap());
             }
             let (last, fin) = stream.finish().unwrap();

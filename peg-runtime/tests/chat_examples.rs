@@ -6,7 +6,7 @@ mod chat_common;
 use std::sync::Arc;
 
 use chat_common::check_streaming;
-use peg_runtime::chat::{presets, ChatMessage, ChatParseOptions, ChatParser, ConstructedBuilder, DeltaBuffer, NativeBuilder, SimpleBuilder, ToolSpec};
+use peg_runtime::chat::{presets, stream_pieces, ChatMessage, ChatParseOptions, ChatParser, ConstructedBuilder, DeltaBuffer, NativeBuilder, SimpleBuilder, ToolSpec};
 use peg_runtime::ErrorKind;
 use serde_json::json;
 
@@ -131,7 +131,7 @@ fn strict_returns_the_error() {
     assert_eq!(e.offset(), Some("Hi <tool_call>".len()));
     let mut s = parser.stream();
     let mut failed = false;
-    for c in chat_common::chunks(out, 3) {
+    for c in stream_pieces(out, &[3]) {
         if s.push(c).is_err() {
             failed = true;
             break;
@@ -280,7 +280,7 @@ fn header_positions(parser: &ChatParser, output: &str) -> Vec<usize> {
     let mut s = parser.stream();
     let mut at = Vec::new();
     let mut fed = 0;
-    for c in chat_common::chunks(output, 1) {
+    for c in stream_pieces(output, &[1]) {
         fed += c.len();
         for d in s.push(c).unwrap() {
             at.extend(d.tool_calls.iter().filter(|t| t.id.is_some()).map(|_| fed));
@@ -321,7 +321,7 @@ fn ids_after_the_arguments_are_kept() {
             let mut s = parser.stream();
             let mut buf = DeltaBuffer::new();
             let mut deltas = Vec::new();
-            for c in chat_common::chunks(out, n) {
+            for c in stream_pieces(out, &[n]) {
                 s.push_into(c, &mut buf).unwrap();
                 deltas.extend(buf.to_deltas());
             }
@@ -349,7 +349,7 @@ fn id_last_call_cut_inside_the_arguments() {
     for n in [1, 3, 7, out.len()] {
         let mut s = parser.stream();
         let mut deltas = Vec::new();
-        for c in chat_common::chunks(out, n) {
+        for c in stream_pieces(out, &[n]) {
             deltas.extend(s.push(c).unwrap());
         }
         assert_eq!(ChatMessage::from_deltas(&deltas), partial.message, "chunks of {n}");

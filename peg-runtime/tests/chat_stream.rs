@@ -7,7 +7,7 @@ mod chat_common;
 use std::sync::Arc;
 
 use chat_common::{extends, stream};
-use peg_runtime::chat::{presets, ChatMessage, ChatParseOptions, ChatParser, ToolSpec};
+use peg_runtime::chat::{presets, stream_pieces, ChatMessage, ChatParseOptions, ChatParser, ToolSpec};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -119,17 +119,7 @@ fn check_expected(m: &ChatMessage, g: &Generated) {
 /// Streams `output` cut by the cycle of `sizes` and compares with the one-shot parse.
 fn check_chunking(parser: &ChatParser, output: &str, sizes: &[usize]) {
     let whole = parser.parse(output, false).unwrap();
-    let mut pieces = Vec::new();
-    let (mut i, mut k) = (0, 0);
-    while i < output.len() {
-        let mut j = (i + sizes[k % sizes.len()]).min(output.len());
-        while !output.is_char_boundary(j) {
-            j += 1;
-        }
-        pieces.push(&output[i..j]);
-        i = j;
-        k += 1;
-    }
+    let pieces = stream_pieces(output, sizes);
     let (deltas, fin) = stream(parser, &pieces);
     assert_eq!(ChatMessage::from_deltas(&deltas), whole.message, "{output:?} in {pieces:?}");
     assert_eq!(fin, whole, "{output:?}");
@@ -221,17 +211,12 @@ fn tricky() -> impl Strategy<Value = String> {
 /// After every push, the stream's message is the one-shot partial parse of the output so far.
 fn check_partials_track(parser: &ChatParser, output: &str, sizes: &[usize]) {
     let mut s = parser.stream();
-    let (mut i, mut k) = (0, 0);
-    while i < output.len() {
-        let mut j = (i + sizes[k % sizes.len()]).min(output.len());
-        while !output.is_char_boundary(j) {
-            j += 1;
-        }
-        s.push(&output[i..j]).unwrap();
+    let mut j = 0;
+    for piece in stream_pieces(output, sizes) {
+        j += piece.len();
+        s.push(piece).unwrap();
         let want = parser.parse(&output[..j], true).unwrap();
         assert_eq!(s.message(), &want.message, "{output:?} cut at {j}");
-        i = j;
-        k += 1;
     }
     assert_eq!(s.finish().unwrap().1, parser.parse(output, false).unwrap());
 }

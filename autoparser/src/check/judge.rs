@@ -64,22 +64,6 @@ pub fn compare_messages(got: &ChatMessage, want: &ChatMessage) -> Result<(), Str
     }
 }
 
-/// Splits `s` into chunks of about `n` bytes, never inside a UTF-8 character.
-pub fn chunks(s: &str, n: usize) -> Vec<&str> {
-    let n = n.max(1);
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < s.len() {
-        let mut j = (i + n).min(s.len());
-        while !s.is_char_boundary(j) {
-            j += 1;
-        }
-        out.push(&s[i..j]);
-        i = j;
-    }
-    out
-}
-
 /// Feeds `output` to a stream in chunks of `chunk` bytes: no push may fail, and the deltas
 /// must add up to the stream's final message (for a complete output; a partial one is never
 /// finished). Returns the message the deltas add up to.
@@ -87,7 +71,7 @@ pub fn stream_message(parser: &ChatParser, output: &str, partial: bool, chunk: u
     let mut stream = parser.stream();
     let mut deltas: Vec<ChatDelta> = Vec::new();
     let mut at = 0;
-    for c in chunks(output, chunk) {
+    for c in peg_runtime::chat::stream_pieces(output, &[chunk]) {
         let d = stream.push(c).map_err(|e| format!("push failed at byte {at}: {e}"))?;
         deltas.extend(d);
         at += c.len();
@@ -109,17 +93,6 @@ pub fn stream_message(parser: &ChatParser, output: &str, partial: bool, chunk: u
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn chunks_keep_characters_whole() {
-        let s = "aé𝄞b";
-        for n in 1..8 {
-            let c = chunks(s, n);
-            assert_eq!(c.concat(), s);
-            assert!(c.iter().all(|x| !x.is_empty()));
-        }
-        assert!(chunks("", 3).is_empty());
-    }
 
     #[test]
     fn invalid_arguments_compare_as_empty() {

@@ -45,7 +45,7 @@ use serde_json::Value;
 
 pub use cases::{apply_check, judge_case};
 pub use grammar::{check_grammar, first_trigger};
-pub use judge::{arguments_value, chunks, compare_messages, stream_message};
+pub use judge::{arguments_value, compare_messages, stream_message};
 pub use render::{
     first_diff, judge_render, run_render, RenderExpectation, RenderVerdict, JINJA2_ERROR_QUIRKS,
     JINJA2_QUIRK_TEMPLATES,

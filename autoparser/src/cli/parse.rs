@@ -133,7 +133,7 @@ fn take_text(pending: &mut Vec<u8>, eof: bool) -> String {
 
 fn push(s: &mut ChatStream, text: &str, chunk: Option<usize>, out: &mut impl Write) -> Result<(), String> {
     let pieces = match chunk {
-        Some(n) => crate::check::chunks(text, n),
+        Some(n) => peg_runtime::chat::stream_pieces(text, &[n]),
         None if text.is_empty() => Vec::new(),
         None => vec![text],
     };

@@ -395,6 +395,34 @@ fn byte_classes(firsts: &ByteSet, escape: bool) -> [u8; 256] {
     c
 }
 
+/// Cuts `text` into pieces the way a token stream delivers it: piece sizes follow `sizes`
+/// cyclically (`&[4]`: 4 bytes each; a size of 0 counts as 1, no sizes is one piece), each
+/// end moved forward to a character boundary. For feeding a [`ChatStream`] in tests,
+/// benchmarks and simulations.
+///
+/// ```
+/// use peg_runtime::chat::stream_pieces;
+///
+/// assert_eq!(stream_pieces("abcdé", &[2]), ["ab", "cd", "é"]);
+/// assert_eq!(stream_pieces("abcdef", &[1, 3]), ["a", "bcd", "e", "f"]);
+/// assert_eq!(stream_pieces("é", &[1]), ["é"]);
+/// ```
+pub fn stream_pieces<'t>(text: &'t str, sizes: &[usize]) -> Vec<&'t str> {
+    let mut out = Vec::new();
+    let (mut i, mut k) = (0, 0);
+    while i < text.len() {
+        let size = if sizes.is_empty() { text.len() } else { sizes[k % sizes.len()] };
+        let mut j = (i + size.max(1)).min(text.len());
+        while !text.is_char_boundary(j) {
+            j += 1;
+        }
+        out.push(&text[i..j]);
+        i = j;
+        k += 1;
+    }
+    out
+}
+
 /// Appends `s` JSON-escaped, as `json_text::escape_into` does, char by char: cheaper for the
 /// few bytes of a streamed chunk.
 #[inline]
@@ -451,6 +479,18 @@ mod tests {
     use crate::chat::{ChatParseOptions, ChatParser, ToolSpec};
     use proptest::prelude::{prop, prop_assert, prop_assert_eq, Strategy, TestCaseError};
 
+    #[test]
+    fn stream_pieces_keep_characters_whole() {
+        let s = "aé𝄞b";
+        for n in 0..8 {
+            let c = stream_pieces(s, &[n]);
+            assert_eq!(c.concat(), s);
+            assert!(c.iter().all(|x| !x.is_empty()));
+        }
+        assert_eq!(stream_pieces(s, &[]), [s]);
+        assert!(stream_pieces("", &[3]).is_empty());
+    }
+
     fn parsers() -> Vec<ChatParser> {
         let (native, constructed) = (crate::chat::presets::hermes(), crate::chat::presets::qwen3_coder());
         let tool = ToolSpec::new(
@@ -494,19 +534,15 @@ mod tests {
         slow.predict = false;
         let (mut bf, mut bs) = (DeltaBuffer::new(), DeltaBuffer::new());
         let mut all = Vec::new();
-        let (mut i, mut k) = (0, 0);
-        while i < output.len() {
-            let mut j = (i + sizes[k % sizes.len()]).min(output.len());
-            while !output.is_char_boundary(j) {
-                j += 1;
-            }
-            let (rf, rs) = (fast.push_into(&output[i..j], &mut bf), slow.push_into(&output[i..j], &mut bs));
+        let mut j = 0;
+        for piece in stream_pieces(output, sizes) {
+            let i = j;
+            j += piece.len();
+            let (rf, rs) = (fast.push_into(piece, &mut bf), slow.push_into(piece, &mut bs));
             prop_assert_eq!(rf.is_ok(), rs.is_ok());
             prop_assert_eq!(bf.to_deltas(), bs.to_deltas(), "{:?} at {}..{}", output, i, j);
             prop_assert_eq!(fast.message(), slow.message());
             all.extend(bf.to_deltas());
-            i = j;
-            k += 1;
         }
         let (wf, ws) = (fast.finish_into(&mut bf), slow.finish_into(&mut bs));
         prop_assert_eq!(bf.to_deltas(), bs.to_deltas());

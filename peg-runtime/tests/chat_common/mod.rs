@@ -1,22 +1,7 @@
 //! Helpers shared by the chat integration tests.
 #![allow(dead_code)]
 
-use peg_runtime::chat::{ChatDelta, ChatMessage, ChatParser, ParsedMessage};
-
-/// `s` cut into pieces of `n` bytes, moved forward to char boundaries.
-pub fn chunks(s: &str, n: usize) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < s.len() {
-        let mut j = (i + n).min(s.len());
-        while !s.is_char_boundary(j) {
-            j += 1;
-        }
-        out.push(&s[i..j]);
-        i = j;
-    }
-    out
-}
+use peg_runtime::chat::{stream_pieces, ChatDelta, ChatMessage, ChatParser, ParsedMessage};
 
 /// Streams `pieces`, returning all deltas and the final result.
 pub fn stream(parser: &ChatParser, pieces: &[&str]) -> (Vec<ChatDelta>, ParsedMessage) {
@@ -50,7 +35,7 @@ pub fn check_streaming(parser: &ChatParser, output: &str) -> ParsedMessage {
     let mut sizes: Vec<usize> = (1..=8).collect();
     sizes.extend([13, 64, output.len().max(1)]);
     for n in sizes {
-        let pieces = chunks(output, n);
+        let pieces = stream_pieces(output, &[n]);
         let (deltas, fin) = stream(parser, &pieces);
         assert_eq!(ChatMessage::from_deltas(&deltas), whole.message, "deltas, chunk size {n}, output {output:?}");
         assert_eq!(fin, whole, "finish, chunk size {n}, output {output:?}");
