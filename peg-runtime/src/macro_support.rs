@@ -85,22 +85,8 @@ pub use crate::parse::utf8::{check, decode, Dec};
 /// An exact string.
 #[inline]
 pub fn literal(input: &[u8], partial: bool, pos: usize, text: &[u8]) -> Res {
-    let avail = &input[pos.min(input.len())..];
-    if avail.len() >= text.len() {
-        if avail.starts_with(text) {
-            Res::ok(pos + text.len())
-        } else {
-            Res::fail(pos)
-        }
-    } else if text.starts_with(avail) {
-        if partial {
-            Res::new(Outcome::NeedMoreInput, input.len(), false)
-        } else {
-            Res::fail(pos)
-        }
-    } else {
-        Res::fail(pos)
-    }
+    let (outcome, end, _) = crate::parse::match_literal(input, partial, pos, text);
+    Res::new(outcome, end, false)
 }
 
 /// Any single code point.

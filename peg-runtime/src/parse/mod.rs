@@ -185,6 +185,29 @@ impl AstNode {
     }
 }
 
+/// An exact string at `pos`: outcome, end, and whether the input's end cut it (a prefix of
+/// `text` runs to the end: need more input when partial, else a failure). Shared by the engine
+/// and the `chat_peg!` parsers.
+#[inline]
+pub(crate) fn match_literal(input: &[u8], partial: bool, pos: usize, text: &[u8]) -> (Outcome, usize, bool) {
+    let avail = &input[pos.min(input.len())..];
+    if avail.len() >= text.len() {
+        if avail.starts_with(text) {
+            (Outcome::Success, pos + text.len(), false)
+        } else {
+            (Outcome::Fail, pos, false)
+        }
+    } else if text.starts_with(avail) {
+        if partial {
+            (Outcome::NeedMoreInput, input.len(), true)
+        } else {
+            (Outcome::Fail, pos, true)
+        }
+    } else {
+        (Outcome::Fail, pos, false)
+    }
+}
+
 /// The result of one node call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Res {
@@ -532,22 +555,8 @@ impl<'e> Engine<'e> {
 
     #[inline]
     fn literal(&self, text: &[u8], pos: usize) -> Res {
-        let avail = &self.input[pos.min(self.input.len())..];
-        if avail.len() >= text.len() {
-            if avail.starts_with(text) {
-                Res::ok(pos + text.len())
-            } else {
-                Res::fail(pos)
-            }
-        } else if text.starts_with(avail) {
-            if self.partial {
-                Res::new(Outcome::NeedMoreInput, self.input.len(), true, false)
-            } else {
-                Res::new(Outcome::Fail, pos, true, false)
-            }
-        } else {
-            Res::fail(pos)
-        }
+        let (outcome, end, touched) = match_literal(self.input, self.partial, pos, text);
+        Res::new(outcome, end, touched, false)
     }
 
     #[inline]
