@@ -29,6 +29,36 @@ pub fn sanitize_name(name: &str) -> String {
     out
 }
 
+/// The characters of a GBNF expression that are outside string literals and character
+/// classes (and not escaped), each with its byte offset and the parenthesis depth after it.
+pub(crate) fn structural_chars(e: &str) -> impl Iterator<Item = (usize, char, i32)> + '_ {
+    let (mut depth, mut in_str, mut in_class, mut escape) = (0i32, false, false, false);
+    e.char_indices().filter_map(move |(i, c)| {
+        if escape {
+            escape = false;
+            return None;
+        }
+        match c {
+            '\\' => escape = true,
+            '"' if !in_class => in_str = !in_str,
+            _ if in_str => {}
+            '[' if !in_class => in_class = true,
+            ']' if in_class => in_class = false,
+            _ if in_class => {}
+            '(' => {
+                depth += 1;
+                return Some((i, c, depth));
+            }
+            ')' => {
+                depth -= 1;
+                return Some((i, c, depth));
+            }
+            _ => return Some((i, c, depth)),
+        }
+        None
+    })
+}
+
 fn push_hex(out: &mut String, c: char) {
     let v = c as u32;
     if v <= 0xFF {

@@ -131,23 +131,8 @@ fn atom(e: &str) -> String {
 
 fn is_atom(e: &str) -> bool {
     // A single element has no top-level space or `|`.
-    let mut depth = 0i32;
-    let (mut in_str, mut in_class, mut escape) = (false, false, false);
-    for c in e.chars() {
-        if escape {
-            escape = false;
-            continue;
-        }
-        match c {
-            '\\' => escape = true,
-            '"' if !in_class => in_str = !in_str,
-            '[' if !in_str && !in_class => in_class = true,
-            ']' if !in_str && in_class => in_class = false,
-            '(' if !in_str && !in_class => depth += 1,
-            ')' if !in_str && !in_class => depth -= 1,
-            ' ' | '|' if !in_str && !in_class && depth == 0 => return false,
-            _ => {}
-        }
+    if super::structural_chars(e).any(|(_, c, depth)| depth == 0 && (c == ' ' || c == '|')) {
+        return false;
     }
     // A repetition suffix makes `x*` an element, but repeating it again needs parentheses.
     !e.ends_with(['*', '+', '?', '}'])

@@ -476,29 +476,12 @@ pub fn to_gbnf(r: &Regex, json: bool) -> String {
 
 /// Whether `s` is one parenthesized group (its first `(` closes at the very end).
 pub(crate) fn balanced_group(s: &str) -> bool {
-    let mut depth = 0i32;
-    let mut in_str = false;
-    let mut in_class = false;
-    let mut escape = false;
-    for (i, c) in s.char_indices() {
-        if escape {
-            escape = false;
-            continue;
+    let mut depth = 0;
+    for (i, c, d) in crate::gbnf::structural_chars(s) {
+        if c == ')' && d == 0 && i != s.len() - 1 {
+            return false;
         }
-        match c {
-            '\\' => escape = true,
-            '"' if !in_class => in_str = !in_str,
-            '[' if !in_str => in_class = true,
-            ']' if !in_str => in_class = false,
-            '(' if !in_str && !in_class => depth += 1,
-            ')' if !in_str && !in_class => {
-                depth -= 1;
-                if depth == 0 && i != s.len() - 1 {
-                    return false;
-                }
-            }
-            _ => {}
-        }
+        depth = d;
     }
     depth == 0
 }
