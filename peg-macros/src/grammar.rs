@@ -450,6 +450,12 @@ fn parse_ident_atom(ident: Ident, input: ParseStream) -> syn::Result<Expr> {
     let span = ident.span();
     // No-argument builtins are bare words: `json (a)` is `json` followed by a group.
     let simple = |kind: ExprKind| -> syn::Result<Expr> { Ok(Expr::new(kind, span)) };
+    if let Some(k) = JsonKind::ALL.into_iter().find(|k| k.dsl_name() == name) {
+        return simple(ExprKind::Json(k));
+    }
+    if let Some(k) = PythonKind::ALL.into_iter().find(|k| k.dsl_name() == name) {
+        return simple(ExprKind::Python(k));
+    }
     let kind = match name.as_str() {
         "eps" => return simple(ExprKind::Eps),
         "start" => return simple(ExprKind::Start),
@@ -458,21 +464,7 @@ fn parse_ident_atom(ident: Ident, input: ParseStream) -> syn::Result<Expr> {
         "rest" => return simple(ExprKind::Rest),
         "space" => return simple(ExprKind::Space),
         "marker" => return simple(ExprKind::Marker),
-        "json" => return simple(ExprKind::Json(JsonKind::Value)),
-        "json_object" => return simple(ExprKind::Json(JsonKind::Object)),
-        "json_array" => return simple(ExprKind::Json(JsonKind::Array)),
-        "json_string" => return simple(ExprKind::Json(JsonKind::String)),
-        "json_number" => return simple(ExprKind::Json(JsonKind::Number)),
-        "json_bool" => return simple(ExprKind::Json(JsonKind::Bool)),
-        "json_null" => return simple(ExprKind::Json(JsonKind::Null)),
         "json_string_content" => return simple(ExprKind::JsonStringContent),
-        "python" => return simple(ExprKind::Python(PythonKind::Value)),
-        "python_dict" => return simple(ExprKind::Python(PythonKind::Dict)),
-        "python_list" => return simple(ExprKind::Python(PythonKind::List)),
-        "python_str" => return simple(ExprKind::Python(PythonKind::Str)),
-        "python_number" => return simple(ExprKind::Python(PythonKind::Number)),
-        "python_bool" => return simple(ExprKind::Python(PythonKind::Bool)),
-        "python_none" => return simple(ExprKind::Python(PythonKind::None)),
         "tool_name" => return simple(ExprKind::ToolName),
         "arg_name" => return simple(ExprKind::ArgName),
         "until" | "atomic" | "schema" | "schema_raw" | "gbnf" | "json_member" | "each_tool" | "tool_schema"

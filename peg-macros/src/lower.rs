@@ -128,28 +128,12 @@ pub fn arena_fn(g: &Grammar) -> TokenStream {
 }
 
 pub fn gen_json_kind(k: &TokenStream, kind: JsonKind) -> TokenStream {
-    let v = match kind {
-        JsonKind::Value => quote!(Value),
-        JsonKind::Object => quote!(Object),
-        JsonKind::Array => quote!(Array),
-        JsonKind::String => quote!(String),
-        JsonKind::Number => quote!(Number),
-        JsonKind::Bool => quote!(Bool),
-        JsonKind::Null => quote!(Null),
-    };
+    let v = quote::format_ident!("{kind:?}");
     quote!(#k::JsonKind::#v)
 }
 
 pub fn gen_python_kind(k: &TokenStream, kind: PythonKind) -> TokenStream {
-    let v = match kind {
-        PythonKind::Value => quote!(Value),
-        PythonKind::Dict => quote!(Dict),
-        PythonKind::List => quote!(List),
-        PythonKind::Str => quote!(Str),
-        PythonKind::Number => quote!(Number),
-        PythonKind::Bool => quote!(Bool),
-        PythonKind::None => quote!(None),
-    };
+    let v = quote::format_ident!("{kind:?}");
     quote!(#k::PythonKind::#v)
 }
 

@@ -65,6 +65,59 @@ pub enum PythonKind {
     None,
 }
 
+impl JsonKind {
+    /// Every kind.
+    pub const ALL: [JsonKind; 7] =
+        [JsonKind::Value, JsonKind::Object, JsonKind::Array, JsonKind::String, JsonKind::Number, JsonKind::Bool, JsonKind::Null];
+
+    /// The parser's name in dumps and in `chat_peg!` grammars.
+    ///
+    /// ```
+    /// assert_eq!(peg_runtime::JsonKind::Object.dsl_name(), "json_object");
+    /// ```
+    pub fn dsl_name(self) -> &'static str {
+        match self {
+            JsonKind::Value => "json",
+            JsonKind::Object => "json_object",
+            JsonKind::Array => "json_array",
+            JsonKind::String => "json_string",
+            JsonKind::Number => "json_number",
+            JsonKind::Bool => "json_bool",
+            JsonKind::Null => "json_null",
+        }
+    }
+}
+
+impl PythonKind {
+    /// Every kind.
+    pub const ALL: [PythonKind; 7] = [
+        PythonKind::Value,
+        PythonKind::Dict,
+        PythonKind::List,
+        PythonKind::Str,
+        PythonKind::Number,
+        PythonKind::Bool,
+        PythonKind::None,
+    ];
+
+    /// The parser's name in dumps and in `chat_peg!` grammars.
+    ///
+    /// ```
+    /// assert_eq!(peg_runtime::PythonKind::Dict.dsl_name(), "python_dict");
+    /// ```
+    pub fn dsl_name(self) -> &'static str {
+        match self {
+            PythonKind::Value => "python",
+            PythonKind::Dict => "python_dict",
+            PythonKind::List => "python_list",
+            PythonKind::Str => "python_str",
+            PythonKind::Number => "python_number",
+            PythonKind::Bool => "python_bool",
+            PythonKind::None => "python_none",
+        }
+    }
+}
+
 /// One parser in the arena. Combinators refer to children by [`NodeId`].
 // Each variant's doc describes its fields.
 #[allow(missing_docs)]

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use crate::arena::{Arena, JsonKind, Node, NodeId, PythonKind};
+use crate::arena::{Arena, Node, NodeId};
 
 /// Binding strength, loosest first.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -109,31 +109,9 @@ impl Arena {
                 (format!("until({})", ds.join(", ")), Prec::Postfix)
             }
             Node::Rest => ("rest".to_owned(), Prec::Postfix),
-            Node::Json { kind } => {
-                let k = match kind {
-                    JsonKind::Value => "json",
-                    JsonKind::Object => "json_object",
-                    JsonKind::Array => "json_array",
-                    JsonKind::String => "json_string",
-                    JsonKind::Number => "json_number",
-                    JsonKind::Bool => "json_bool",
-                    JsonKind::Null => "json_null",
-                };
-                (k.to_owned(), Prec::Postfix)
-            }
+            Node::Json { kind } => (kind.dsl_name().to_owned(), Prec::Postfix),
             Node::JsonStringContent => ("json_string_content".to_owned(), Prec::Postfix),
-            Node::Python { kind } => {
-                let k = match kind {
-                    PythonKind::Value => "python",
-                    PythonKind::Dict => "python_dict",
-                    PythonKind::List => "python_list",
-                    PythonKind::Str => "python_str",
-                    PythonKind::Number => "python_number",
-                    PythonKind::Bool => "python_bool",
-                    PythonKind::None => "python_none",
-                };
-                (k.to_owned(), Prec::Postfix)
-            }
+            Node::Python { kind } => (kind.dsl_name().to_owned(), Prec::Postfix),
             Node::Marker => ("marker".to_owned(), Prec::Postfix),
             Node::Ref { name } => (name.clone(), Prec::Postfix),
             // Rules are defined on their own line; inside expressions they are names.
