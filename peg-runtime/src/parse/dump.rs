@@ -77,30 +77,14 @@ impl Arena {
                     _ => (parts.join(" | "), Prec::Choice),
                 }
             }
-            Node::Repeat { child, min: lo, max } => {
+            Node::Repeat { child, min, max } => {
                 let inner = self.expr(*child, Prec::Postfix, d);
-                let suffix = match (lo, max) {
-                    (0, None) => "*".to_owned(),
-                    (1, None) => "+".to_owned(),
-                    (0, Some(1)) => "?".to_owned(),
-                    (lo, None) => format!("{{{lo},}}"),
-                    (lo, Some(hi)) if lo == hi => format!("{{{lo}}}"),
-                    (lo, Some(hi)) => format!("{{{lo},{hi}}}"),
-                };
-                (format!("{inner}{suffix}"), Prec::Postfix)
+                (format!("{inner}{}", repeat_suffix(*min, *max)), Prec::Postfix)
             }
             Node::Peek { child } => (format!("&{}", self.expr(*child, Prec::Postfix, d)), Prec::Prefix),
             Node::Negate { child } => (format!("!{}", self.expr(*child, Prec::Postfix, d)), Prec::Prefix),
-            Node::Chars { class, min: lo, max } => {
-                let suffix = match (lo, max) {
-                    (1, Some(1)) => String::new(),
-                    (0, None) => "*".to_owned(),
-                    (1, None) => "+".to_owned(),
-                    (0, Some(1)) => "?".to_owned(),
-                    (lo, None) => format!("{{{lo},}}"),
-                    (lo, Some(hi)) if lo == hi => format!("{{{lo}}}"),
-                    (lo, Some(hi)) => format!("{{{lo},{hi}}}"),
-                };
+            Node::Chars { class, min, max } => {
+                let suffix = if (*min, *max) == (1, Some(1)) { String::new() } else { repeat_suffix(*min, *max) };
                 (format!("{class}{suffix}"), Prec::Postfix)
             }
             Node::Space => ("space".to_owned(), Prec::Postfix),
@@ -126,6 +110,18 @@ impl Arena {
         } else {
             text
         }
+    }
+}
+
+/// The repetition suffix of `min..=max` (`*`, `+`, `?`, `{n}`, `{n,}`, `{n,m}`).
+fn repeat_suffix(min: u32, max: Option<u32>) -> String {
+    match (min, max) {
+        (0, None) => "*".to_owned(),
+        (1, None) => "+".to_owned(),
+        (0, Some(1)) => "?".to_owned(),
+        (lo, None) => format!("{{{lo},}}"),
+        (lo, Some(hi)) if lo == hi => format!("{{{lo}}}"),
+        (lo, Some(hi)) => format!("{{{lo},{hi}}}"),
     }
 }
 
