@@ -5,7 +5,7 @@ use std::sync::Arc;
 use crate::chat::mapper::{Driver, Kind, Sink, Verbatim};
 use crate::chat::message::{push_token, ChatDelta, ChatMessage, DeltaBuffer, DeltaRef};
 use crate::chat::parser::{fold_parse, Diagnostic, Inner, ParsedMessage};
-use crate::chat::predict::{string_growth, until_extends_with, ByteSet, Growth};
+use crate::chat::predict::{string_growth, until_extends_with, Growth};
 use crate::error::{Error, ErrorKind};
 use crate::session::Session;
 
@@ -320,16 +320,10 @@ impl ChatStream {
         }
         if self.classes_of != Some(kind) {
             let classes = match (to, self.inner.predict.growth_of(kind)?) {
-                (Verbatim::Content | Verbatim::Reasoning, (Growth::Until(_), firsts)) => byte_classes(firsts, false),
-                (Verbatim::ArgString(_), (Growth::Until(_), firsts)) => byte_classes(firsts, true),
-                (Verbatim::ToolArgs(_), (Growth::JsonString, _)) => {
-                    let mut c = [PASS; 256];
-                    c[0x80..].fill(HIGH);
-                    for b in (0..0x20).chain([b'"', b'\\']) {
-                        c[usize::from(b)] = STOP;
-                    }
-                    c
-                }
+                (Verbatim::Content | Verbatim::Reasoning, (Growth::Until(_), firsts)) => byte_classes(|b| firsts.contains(b), false),
+                (Verbatim::ArgString(_), (Growth::Until(_), firsts)) => byte_classes(|b| firsts.contains(b), true),
+                // A quote, backslash or control byte may end the JSON string or need a parse.
+                (Verbatim::ToolArgs(_), (Growth::JsonString, _)) => byte_classes(|b| b < 0x20 || b == b'"' || b == b'\\', false),
                 _ => return None,
             };
             *self.classes = classes;
@@ -377,9 +371,9 @@ impl ChatStream {
     }
 }
 
-/// Byte classes of an `until` text: its delimiters' first bytes stop the live lane; `escape`:
-/// the text goes into a JSON string.
-fn byte_classes(firsts: &ByteSet, escape: bool) -> [u8; 256] {
+/// Byte classes of a growing text: bytes for which `stop` holds (a delimiter's first byte)
+/// stop the live lane; `escape`: the text goes into a JSON string.
+fn byte_classes(stop: impl Fn(u8) -> bool, escape: bool) -> [u8; 256] {
     let mut c = [PASS; 256];
     c[0x80..].fill(HIGH);
     if escape {
@@ -388,7 +382,7 @@ fn byte_classes(firsts: &ByteSet, escape: bool) -> [u8; 256] {
         }
     }
     for b in 0..=255u8 {
-        if firsts.contains(b) {
+        if stop(b) {
             c[usize::from(b)] = STOP;
         }
     }
