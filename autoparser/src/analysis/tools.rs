@@ -561,10 +561,8 @@ fn analyze_value_syntax(p: &Probe, t: &mut ToolAnalysis, r: &ReasoningAnalysis) 
     if [&list, &map].iter().all(|s| reads_as_literal(s)) {
         return;
     }
-    match derive_value_syntax(&list, &map, &lits) {
-        Some(vs) if !vs.is_json() && vs.string_open != "'" => t.arguments.value_syntax = vs,
-        Some(_) => {}
-        None => {}
+    if let Some(vs) = derive_value_syntax(&list, &map, &lits).filter(|vs| !vs.is_json() && vs.string_open != "'") {
+        t.arguments.value_syntax = vs;
     }
 }
 

@@ -300,12 +300,15 @@ impl LiteralToJson {
             _ if self.expect == Expect::Key => Expect::Colon,
             _ => Expect::More,
         };
-        let lower = t.to_ascii_lowercase();
-        out.push_str(match lower.as_str() {
-            "true" => "true",
-            "false" => "false",
-            "null" | "none" | "nil" => "null",
-            _ => t,
+        let is = |w: &str| t.eq_ignore_ascii_case(w);
+        out.push_str(if is("true") {
+            "true"
+        } else if is("false") {
+            "false"
+        } else if is("null") || is("none") || is("nil") {
+            "null"
+        } else {
+            t
         });
     }
 
