@@ -118,8 +118,9 @@ pub(crate) fn leading_literals(arena: &Arena) -> Vec<(&'static str, String)> {
 
 /// Whether, inside some `tool` node, a `tool_id` can come after the call's arguments (a
 /// `tool_args` or `tool_arg*` node), e.g. `{"name": ..., "arguments": ..., "id": ...}`. The
-/// mapper then holds such a call's header and arguments until the id is known or the call
-/// ends; grammars whose ids come first (or never) keep streaming arguments live.
+/// mapper then announces a call whose arguments start before its id without one, and sends
+/// the id in a later fragment; in other grammars a call without an id by then gets a
+/// generated one.
 pub(crate) fn id_after_args(arena: &Arena) -> bool {
     const ARGS: u8 = 1;
     const ID: u8 = 2;
