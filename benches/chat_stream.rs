@@ -17,6 +17,9 @@
 //! exits, MODE in `none` (setup only), `one_shot`, `owned`, `buffer`, `buffer_read`; e.g.
 //! `CHAT_STREAM_ONLY=buffer valgrind --tool=callgrind target/release/deps/chat_stream-HASH`,
 //! and subtract the `none` count. `CHAT_STREAM_SHAPE=native|constructed` keeps one input.
+//! `CHAT_STREAM_REPS=N` runs the mode N times: the count of N=2 minus that of N=1 is one warm
+//! run, without the first run's one-time costs (allocations that later runs reuse, lazily
+//! built tables).
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -81,25 +84,27 @@ fn stream_all(parser: &ChatParser, pieces: &[&str]) -> (usize, usize) {
 fn stream_buffer(parser: &ChatParser, pieces: &[&str], out: &mut DeltaBuffer, read: bool) -> (usize, usize) {
     let mut s = parser.stream();
     let (mut n, mut bytes) = (0, 0);
-    let mut look = |out: &DeltaBuffer| {
+    // Inlined, so that without `read` the loop costs the harness next to nothing.
+    #[inline(always)]
+    fn look(out: &DeltaBuffer, read: bool, n: &mut usize, bytes: &mut usize) {
         if !read {
-            n += black_box(out.len());
+            *n += black_box(out.len());
             return;
         }
         for d in out.iter() {
-            n += 1;
-            bytes += match d {
+            *n += 1;
+            *bytes += match d {
                 DeltaRef::Content(t) | DeltaRef::Reasoning(t) => t.len(),
                 DeltaRef::ToolCall { arguments, .. } => arguments.map_or(0, str::len),
             };
         }
-    };
+    }
     for p in pieces {
         s.push_into(p, out).unwrap();
-        look(out);
+        look(out, read, &mut n, &mut bytes);
     }
     s.finish_into(out).unwrap();
-    look(out);
+    look(out, read, &mut n, &mut bytes);
     (n, bytes)
 }
 
@@ -117,6 +122,7 @@ fn best<T>(reps: u32, mut f: impl FnMut() -> T) -> Duration {
 
 fn bench(c: &mut Criterion) {
     let only = std::env::var("CHAT_STREAM_ONLY").ok();
+    let reps: usize = std::env::var("CHAT_STREAM_REPS").ok().and_then(|r| r.parse().ok()).unwrap_or(1);
     for (shape, (parser, output)) in [("native", native()), ("constructed", constructed())] {
         let pieces = stream_pieces(&output, &[CHUNK]);
         if std::env::var("CHAT_STREAM_SHAPE").is_ok_and(|s| s != shape) {
@@ -124,12 +130,14 @@ fn bench(c: &mut Criterion) {
         }
         if let Some(mode) = only.as_deref() {
             let mut buf = DeltaBuffer::new();
-            match mode {
-                "one_shot" => drop(black_box(parser.parse(black_box(&output), false).unwrap())),
-                "owned" => drop(black_box(stream_all(&parser, black_box(&pieces)))),
-                "buffer" => drop(black_box(stream_buffer(&parser, black_box(&pieces), &mut buf, false))),
-                "buffer_read" => drop(black_box(stream_buffer(&parser, black_box(&pieces), &mut buf, true))),
-                _ => {}
+            for _ in 0..reps {
+                match mode {
+                    "one_shot" => drop(black_box(parser.parse(black_box(&output), false).unwrap())),
+                    "owned" => drop(black_box(stream_all(&parser, black_box(&pieces)))),
+                    "buffer" => drop(black_box(stream_buffer(&parser, black_box(&pieces), &mut buf, false))),
+                    "buffer_read" => drop(black_box(stream_buffer(&parser, black_box(&pieces), &mut buf, true))),
+                    _ => {}
+                }
             }
             continue;
         }

@@ -259,16 +259,23 @@ impl ChatStream {
     fn push_live(&mut self, live: Live, chunk: &str, out: &mut DeltaBuffer) -> bool {
         let bytes = chunk.as_bytes();
         let Some(&last) = bytes.last() else { return false };
-        let mut class = PASS;
-        for &b in bytes {
-            class |= self.classes[usize::from(b)];
+        let t = &*self.classes;
+        let mut class = match *bytes {
+            // The common token size: four independent lookups, no loop.
+            [a, b, c, d] => t[usize::from(a)] | t[usize::from(b)] | t[usize::from(c)] | t[usize::from(d)],
+            _ => PASS,
+        };
+        if bytes.len() != 4 {
+            for &b in bytes {
+                class |= t[usize::from(b)];
+            }
         }
         if class & STOP != 0 {
             if !self.until_takes(live.kind, bytes) {
                 return false;
             }
-            // Escape (or copy) by the general path.
-            class = ESCAPE | HIGH;
+            // Escape (or copy) by the general path, or the ASCII one.
+            class = if bytes.is_ascii() { ESCAPE } else { ESCAPE | HIGH };
         }
         if live.trim && !(last > b' ' && last < 0x80) {
             return false;
@@ -289,6 +296,7 @@ impl ChatStream {
             Verbatim::ToolArgs(i) | Verbatim::ArgString(i) => {
                 let text = match class {
                     PASS | HIGH => out.args_with(i, |t| push_token(t, chunk)),
+                    ESCAPE => out.args_with(i, |t| escape_ascii_json(t, bytes)),
                     _ => out.args_with(i, |t| escape_json(t, chunk)),
                 };
                 if let Some(call) = message.tool_calls.get_mut(i) {
@@ -432,6 +440,22 @@ fn escape_json(out: &mut String, s: &str) {
     }
 }
 
+/// [`escape_json`] for ASCII text (the caller's byte classes say so): a byte at a time, no
+/// decoding. A non-ASCII byte, were one passed, is copied as U+FFFD rather than mis-escaped.
+#[inline]
+fn escape_ascii_json(out: &mut String, s: &[u8]) {
+    out.reserve(s.len() + 2);
+    for &b in s {
+        if b >= b' ' && b < 0x80 && b != b'"' && b != b'\\' {
+            out.push(char::from(b));
+        } else if b < 0x80 {
+            crate::chat::json_text::push_escaped(out, b);
+        } else {
+            out.push(char::REPLACEMENT_CHARACTER);
+        }
+    }
+}
+
 /// Writes deltas to the caller's buffer and applies them to the stream's message at once,
 /// sparing a second pass over the buffer. Only for folds that cannot fail (a strict stream's
 /// error must leave the message as it was).
@@ -516,6 +540,11 @@ mod tests {
             escape_json(&mut a, s);
             crate::chat::json_text::escape_into(&mut b, s);
             assert_eq!(a, b);
+            if s.is_ascii() {
+                let mut c = String::from("x");
+                escape_ascii_json(&mut c, s.as_bytes());
+                assert_eq!(c, b);
+            }
         }
     }
 
