@@ -219,11 +219,11 @@ impl ChatParser {
         // A complete output is folded as a stream would see it: first as partial input, then
         // as complete, so that the one-shot message is exactly what the deltas add up to.
         let out = parse(bytes, true);
-        let mut diagnostic = fold_parse(inner, &mut driver, &mut sink, bytes, out, true, 0)?;
+        let mut diagnostic = fold_parse(inner, &mut driver, &mut sink, bytes, out.as_ref().map_err(Error::clone), true, 0)?;
         if !partial {
             if diagnostic.is_none() {
                 let out = parse(bytes, false);
-                diagnostic = fold_parse(inner, &mut driver, &mut sink, bytes, out, false, bytes.len())?;
+                diagnostic = fold_parse(inner, &mut driver, &mut sink, bytes, out.as_ref().map_err(Error::clone), false, bytes.len())?;
             }
             driver.fold.finish(&inner.cx, &mut sink);
         }
@@ -297,7 +297,7 @@ pub(crate) fn fold_parse(
     driver: &mut Driver,
     sink: &mut dyn Sink,
     input: &[u8],
-    out: Result<ParseOutput, Error>,
+    out: Result<&ParseOutput, Error>,
     partial: bool,
     lo: usize,
 ) -> Result<Option<Diagnostic>, Error> {

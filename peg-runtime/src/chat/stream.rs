@@ -164,7 +164,8 @@ impl ChatStream {
                 if !(self.predict && self.grow(chunk, out)) {
                     self.session.push(chunk.as_bytes());
                     self.parses += 1;
-                    let parsed = self.session.parse();
+                    // Folded from the session's own output: no copy of the AST.
+                    let parsed = self.session.update().map(|_| ());
                     if let Err(e) = self.step(parsed, true, out) {
                         out.clear();
                         return Err(e);
@@ -198,7 +199,7 @@ impl ChatStream {
         self.check_open()?;
         if let State::Parsing = self.state {
             self.parses += 1;
-            let parsed = self.session.finish();
+            let parsed = self.session.finish().map(|_| ());
             if let Err(e) = self.step(parsed, false, out) {
                 out.clear();
                 return Err(e);
@@ -348,13 +349,10 @@ impl ChatStream {
         }
     }
 
-    fn step(
-        &mut self,
-        out: Result<crate::parse::ParseOutput, Error>,
-        partial: bool,
-        sink: &mut dyn Sink,
-    ) -> Result<(), Error> {
+    /// Folds the session's last output (`parsed` says whether the parse succeeded).
+    fn step(&mut self, parsed: Result<(), Error>, partial: bool, sink: &mut dyn Sink) -> Result<(), Error> {
         let input = self.session.input();
+        let out = parsed.map(|()| self.session.output());
         match fold_parse(&self.inner, &mut self.driver, sink, input, out, partial, self.viable) {
             Ok(None) => {
                 self.viable = input.len();
@@ -446,12 +444,15 @@ fn escape_json(out: &mut String, s: &str) {
 fn escape_ascii_json(out: &mut String, s: &[u8]) {
     out.reserve(s.len() + 2);
     for &b in s {
-        if b >= b' ' && b < 0x80 && b != b'"' && b != b'\\' {
-            out.push(char::from(b));
-        } else if b < 0x80 {
-            crate::chat::json_text::push_escaped(out, b);
-        } else {
-            out.push(char::REPLACEMENT_CHARACTER);
+        match b {
+            b'"' | b'\\' => {
+                out.push('\\');
+                out.push(char::from(b));
+            }
+            b'\n' => out.push_str("\\n"),
+            b' '..=0x7f => out.push(char::from(b)),
+            0x80.. => out.push(char::REPLACEMENT_CHARACTER),
+            _ => crate::chat::json_text::push_escaped(out, b),
         }
     }
 }
