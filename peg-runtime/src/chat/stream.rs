@@ -66,6 +66,9 @@ struct Live {
     to: Verbatim,
     /// The chunk must end in a visible ASCII byte (trailing whitespace is held back).
     trim: bool,
+    /// Input length when the lane opened. The driver's read position and `viable` are
+    /// brought up to the lane's end once, by [`ChatStream::close_live`], not per chunk.
+    from: usize,
 }
 
 /// A byte that extends the text as it is.
@@ -154,11 +157,11 @@ impl ChatStream {
     /// [`ChatStream::push_into`] past the live lane, with `out` cleared.
     #[inline(never)]
     fn push_slow(&mut self, chunk: &str, out: &mut DeltaBuffer) -> Result<(), Error> {
+        self.close_live();
         self.check_open()?;
         if chunk.is_empty() {
             return Ok(());
         }
-        self.live = None;
         match self.state {
             State::Parsing => {
                 if !(self.predict && self.grow(chunk, out)) {
@@ -195,7 +198,7 @@ impl ChatStream {
     /// contents); returns the whole message.
     pub fn finish_into(&mut self, out: &mut DeltaBuffer) -> Result<ParsedMessage, Error> {
         out.clear();
-        self.live = None;
+        self.close_live();
         self.check_open()?;
         if let State::Parsing = self.state {
             self.parses += 1;
@@ -282,8 +285,6 @@ impl ChatStream {
             return false;
         }
         self.session.push(bytes);
-        self.driver.grew_verbatim(bytes.len());
-        self.viable = self.session.input().len();
         let message = &mut self.message;
         match live.to {
             Verbatim::Content => {
@@ -338,7 +339,19 @@ impl ChatStream {
             *self.classes = classes;
             self.classes_of = Some(kind);
         }
-        Some(Live { kind, to, trim: !matches!(to, Verbatim::ArgString(_)) })
+        Some(Live { kind, to, trim: !matches!(to, Verbatim::ArgString(_)), from: self.session.input().len() })
+    }
+
+    /// Ends the live lane: the growing text took every byte pushed since it opened, and the
+    /// input up to here fits the grammar (what a parse after each chunk would have recorded).
+    fn close_live(&mut self) {
+        if let Some(live) = self.live.take() {
+            let len = self.session.input().len();
+            if len > live.from {
+                self.driver.grew_verbatim(len - live.from);
+                self.viable = len;
+            }
+        }
     }
 
     fn check_open(&self) -> Result<(), Error> {
