@@ -174,6 +174,11 @@ pub enum Node {
     Tag { tag: String, child: NodeId },
     /// Parses with `child`; grammar generation emits `gbnf` (a GBNF expression) instead.
     Gbnf { child: NodeId, gbnf: String },
+    /// Parses with `nodes[0]`; grammar generation emits `nodes[1]` instead: a stricter form
+    /// of the same text (a schema spelled in a template's own value syntax), so generation is
+    /// constrained while parsing stays lenient. Never parsed, `nodes[1]` may use no lookahead
+    /// in a trigger rule.
+    Constrained { nodes: [NodeId; 2] },
 }
 
 impl Node {
@@ -189,6 +194,7 @@ impl Node {
             | Node::Atomic { child }
             | Node::Tag { child, .. }
             | Node::Gbnf { child, .. } => std::slice::from_ref(child),
+            Node::Constrained { nodes } => nodes,
             _ => &[],
         }
     }

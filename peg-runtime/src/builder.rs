@@ -357,6 +357,23 @@ impl Builder {
         let child = p.into_parser(self).id;
         self.add(Node::Gbnf { child, gbnf: gbnf.to_owned() })
     }
+    /// Parses with `p`; grammars are generated from `grammar` instead, a parser for a stricter
+    /// form of the same text. Parsing stays lenient while generation is constrained, as with
+    /// [`schema`](Builder::schema) for a value syntax that is not JSON.
+    ///
+    /// ```
+    /// use peg_runtime::gbnf::{generate, GbnfOptions, Grammar};
+    /// use peg_runtime::{Arena, Outcome};
+    /// let arena = Arena::build(|p| p.constrained(p.chars("[a-z]", 1, None), p.literal("yes") | "no")).unwrap();
+    /// assert_eq!(arena.parse(b"maybe", false).unwrap().result.outcome, Outcome::Success);
+    /// let grammar = Grammar::parse(&generate(&arena, &GbnfOptions::default()).unwrap()).unwrap();
+    /// assert!(grammar.accepts("yes") && !grammar.accepts("maybe"));
+    /// ```
+    pub fn constrained<'a>(&'a self, p: impl IntoParser<'a>, grammar: impl IntoParser<'a>) -> Parser<'a> {
+        let parse = p.into_parser(self).id;
+        let grammar = grammar.into_parser(self).id;
+        self.add(Node::Constrained { nodes: [parse, grammar] })
+    }
 
     // ---- AST control ----
 

@@ -183,9 +183,11 @@ pub(crate) fn id_after_args(arena: &Arena) -> bool {
             }
             // A lookahead produces no nodes.
             Node::Peek { .. } | Node::Negate { .. } => 0,
-            Node::Rule { child, .. } | Node::Schema { child, .. } | Node::Atomic { child } | Node::Gbnf { child, .. } => {
-                of(&sum, *child)
-            }
+            Node::Rule { child, .. }
+            | Node::Schema { child, .. }
+            | Node::Atomic { child }
+            | Node::Gbnf { child, .. }
+            | Node::Constrained { nodes: [child, _] } => of(&sum, *child),
             // Read through `resolve` by whoever refers to it.
             _ => 0,
         };
@@ -207,7 +209,9 @@ fn leading_literal(arena: &Arena, id: NodeId, depth: usize) -> Option<String> {
             let first = children.iter().find(|&&c| !matches!(arena.node(arena.resolve(c)), Node::Space | Node::Eps))?;
             leading_literal(arena, *first, depth + 1)
         }
-        Node::Rule { child, .. } | Node::Schema { child, .. } | Node::Gbnf { child, .. } => leading_literal(arena, *child, depth + 1),
+        Node::Rule { child, .. } | Node::Schema { child, .. } | Node::Gbnf { child, .. } | Node::Constrained { nodes: [child, _] } => {
+            leading_literal(arena, *child, depth + 1)
+        }
         _ => None,
     }
 }
@@ -227,7 +231,9 @@ fn classify(arena: &Arena, id: NodeId, depth: usize) -> Option<Growth> {
             let all = children.iter().all(|&c| classify(arena, c, depth + 1) == Some(Growth::JsonString));
             all.then_some(Growth::JsonString)
         }
-        Node::Rule { child, .. } | Node::Schema { child, .. } | Node::Gbnf { child, .. } => classify(arena, *child, depth + 1),
+        Node::Rule { child, .. } | Node::Schema { child, .. } | Node::Gbnf { child, .. } | Node::Constrained { nodes: [child, _] } => {
+            classify(arena, *child, depth + 1)
+        }
         _ => None,
     }
 }

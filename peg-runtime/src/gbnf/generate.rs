@@ -97,11 +97,12 @@ fn check_triggers(arena: &Arena) -> Result<(), Error> {
                 Node::Peek { .. } | Node::Negate { .. } => {
                     return Err(Error::new(
                         ErrorKind::Grammar,
-                        format!("trigger rule `{name}` uses lookahead (`peek`/`negate`), which GBNF cannot express; wrap it in `schema` or `gbnf`"),
+                        format!("trigger rule `{name}` uses lookahead (`peek`/`negate`), which GBNF cannot express; wrap it in `schema`, `gbnf` or `constrained`"),
                     ))
                 }
                 // These emit their own grammar instead of their child's.
                 Node::Schema { raw: false, .. } | Node::Gbnf { .. } => {}
+                Node::Constrained { nodes: [_, grammar] } => stack.push(*grammar),
                 node => stack.extend(node.children().iter().copied()),
             }
         }
@@ -248,6 +249,7 @@ impl Gen<'_> {
                 }
             }
             Node::Atomic { child } | Node::Tag { child, .. } => self.expr(*child)?,
+            Node::Constrained { nodes: [_, grammar] } => self.expr(*grammar)?,
             Node::Gbnf { gbnf, .. } => {
                 if gbnf.trim().is_empty() {
                     String::new()
@@ -504,6 +506,28 @@ mod tests {
         })
         .unwrap();
         assert!(generate(&arena, &GbnfOptions { lazy: true, ..Default::default() }).is_ok());
+        // Behind `constrained`, only the grammar side counts.
+        let arena = Arena::build(|p| p.trigger_rule("call", "<" + p.constrained(p.negate("x") + p.any(), "y") + ">")).unwrap();
+        assert!(generate(&arena, &GbnfOptions { lazy: true, ..Default::default() }).is_ok());
+        let arena = Arena::build(|p| p.trigger_rule("call", "<" + p.constrained("y", p.negate("x") + p.any()) + ">")).unwrap();
+        assert_eq!(generate(&arena, &GbnfOptions { lazy: true, ..Default::default() }).unwrap_err().kind(), ErrorKind::Grammar);
+    }
+
+    /// `constrained` parses with its first parser and emits its second, rules included.
+    #[test]
+    fn constrained_emits_the_grammar_side() {
+        let arena = Arena::build(|p| {
+            let digits = p.rule("digits", p.chars("[0-9]", 1, Some(3)));
+            "n=" + p.constrained(p.until(";"), digits) + ";"
+        })
+        .unwrap();
+        assert_eq!(arena.parse(b"n=abc;", false).unwrap().result.outcome, crate::Outcome::Success);
+        let g = full(&arena);
+        assert!(g.accepts("n=123;"));
+        assert!(!g.accepts("n=abc;") && !g.accepts("n=1234;"));
+        let back = Arena::from_data(serde_json::from_str(&serde_json::to_string(arena.data()).unwrap()).unwrap()).unwrap();
+        assert_eq!(back.dump(), arena.dump());
+        assert!(arena.dump().contains("constrained(until(\";\"), digits)"), "{}", arena.dump());
     }
 
     #[test]

@@ -104,6 +104,9 @@ impl Arena {
             Node::Atomic { child } => (format!("atomic({})", self.expr(*child, Prec::Choice, d)), Prec::Postfix),
             Node::Tag { tag, child } => (format!("tag({tag}, {})", self.expr(*child, Prec::Choice, d)), Prec::Postfix),
             Node::Gbnf { child, gbnf } => (format!("gbnf({}, {})", q(gbnf), self.expr(*child, Prec::Choice, d)), Prec::Postfix),
+            Node::Constrained { nodes: [parse, grammar] } => {
+                (format!("constrained({}, {})", self.expr(*parse, Prec::Choice, d), self.expr(*grammar, Prec::Choice, d)), Prec::Postfix)
+            }
         };
         if prec < min {
             format!("({text})")

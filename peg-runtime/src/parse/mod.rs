@@ -447,6 +447,7 @@ impl<'e> Engine<'e> {
             Node::Rule { child, .. } => self.labeled(id, *child, pos, true)?,
             Node::Tag { child, .. } => self.labeled(id, *child, pos, false)?,
             Node::Schema { child, .. } | Node::Gbnf { child, .. } => self.parse_node(*child, pos)?,
+            Node::Constrained { nodes: [child, _] } => self.parse_node(*child, pos)?,
             Node::Atomic { child } => self.atomic(*child, pos)?,
         };
         Ok((r, None))
@@ -810,7 +811,7 @@ pub(crate) fn until_scan(
 pub(crate) fn memoizable(node: &Node) -> bool {
     !matches!(
         node,
-        Node::Eps | Node::Start | Node::End | Node::Literal { .. } | Node::Any | Node::Schema { .. } | Node::Gbnf { .. } | Node::Atomic { .. }
+        Node::Eps | Node::Start | Node::End | Node::Literal { .. } | Node::Any | Node::Schema { .. } | Node::Gbnf { .. } | Node::Constrained { .. } | Node::Atomic { .. }
     )
 }
 
