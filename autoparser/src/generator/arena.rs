@@ -3,6 +3,7 @@
 use peg_runtime::{Arena, Builder, Error, Parser};
 use serde_json::Value;
 
+use super::literal::LiteralSchema;
 use super::request::{ReasoningFormat, Request, ToolChoice};
 use crate::analysis::{ContentMode, ReasoningMode, TemplateAnalysis, ToolFormat};
 
@@ -350,7 +351,12 @@ impl<'a, 'b> Ctx<'a, 'b> {
             let json_value = || {
                 // Scalars are written alike in both: the schema constrains them as JSON.
                 if let Some(v) = self.literal_value().filter(|_| !is_scalar_schema(s)) {
-                    return v;
+                    // Parsed as any literal value; generated as the schema says.
+                    let spelled = LiteralSchema { b, syntax: &ar.value_syntax, any: v, root: schema };
+                    return match spelled.value(s, &format!("{name}-{arg}")) {
+                        Some(g) => b.constrained(v, g),
+                        None => v,
+                    };
                 }
                 let schema_json = b.schema(b.json(), &format!("{name}-{arg}"), s.clone(), false);
                 b.tag(super::tags::TOOL_ARG_JSON_VALUE, b.choice([schema_json, b.python()]))
@@ -395,7 +401,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
     /// A value in the template's own literal syntax (`{key:<|"|>text<|"|>,n:3}`), when it has
     /// one (else `None`: values are JSON or Python literals): one recursive rule, its pieces
     /// tagged for the chat mapper's conversion to JSON. JSON strings and quoted keys are
-    /// read too. Not schema-constrained: the schema describes JSON, not this syntax.
+    /// read too. The grammar side of a schema-typed argument is built by [`LiteralSchema`].
     fn literal_value(&self) -> Option<Parser<'b>> {
         const RULE: &str = "literal-value";
         let b = self.b;
@@ -585,10 +591,14 @@ mod literal_value_tests {
         "query": {"type": "string"}, "filters": {"type": "object"}, "tags": {"type": "array"}, "any": {}}}}}]"#;
 
     fn gemma() -> (GeneratedParser, TemplateAnalysis, ChatParser) {
+        gemma_with(TOOLS)
+    }
+
+    fn gemma_with(tools: &str) -> (GeneratedParser, TemplateAnalysis, ChatParser) {
         let src = std::fs::read_to_string(crate::analysis::test_util::templates_dir().join("google-gemma-4-31B-it.jinja")).unwrap();
         let t = template(&src).unwrap();
         let a = analyze_template(&t).unwrap();
-        let tools: Value = serde_json::from_str(TOOLS).unwrap();
+        let tools: Value = serde_json::from_str(tools).unwrap();
         let req = Request::from_inputs(&json!({"messages": [{"role": "user", "content": "hi"}], "tools": tools}));
         let g = generate(&TemplateRender(&t), &a, &req).unwrap();
         let specs = req.tools.iter().filter_map(ToolSpec::from_openai).collect();
@@ -639,6 +649,56 @@ mod literal_value_tests {
             if let Some(c) = closed.message.tool_calls.first().filter(|c| !c.arguments.is_empty()) {
                 serde_json::from_str::<Value>(&c.arguments).unwrap_or_else(|e| panic!("{prefix:?}: {:?}: {e}", c.arguments));
             }
+        }
+    }
+
+    /// Typed nested values: the grammar follows the schema (types, enums, required and known
+    /// keys, item counts, `$ref`s) in the template's syntax; the parser still reads any value.
+    #[test]
+    fn nested_values_follow_their_schema_in_the_grammar() {
+        let tools = r##"[{"type": "function", "function": {"name": "search", "parameters": {"type": "object", "properties": {
+            "query": {"type": "string"},
+            "filters": {"type": "object", "properties": {"lang": {"type": "string", "enum": ["en", "de"]}, "max": {"type": "integer", "minimum": 1},
+                "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 2}, "exact": {"type": "boolean"}}, "required": ["lang"]},
+            "points": {"type": "array", "items": {"$ref": "#/$defs/point"}},
+            "mode": {"anyOf": [{"type": "null"}, {"const": "fast"}]}},
+            "$defs": {"point": {"type": "object", "properties": {"x": {"type": "number"}, "y": {"type": "number"}}, "required": ["x", "y"]}},
+            "required": ["query"]}}}]"##;
+        let (g, a, parser) = gemma_with(tools);
+        let call = |written: &str| format!("<|tool_call>call:search{{query:<|\"|>rust<|\"|>,{written}}}<tool_call|>");
+        let valid = [
+            "filters:{lang:<|\"|>en<|\"|>,max:5,tags:[<|\"|>a<|\"|>,<|\"|>b<|\"|>],exact:true},points:[{x:1,y:2.5},{x:-3,y:0}]",
+            "filters:{lang:<|\"|>de<|\"|>,exact:false}",
+            "filters:{ lang: <|\"|>de<|\"|> , tags: [] }",
+            "points:[],mode:None",
+            "mode:<|\"|>fast<|\"|>",
+        ];
+        for written in valid {
+            let out = call(written);
+            crate::check::check_grammar(&g, &a, &out).unwrap_or_else(|e| panic!("{out}: {e}"));
+            assert_eq!(parser.parse(&out, false).unwrap().diagnostic, None, "{out}");
+        }
+        let off_schema = [
+            ("filters:{lang:<|\"|>fr<|\"|>}", json!({"lang": "fr"})),
+            ("filters:{lang:<|\"|>en<|\"|>,max:<|\"|>5<|\"|>}", json!({"lang": "en", "max": "5"})),
+            ("filters:{max:5}", json!({"max": 5})),
+            ("filters:{lang:<|\"|>en<|\"|>,extra:1}", json!({"lang": "en", "extra": 1})),
+            ("filters:{lang:<|\"|>en<|\"|>,tags:[<|\"|>a<|\"|>,<|\"|>b<|\"|>,<|\"|>c<|\"|>]}", json!({"lang": "en", "tags": ["a", "b", "c"]})),
+            ("filters:{lang:<|\"|>en<|\"|>,max:0}", json!({"lang": "en", "max": 0})),
+            ("filters:[1]", json!([1])),
+        ];
+        for (written, filters) in off_schema {
+            let out = call(written);
+            assert!(crate::check::check_grammar(&g, &a, &out).is_err(), "the grammar accepts {out}");
+            // Parsing is lenient: the call is read as written.
+            let m = parser.parse(&out, false).unwrap();
+            assert_eq!(m.diagnostic, None, "{out}");
+            assert_eq!(args(&m.message)["filters"], filters, "{out}");
+        }
+        for written in ["points:[{x:1}]", "points:[{x:1,y:<|\"|>2<|\"|>}]", "mode:<|\"|>slow<|\"|>", "mode:true"] {
+            let out = call(written);
+            assert!(crate::check::check_grammar(&g, &a, &out).is_err(), "the grammar accepts {out}");
+            assert_eq!(parser.parse(&out, false).unwrap().diagnostic, None, "{out}");
         }
     }
 }

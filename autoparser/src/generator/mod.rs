@@ -2,6 +2,7 @@
 //! prompts, from a cached [`TemplateAnalysis`].
 
 mod arena;
+mod literal;
 pub mod request;
 
 use std::sync::Arc;
