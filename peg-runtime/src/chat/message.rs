@@ -506,9 +506,10 @@ impl DeltaBuffer {
         Some(self.resolve(self.items.get(i)?))
     }
 
-    #[inline]
+    #[inline(always)]
     fn resolve(&self, item: &Item) -> DeltaRef<'_> {
-        let t = |(a, b): Span| &self.text[a..b];
+        // Spans are made by `append`: always in range and on character boundaries.
+        let t = |(a, b): Span| self.text.get(a..b).unwrap_or_default();
         match *item {
             Item::Content(s) => DeltaRef::Content(t(s)),
             Item::Reasoning(s) => DeltaRef::Reasoning(t(s)),
