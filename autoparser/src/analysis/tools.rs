@@ -540,6 +540,7 @@ pub fn derive_value_syntax(list: &str, map: &str, literals: &str) -> Option<Valu
         true_literal: (*t).to_owned(),
         false_literal: (*f).to_owned(),
         null_literal: (*n).to_owned(),
+        sorted_keys: false,
     })
 }
 
@@ -561,7 +562,10 @@ fn analyze_value_syntax(p: &Probe, t: &mut ToolAnalysis, r: &ReasoningAnalysis) 
     if [&list, &map].iter().all(|s| reads_as_literal(s)) {
         return;
     }
-    if let Some(vs) = derive_value_syntax(&list, &map, &lits).filter(|vs| !vs.is_json() && vs.string_open != "'") {
+    if let Some(mut vs) = derive_value_syntax(&list, &map, &lits).filter(|vs| !vs.is_json() && vs.string_open != "'") {
+        // Keys given out of order: written as given, or sorted?
+        let two = text(json!({ ARG_B: VAL_A, ARG_A: VAL_B })).unwrap_or_default();
+        vs.sorted_keys = matches!((two.find(ARG_A), two.find(ARG_B)), (Some(a), Some(b)) if a < b);
         t.arguments.value_syntax = vs;
     }
 }
@@ -684,6 +688,7 @@ mod tests {
         assert_eq!((vs.key_open.as_str(), vs.key_separator.as_str(), vs.item_separator.as_str()), ("", ":", ","));
         assert_eq!((vs.true_literal.as_str(), vs.false_literal.as_str()), ("true", "false"));
         assert!(!vs.is_json());
+        assert!(vs.sorted_keys);
         // Templates writing nested values as JSON (or Python reprs) keep the default.
         for name in ["Qwen3-Coder", "MiniMax-M2", "GLM-4.6"] {
             assert_eq!(analyzed(name).tools.arguments.value_syntax, ValueSyntax::default(), "{name}");

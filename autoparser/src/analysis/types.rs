@@ -249,6 +249,8 @@ pub struct ValueSyntax {
     pub false_literal: String,
     /// How `null` is written.
     pub null_literal: String,
+    /// Mapping keys are written sorted (`dictsort`), not in the order they were given.
+    pub sorted_keys: bool,
 }
 
 impl Default for ValueSyntax {
@@ -264,6 +266,7 @@ impl Default for ValueSyntax {
             true_literal: "true".into(),
             false_literal: "false".into(),
             null_literal: "null".into(),
+            sorted_keys: false,
         }
     }
 }

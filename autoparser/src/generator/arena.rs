@@ -653,7 +653,8 @@ mod literal_value_tests {
     }
 
     /// Typed nested values: the grammar follows the schema (types, enums, required and known
-    /// keys, item counts, `$ref`s) in the template's syntax; the parser still reads any value.
+    /// keys in the template's key order, item counts, `$ref`s) in the template's syntax; the
+    /// parser still reads any value.
     #[test]
     fn nested_values_follow_their_schema_in_the_grammar() {
         let tools = r##"[{"type": "function", "function": {"name": "search", "parameters": {"type": "object", "properties": {
@@ -667,8 +668,8 @@ mod literal_value_tests {
         let (g, a, parser) = gemma_with(tools);
         let call = |written: &str| format!("<|tool_call>call:search{{query:<|\"|>rust<|\"|>,{written}}}<tool_call|>");
         let valid = [
-            "filters:{lang:<|\"|>en<|\"|>,max:5,tags:[<|\"|>a<|\"|>,<|\"|>b<|\"|>],exact:true},points:[{x:1,y:2.5},{x:-3,y:0}]",
-            "filters:{lang:<|\"|>de<|\"|>,exact:false}",
+            "filters:{exact:true,lang:<|\"|>en<|\"|>,max:5,tags:[<|\"|>a<|\"|>,<|\"|>b<|\"|>]},points:[{x:1,y:2.5},{x:-3,y:0}]",
+            "filters:{exact:false,lang:<|\"|>de<|\"|>}",
             "filters:{ lang: <|\"|>de<|\"|> , tags: [] }",
             "points:[],mode:None",
             "mode:<|\"|>fast<|\"|>",
@@ -686,6 +687,8 @@ mod literal_value_tests {
             ("filters:{lang:<|\"|>en<|\"|>,tags:[<|\"|>a<|\"|>,<|\"|>b<|\"|>,<|\"|>c<|\"|>]}", json!({"lang": "en", "tags": ["a", "b", "c"]})),
             ("filters:{lang:<|\"|>en<|\"|>,max:0}", json!({"lang": "en", "max": 0})),
             ("filters:[1]", json!([1])),
+            // Gemma writes keys sorted: the grammar asks for that order.
+            ("filters:{lang:<|\"|>de<|\"|>,exact:false}", json!({"lang": "de", "exact": false})),
         ];
         for (written, filters) in off_schema {
             let out = call(written);
@@ -699,6 +702,76 @@ mod literal_value_tests {
             let out = call(written);
             assert!(crate::check::check_grammar(&g, &a, &out).is_err(), "the grammar accepts {out}");
             assert_eq!(parser.parse(&out, false).unwrap().diagnostic, None, "{out}");
+        }
+    }
+
+    /// Values the template itself writes are accepted by the grammar of their exact schema and
+    /// parse back to themselves: pseudo-random nested values, rendered through Gemma 4.
+    #[test]
+    fn rendered_values_fit_their_schema_grammar() {
+        struct Lcg(u64);
+        impl Lcg {
+            fn below(&mut self, n: u64) -> u64 {
+                self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                (self.0 >> 33) % n
+            }
+        }
+        const STRINGS: [&str; 10] = ["", "a b", "Zürich", "q\"uote", "back\\slash", "line\nbreak", "{x:1}", "[1, 2]", "None", "a,b:c"];
+        fn value(r: &mut Lcg, depth: u32) -> Value {
+            match r.below(if depth >= 3 { 5 } else { 7 }) {
+                0 => STRINGS[r.below(10) as usize].into(),
+                1 => (r.below(2000) as i64 - 1000).into(),
+                2 => (r.below(1000) as f64 / 8.0 - 50.5).into(),
+                3 => (r.below(2) == 1).into(),
+                4 => Value::Null,
+                5 => (0..r.below(4)).map(|_| value(r, depth + 1)).collect(),
+                _ => {
+                    let mut keys = vec!["zeta", "alpha", "mid_key", "b2"];
+                    let mut m = serde_json::Map::new();
+                    for _ in 0..r.below(4) {
+                        let k = keys.remove(r.below(keys.len() as u64) as usize);
+                        m.insert(k.into(), value(r, depth + 1));
+                    }
+                    Value::Object(m)
+                }
+            }
+        }
+        fn schema_of(v: &Value) -> Value {
+            match v {
+                Value::String(_) => json!({"type": "string"}),
+                Value::Number(n) if n.is_i64() => json!({"type": "integer"}),
+                Value::Number(_) => json!({"type": "number"}),
+                Value::Bool(_) => json!({"type": "boolean"}),
+                Value::Null => json!({"type": "null"}),
+                Value::Array(items) if items.is_empty() => json!({"type": "array"}),
+                Value::Array(items) => json!({"type": "array", "items": {"anyOf": items.iter().map(schema_of).collect::<Vec<_>>()}}),
+                Value::Object(m) => json!({"type": "object", "additionalProperties": false, "required": m.keys().collect::<Vec<_>>(),
+                    "properties": m.iter().map(|(k, v)| (k.clone(), schema_of(v))).collect::<serde_json::Map<_, _>>()}),
+            }
+        }
+        let src = std::fs::read_to_string(crate::analysis::test_util::templates_dir().join("google-gemma-4-31B-it.jinja")).unwrap();
+        let t = template(&src).unwrap();
+        let mut r = Lcg(7);
+        let mut checked = 0;
+        while checked < 120 {
+            let v = value(&mut r, 0);
+            if !(v.is_array() || v.is_object()) {
+                continue;
+            }
+            checked += 1;
+            let params = json!({"type": "object", "properties": {"arg": schema_of(&v)}, "required": ["arg"]});
+            let tools = json!([{"type": "function", "function": {"name": "f", "parameters": params}}]).to_string();
+            let (g, a, parser) = gemma_with(&tools);
+            let call = json!({"type": "function", "function": {"name": "f", "arguments": {"arg": v}}});
+            let ctx = json!({"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "tool_calls": [call]}],
+                "tools": serde_json::from_str::<Value>(&tools).unwrap(), "add_generation_prompt": false});
+            let prompt = t.render(&ctx).unwrap();
+            let (i, j) = (prompt.find("<|tool_call>").unwrap(), prompt.find("<tool_call|>").unwrap());
+            let written = &prompt[i..j + "<tool_call|>".len()];
+            crate::check::check_grammar(&g, &a, written).unwrap_or_else(|e| panic!("{v}: {e}"));
+            let m = parser.parse(written, false).unwrap();
+            assert_eq!(m.diagnostic, None, "{written}");
+            assert_eq!(args(&m.message), json!({"arg": v}), "{written}");
         }
     }
 }

@@ -98,8 +98,9 @@ impl<'b> LiteralSchema<'_, 'b> {
         }
     }
 
-    /// `{` members `}`: required properties in declared order, then the optional ones (each
-    /// at most once, in declared order), then additional members if the schema allows them.
+    /// `{` members `}`: the properties in the order the template writes keys (sorted, or as
+    /// declared), each at most once and required ones always, then additional members if the
+    /// schema allows them.
     fn object(&self, obj: &Map<String, Value>, name: &str, depth: usize) -> Option<Parser<'b>> {
         let b = self.b;
         let empty = Map::new();
@@ -118,49 +119,50 @@ impl<'b> LiteralSchema<'_, 'b> {
         if required.iter().any(|r| !props.contains_key(*r)) {
             return None;
         }
-        let (mut req, mut opt) = (Vec::new(), Vec::new());
-        for (key, s) in props {
-            if s == &Value::Bool(false) {
-                continue;
-            }
-            let value = self.schema_value(s, &format!("{name}-{key}"), depth + 1).unwrap_or(self.any);
-            let member = self.key(key)? + self.pair(value);
-            if required.contains(&key.as_str()) {
-                req.push(member);
-            } else {
-                opt.push(member);
-            }
+        let mut keys: Vec<&String> = props.keys().filter(|k| props[*k] != Value::Bool(false)).collect();
+        if self.syntax.sorted_keys {
+            keys.sort();
+        }
+        let mut members = Vec::new();
+        for key in keys {
+            let value = self.schema_value(&props[key], &format!("{name}-{key}"), depth + 1).unwrap_or(self.any);
+            members.push((self.key(key)? + self.pair(value), required.contains(&key.as_str())));
         }
         let extra = additional.map(|v| self.any_key() + self.pair(v));
         let sep = || self.sep();
-        // After something is written: each optional member at most once, then the extras.
-        let mut after = match extra {
+        // `rest[i]`: members i.. after something was written. A rule each, so that the
+        // grammar stays linear in the member count.
+        let mut rest = vec![match extra {
             Some(m) => b.zero_or_more(sep() + m),
             None => b.eps(),
-        };
-        let mut chains = vec![after];
-        for m in opt.iter().rev() {
-            after = b.optional(sep() + *m) + after;
-            chains.push(after);
+        }];
+        for (i, &(m, req)) in members.iter().enumerate().rev() {
+            let this = if req { sep() + m } else { b.optional(sep() + m) };
+            let next = *rest.last()?;
+            rest.push(b.rule(&self.fresh_rule(&format!("{name}-rest-{i}")), this + next));
         }
-        chains.reverse();
-        let body = if req.is_empty() {
-            // Nothing written yet: the first member present is an optional or an extra one.
-            let mut firsts: Vec<Parser<'b>> = opt.iter().enumerate().map(|(i, m)| *m + chains[i + 1]).collect();
-            firsts.extend(extra.map(|m| m + b.zero_or_more(sep() + m)));
-            if firsts.is_empty() {
-                b.eps()
-            } else {
-                b.optional(b.choice(firsts))
-            }
-        } else {
-            let mut body = req[0];
-            for m in &req[1..] {
-                body = body + sep() + *m;
-            }
-            body + chains[0]
+        rest.reverse();
+        // `first`: members i.. before anything was written: the first member present opens.
+        let mut first = match extra {
+            Some(m) => b.optional(m + rest[members.len()]),
+            None => b.eps(),
         };
-        Some(b.literal("{") + b.space() + body + b.space() + b.literal("}"))
+        for (i, &(m, req)) in members.iter().enumerate().rev() {
+            let opens = m + rest[i + 1];
+            first = if req { opens } else { b.choice([opens, first]) };
+        }
+        Some(b.literal("{") + b.space() + first + b.space() + b.literal("}"))
+    }
+
+    /// `base`, or `base` with a number, whichever names no rule yet.
+    fn fresh_rule(&self, base: &str) -> String {
+        let mut name = base.to_owned();
+        let mut n = 1;
+        while self.b.has_rule(&name) {
+            n += 1;
+            name = format!("{base}-{n}");
+        }
+        name
     }
 
     /// `[` items `]`: `prefixItems` in order, then `items` within `minItems`/`maxItems`.
