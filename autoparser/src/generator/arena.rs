@@ -759,7 +759,9 @@ mod literal_value_tests {
                 continue;
             }
             checked += 1;
-            let params = json!({"type": "object", "properties": {"arg": schema_of(&v)}, "required": ["arg"]});
+            // Every third value is the one allowed (spelled exactly), else typed.
+            let arg = if checked % 3 == 0 { json!({"enum": [v, "other"]}) } else { schema_of(&v) };
+            let params = json!({"type": "object", "properties": {"arg": arg}, "required": ["arg"]});
             let tools = json!([{"type": "function", "function": {"name": "f", "parameters": params}}]).to_string();
             let (g, a, parser) = gemma_with(&tools);
             let call = json!({"type": "function", "function": {"name": "f", "arguments": {"arg": v}}});

@@ -232,8 +232,12 @@ impl<'b> LiteralSchema<'_, 'b> {
                 b.literal("[") + body + b.literal("]")
             }
             Value::Object(m) => {
+                let mut entries: Vec<(&String, &Value)> = m.iter().collect();
+                if vs.sorted_keys {
+                    entries.sort_by_key(|(k, _)| *k);
+                }
                 let mut body = b.eps();
-                for (i, (k, v)) in m.iter().enumerate() {
+                for (i, (k, v)) in entries.into_iter().enumerate() {
                     let member = self.key(k)? + b.literal(":") + self.spell(v, depth + 1)?;
                     body = if i == 0 { member } else { body + b.literal(",") + member };
                 }
