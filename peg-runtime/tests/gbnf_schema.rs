@@ -101,7 +101,8 @@ fn additional_properties() {
 #[test]
 fn enum_and_const() {
     check(json!({"enum": ["red", "green", 3, null]}), &[r#""red""#, "3", "null"], &[r#""blue""#, "4", "red"]);
-    check(json!({"const": {"k": [1, 2]}}), &[r#"{"k":[1,2]}"#], &[r#"{"k": [1, 2]}"#, "1"]);
+    // Whitespace between tokens, as `json.dumps` writes it; the value exactly.
+    check(json!({"const": {"k": [1, 2]}}), &[r#"{"k":[1,2]}"#, r#"{"k": [1, 2]}"#], &[r#"{"k": [1, 3]}"#, r#"{"k": [1, 2], "j": 0}"#, "1"]);
     check(json!({"type": "string", "enum": ["a\"b"]}), &[r#""a\"b""#], &[r#""ab""#]);
 }
 

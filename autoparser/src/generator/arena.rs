@@ -3,7 +3,7 @@
 use peg_runtime::{Arena, Builder, Error, Parser};
 use serde_json::Value;
 
-use super::literal::LiteralSchema;
+use super::literal::{LiteralSchema, PythonSpelling};
 use super::request::{ReasoningFormat, Request, ToolChoice};
 use crate::analysis::{ContentMode, ReasoningMode, TemplateAnalysis, ToolFormat};
 
@@ -352,7 +352,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 // Scalars are written alike in both: the schema constrains them as JSON.
                 if let Some(v) = self.literal_value().filter(|_| !is_scalar_schema(s)) {
                     // Parsed as any literal value; generated as the schema says.
-                    let spelled = LiteralSchema { b, syntax: &ar.value_syntax, any: v, root: schema };
+                    let spelled = LiteralSchema { b, spelling: &ar.value_syntax, any: v, root: schema };
                     return match spelled.value(s, &format!("{name}-{arg}")) {
                         Some(g) => b.constrained(v, g),
                         None => v,
@@ -367,7 +367,19 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 // Models also write raw line breaks inside single-quoted strings (the chat
                 // mapper escapes them).
                 let raw_sq = "'" + b.zero_or_more(b.choice(["\\" + b.any(), b.chars("[^'\\\\]", 1, None)])) + "'";
-                let lit_value = b.tag(super::tags::TOOL_ARG_JSON_VALUE, b.choice([schema_json, b.python(), raw_sq]));
+                let value = b.choice([schema_json, b.python(), raw_sq]);
+                // Generated: JSON or Python literals, as the schema says.
+                let spelled = LiteralSchema { b, spelling: &PythonSpelling, any: b.python(), root: schema };
+                let value = match spelled.value(s, &format!("{name}-{arg}-py")) {
+                    // Templates write string arguments raw between single quotes (line breaks
+                    // and all), which only a whole argument may be.
+                    Some(g) if is_string_schema(s) && s.get("enum").is_none() && s.get("const").is_none() => {
+                        b.constrained(value, b.choice([schema_json, g, raw_sq]))
+                    }
+                    Some(g) => b.constrained(value, b.choice([schema_json, g])),
+                    None => value,
+                };
+                let lit_value = b.tag(super::tags::TOOL_ARG_JSON_VALUE, value);
                 let open = lit(b, &ar.name_prefix) + b.tag(super::tags::TOOL_ARG_NAME, b.literal(arg)) + lit(b, &ar.name_suffix);
                 return b.tag(super::tags::TOOL_ARG, b.tag(super::tags::TOOL_ARG_OPEN, open) + b.space() + lit_value + b.tag(super::tags::TOOL_ARG_CLOSE, b.eps()));
             }
@@ -595,7 +607,11 @@ mod literal_value_tests {
     }
 
     fn gemma_with(tools: &str) -> (GeneratedParser, TemplateAnalysis, ChatParser) {
-        let src = std::fs::read_to_string(crate::analysis::test_util::templates_dir().join("google-gemma-4-31B-it.jinja")).unwrap();
+        generated("google-gemma-4-31B-it", tools)
+    }
+
+    fn generated(name: &str, tools: &str) -> (GeneratedParser, TemplateAnalysis, ChatParser) {
+        let src = std::fs::read_to_string(crate::analysis::test_util::templates_dir().join(format!("{name}.jinja"))).unwrap();
         let t = template(&src).unwrap();
         let a = analyze_template(&t).unwrap();
         let tools: Value = serde_json::from_str(tools).unwrap();
@@ -705,10 +721,10 @@ mod literal_value_tests {
         }
     }
 
-    /// Values the template itself writes are accepted by the grammar of their exact schema and
-    /// parse back to themselves: pseudo-random nested values, rendered through Gemma 4.
-    #[test]
-    fn rendered_values_fit_their_schema_grammar() {
+    /// Values a template itself writes are accepted by the grammar of their exact schema and
+    /// parse back to themselves: pseudo-random nested values, rendered through the template
+    /// (the call is the text from `open` to `close`).
+    fn rendered_values_fit_their_schema_grammar(name: &str, open: &str, close: &str) {
         struct Lcg(u64);
         impl Lcg {
             fn below(&mut self, n: u64) -> u64 {
@@ -749,7 +765,7 @@ mod literal_value_tests {
                     "properties": m.iter().map(|(k, v)| (k.clone(), schema_of(v))).collect::<serde_json::Map<_, _>>()}),
             }
         }
-        let src = std::fs::read_to_string(crate::analysis::test_util::templates_dir().join("google-gemma-4-31B-it.jinja")).unwrap();
+        let src = std::fs::read_to_string(crate::analysis::test_util::templates_dir().join(format!("{name}.jinja"))).unwrap();
         let t = template(&src).unwrap();
         let mut r = Lcg(7);
         let mut checked = 0;
@@ -763,17 +779,49 @@ mod literal_value_tests {
             let arg = if checked % 3 == 0 { json!({"enum": [v, "other"]}) } else { schema_of(&v) };
             let params = json!({"type": "object", "properties": {"arg": arg}, "required": ["arg"]});
             let tools = json!([{"type": "function", "function": {"name": "f", "parameters": params}}]).to_string();
-            let (g, a, parser) = gemma_with(&tools);
+            let (g, a, parser) = generated(name, &tools);
             let call = json!({"type": "function", "function": {"name": "f", "arguments": {"arg": v}}});
             let ctx = json!({"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "tool_calls": [call]}],
                 "tools": serde_json::from_str::<Value>(&tools).unwrap(), "add_generation_prompt": false});
             let prompt = t.render(&ctx).unwrap();
-            let (i, j) = (prompt.find("<|tool_call>").unwrap(), prompt.find("<tool_call|>").unwrap());
-            let written = &prompt[i..j + "<tool_call|>".len()];
+            let (i, j) = (prompt.find(open).unwrap(), prompt.find(close).unwrap());
+            let written = &prompt[i..j + close.len()];
             crate::check::check_grammar(&g, &a, written).unwrap_or_else(|e| panic!("{v}: {e}"));
             let m = parser.parse(written, false).unwrap();
             assert_eq!(m.diagnostic, None, "{written}");
             assert_eq!(args(&m.message), json!({"arg": v}), "{written}");
+        }
+    }
+
+    #[test]
+    fn gemma_rendered_values_fit_their_schema_grammar() {
+        rendered_values_fit_their_schema_grammar("google-gemma-4-31B-it", "<|tool_call>", "<tool_call|>");
+    }
+
+    #[test]
+    fn python_rendered_values_fit_their_schema_grammar() {
+        rendered_values_fit_their_schema_grammar("LFM2.5-8B-A1B", "<|tool_call_start|>", "<|tool_call_end|>");
+    }
+
+    /// Python-literal arguments (LFM2): the grammar follows the schema in JSON or Python
+    /// spelling; the parser still reads any literal.
+    #[test]
+    fn python_values_follow_their_schema_in_the_grammar() {
+        let tools = r#"[{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {
+            "n": {"type": "integer"}, "opts": {"type": "object", "properties": {"on": {"type": "boolean"}, "tag": {"type": "string"}}, "required": ["on"]}}}}}]"#;
+        let (g, a, parser) = generated("LFM2.5-8B-A1B", tools);
+        let call = |written: &str| format!("<|tool_call_start|>[f({written})]<|tool_call_end|>");
+        for written in ["n=3, opts={'on': True}", "opts={\"on\": true, \"tag\": \"x\"}", "opts={'on': False, 'tag': 'it\\'s'}", "opts={\"on\": True}"] {
+            let out = call(written);
+            crate::check::check_grammar(&g, &a, &out).unwrap_or_else(|e| panic!("{out}: {e}"));
+            assert_eq!(parser.parse(&out, false).unwrap().diagnostic, None, "{out}");
+        }
+        for written in ["n='3'", "n=True", "opts={'on': 'yes'}", "opts={'off': True}", "opts={'tag': 'x'}", "opts=[True]"] {
+            let out = call(written);
+            assert!(crate::check::check_grammar(&g, &a, &out).is_err(), "the grammar accepts {out}");
+            let m = parser.parse(&out, false).unwrap();
+            assert_eq!(m.diagnostic, None, "{out}");
+            assert_eq!(m.message.tool_calls.len(), 1, "{out}");
         }
     }
 }

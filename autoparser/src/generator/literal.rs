@@ -1,12 +1,13 @@
-//! The grammar side of tool-argument values written in a template's own literal syntax
-//! (Gemma 4: `{path:<|"|>a.txt<|"|>,lines:[1,2]}`): the argument's JSON schema spelled in that
-//! syntax. It goes into `constrained(generic value, schema value)`, so generation follows the
-//! schema while the parser still reads any value the template could write.
+//! The grammar side of tool-argument values written in a syntax other than JSON: a template's
+//! own (Gemma 4: `{path:<|"|>a.txt<|"|>,lines:[1,2]}`) or Python literals (LFM2:
+//! `{'path': 'a.txt', 'force': True}`). The argument's JSON schema is spelled in that syntax
+//! and goes into `constrained(generic value, schema value)`, so generation follows the schema
+//! while the parser still reads any value the model could write.
 //!
-//! Every parser built here accepts a subset of the generic literal value (the same strings,
-//! words, numbers, separators and whitespace), so the grammar never allows text the parser
-//! rejects. Where a schema says more than this covers (`allOf`, `not`, keys the syntax cannot
-//! spell), the value falls back to the generic one: looser, never wrong.
+//! Every parser built here accepts a subset of the generic value (the same strings, words,
+//! numbers, separators and whitespace), so the grammar never allows text the parser rejects.
+//! Where a schema says more than this covers (`allOf`, `not`, keys the syntax cannot spell),
+//! the value falls back to the generic one: looser, never wrong.
 
 use peg_runtime::{Builder, Parser};
 use serde_json::{Map, Value};
@@ -16,11 +17,27 @@ use crate::analysis::ValueSyntax;
 /// Nesting past which values are left to the generic value (this also ends `$ref` cycles).
 const MAX_DEPTH: usize = 8;
 
-/// Builds schema-shaped values in a template's literal syntax.
+/// How a syntax writes the leaves of a value; containers are `{k: v, ...}` and `[v, ...]`.
+pub(super) trait Spelling {
+    /// A string value; `schema` (one `type: string`) may constrain its text.
+    fn string<'b>(&self, b: &'b Builder, schema: Value, name: &str) -> Parser<'b>;
+    /// Exactly `text` as a string value; `None` if the syntax cannot write it.
+    fn string_text<'b>(&self, b: &'b Builder, text: &str) -> Option<Parser<'b>>;
+    /// Exactly `key` as a mapping key; `None` if the syntax cannot write it.
+    fn key<'b>(&self, b: &'b Builder, key: &str) -> Option<Parser<'b>>;
+    /// Any mapping key.
+    fn any_key<'b>(&self, b: &'b Builder) -> Parser<'b>;
+    /// How `true`, `false` or `null` is written.
+    fn word(&self, v: &Value) -> &str;
+    /// Mapping keys are written sorted.
+    fn sorted_keys(&self) -> bool;
+}
+
+/// Builds schema-shaped values in a [`Spelling`].
 pub(super) struct LiteralSchema<'a, 'b> {
     pub b: &'b Builder,
-    pub syntax: &'a ValueSyntax,
-    /// The generic literal value: the fallback where the schema is not followed.
+    pub spelling: &'a dyn Spelling,
+    /// The generic value: the fallback where the schema is not followed.
     pub any: Parser<'b>,
     /// The document `$ref`s resolve against (the tool's parameters).
     pub root: &'a Value,
@@ -75,7 +92,7 @@ impl<'b> LiteralSchema<'_, 'b> {
 
     fn typed(&self, obj: &Map<String, Value>, t: &str, name: &str, depth: usize) -> Option<Parser<'b>> {
         let b = self.b;
-        let vs = self.syntax;
+        let sp = self.spelling;
         // The schema with this one type, for the JSON-schema rules of strings and numbers.
         let single = || {
             let mut o = obj.clone();
@@ -83,15 +100,10 @@ impl<'b> LiteralSchema<'_, 'b> {
             Value::Object(o)
         };
         match t {
-            "string" => {
-                let text = b.until(&vs.string_close);
-                // Unescaped text is the string itself: the schema's raw rule constrains it.
-                let text = if vs.string_escapes { text } else { b.schema(text, name, single(), true) };
-                Some(b.literal(&vs.string_open) + text + b.literal(&vs.string_close))
-            }
+            "string" => Some(sp.string(b, single(), name)),
             "integer" | "number" => Some(b.schema(b.json_number(), name, single(), false)),
-            "boolean" => Some(b.choice([b.literal(word(&vs.true_literal, "true")), b.literal(word(&vs.false_literal, "false"))])),
-            "null" => Some(b.literal(word(&vs.null_literal, "null"))),
+            "boolean" => Some(b.choice([b.literal(sp.word(&Value::Bool(true))), b.literal(sp.word(&Value::Bool(false)))])),
+            "null" => Some(b.literal(sp.word(&Value::Null))),
             "object" => self.object(obj, name, depth),
             "array" => self.array(obj, name, depth),
             _ => None,
@@ -120,15 +132,15 @@ impl<'b> LiteralSchema<'_, 'b> {
             return None;
         }
         let mut keys: Vec<&String> = props.keys().filter(|k| props[*k] != Value::Bool(false)).collect();
-        if self.syntax.sorted_keys {
+        if self.spelling.sorted_keys() {
             keys.sort();
         }
         let mut members = Vec::new();
         for key in keys {
             let value = self.schema_value(&props[key], &format!("{name}-{key}"), depth + 1).unwrap_or(self.any);
-            members.push((self.key(key)? + self.pair(value), required.contains(&key.as_str())));
+            members.push((self.spelling.key(b, key)? + self.pair(value), required.contains(&key.as_str())));
         }
-        let extra = additional.map(|v| self.any_key() + self.pair(v));
+        let extra = additional.map(|v| self.spelling.any_key(b) + self.pair(v));
         let sep = || self.sep();
         // `rest[i]`: members i.. after something was written. A rule each, so that the
         // grammar stays linear in the member count.
@@ -209,90 +221,39 @@ impl<'b> LiteralSchema<'_, 'b> {
         Some(b.literal("[") + b.space() + body + b.space() + b.literal("]"))
     }
 
-    /// `v` spelled exactly, as the template would write it; `None` if the syntax cannot.
+    /// `v` spelled exactly, as the syntax writes it; `None` if it cannot.
     fn spell(&self, v: &Value, depth: usize) -> Option<Parser<'b>> {
         let b = self.b;
-        let vs = self.syntax;
+        let sp = self.spelling;
         if depth > MAX_DEPTH {
             return None;
         }
         Some(match v {
-            Value::String(s) => b.literal(&self.string_text(s)?),
+            Value::String(s) => sp.string_text(b, s)?,
             Value::Number(n) => b.literal(&n.to_string()),
-            Value::Bool(true) => b.literal(word(&vs.true_literal, "true")),
-            Value::Bool(false) => b.literal(word(&vs.false_literal, "false")),
-            Value::Null => b.literal(word(&vs.null_literal, "null")),
+            Value::Bool(_) | Value::Null => b.literal(sp.word(v)),
             Value::Array(items) => {
                 let parts: Option<Vec<Parser<'b>>> = items.iter().map(|i| self.spell(i, depth + 1)).collect();
                 let parts = parts?;
                 let mut body = b.eps();
                 for (i, p) in parts.into_iter().enumerate() {
-                    body = if i == 0 { p } else { body + b.literal(",") + p };
+                    body = if i == 0 { p } else { body + self.sep() + p };
                 }
-                b.literal("[") + body + b.literal("]")
+                b.literal("[") + b.space() + body + b.space() + b.literal("]")
             }
             Value::Object(m) => {
                 let mut entries: Vec<(&String, &Value)> = m.iter().collect();
-                if vs.sorted_keys {
+                if sp.sorted_keys() {
                     entries.sort_by_key(|(k, _)| *k);
                 }
                 let mut body = b.eps();
                 for (i, (k, v)) in entries.into_iter().enumerate() {
-                    let member = self.key(k)? + b.literal(":") + self.spell(v, depth + 1)?;
-                    body = if i == 0 { member } else { body + b.literal(",") + member };
+                    let member = sp.key(b, k)? + self.pair(self.spell(v, depth + 1)?);
+                    body = if i == 0 { member } else { body + self.sep() + member };
                 }
-                b.literal("{") + body + b.literal("}")
+                b.literal("{") + b.space() + body + b.space() + b.literal("}")
             }
         })
-    }
-
-    /// A string as the syntax writes it, quotes included; `None` if it cannot (the text holds
-    /// the closing quote, or needs escapes the syntax has).
-    fn string_text(&self, s: &str) -> Option<String> {
-        let vs = self.syntax;
-        let needs_escape = vs.string_escapes && s.chars().any(|c| c < ' ' || c == '"' || c == '\\');
-        (!s.contains(vs.string_close.as_str()) && !needs_escape).then(|| format!("{}{s}{}", vs.string_open, vs.string_close))
-    }
-
-    /// A mapping key: bare where the syntax writes keys bare and `key` has no character that
-    /// ends a bare key, else quoted.
-    fn key(&self, key: &str) -> Option<Parser<'b>> {
-        let b = self.b;
-        let vs = self.syntax;
-        if vs.key_open.is_empty() {
-            if !key.is_empty() && !key.chars().any(|c| self.ends_bare_key(c)) {
-                return Some(b.literal(key));
-            }
-            return Some(b.literal(&self.string_text(key)?));
-        }
-        if key.contains(vs.key_close.as_str()) {
-            return None;
-        }
-        Some(b.literal(&format!("{}{key}{}", vs.key_open, vs.key_close)))
-    }
-
-    /// Any key (for additional members), in the syntax's own spelling.
-    fn any_key(&self) -> Parser<'b> {
-        let b = self.b;
-        let vs = self.syntax;
-        if vs.key_open.is_empty() {
-            let class: String = self.bare_key_stops().iter().map(|c| format!("\\u{:04x}", *c as u32)).collect();
-            return b.chars(&format!("[^\\s{class}]"), 1, None);
-        }
-        b.literal(&vs.key_open) + b.until(&vs.key_close) + b.literal(&vs.key_close)
-    }
-
-    /// Besides whitespace, the characters that end a bare key, as the generic value reads keys.
-    fn bare_key_stops(&self) -> Vec<char> {
-        let vs = self.syntax;
-        let mut stops: Vec<char> = "{}[],:\"'".chars().collect();
-        stops.extend(vs.string_open.chars().next());
-        stops.extend(vs.key_separator.trim().chars());
-        stops
-    }
-
-    fn ends_bare_key(&self, c: char) -> bool {
-        c.is_whitespace() || self.bare_key_stops().contains(&c)
     }
 
     /// `: value` after a key, with the generic value's whitespace.
@@ -312,11 +273,139 @@ impl<'b> LiteralSchema<'_, 'b> {
     }
 }
 
-/// The syntax's word for a literal, or JSON's when it has none.
-fn word<'s>(w: &'s str, json: &'s str) -> &'s str {
-    if w.trim().is_empty() {
-        json
-    } else {
-        w.trim()
+/// A template's own syntax, as the analysis learned it.
+impl Spelling for ValueSyntax {
+    fn string<'b>(&self, b: &'b Builder, schema: Value, name: &str) -> Parser<'b> {
+        let text = b.until(&self.string_close);
+        // Unescaped text is the string itself: the schema's raw rule constrains it.
+        let text = if self.string_escapes { text } else { b.schema(text, name, schema, true) };
+        b.literal(&self.string_open) + text + b.literal(&self.string_close)
     }
+
+    fn string_text<'b>(&self, b: &'b Builder, text: &str) -> Option<Parser<'b>> {
+        let needs_escape = self.string_escapes && text.chars().any(|c| c < ' ' || c == '"' || c == '\\');
+        if text.contains(self.string_close.as_str()) || needs_escape {
+            return None;
+        }
+        Some(b.literal(&format!("{}{text}{}", self.string_open, self.string_close)))
+    }
+
+    /// Bare where the syntax writes keys bare and `key` has no character that ends a bare key,
+    /// else quoted.
+    fn key<'b>(&self, b: &'b Builder, key: &str) -> Option<Parser<'b>> {
+        if self.key_open.is_empty() {
+            if !key.is_empty() && !key.chars().any(|c| c.is_whitespace() || self.bare_key_stops().contains(&c)) {
+                return Some(b.literal(key));
+            }
+            return self.string_text(b, key);
+        }
+        if key.contains(self.key_close.as_str()) {
+            return None;
+        }
+        Some(b.literal(&format!("{}{key}{}", self.key_open, self.key_close)))
+    }
+
+    fn any_key<'b>(&self, b: &'b Builder) -> Parser<'b> {
+        if self.key_open.is_empty() {
+            let class: String = self.bare_key_stops().iter().map(|c| format!("\\u{:04x}", *c as u32)).collect();
+            return b.chars(&format!("[^\\s{class}]"), 1, None);
+        }
+        b.literal(&self.key_open) + b.until(&self.key_close) + b.literal(&self.key_close)
+    }
+
+    fn word(&self, v: &Value) -> &str {
+        let (w, json) = match v {
+            Value::Bool(true) => (&self.true_literal, "true"),
+            Value::Bool(false) => (&self.false_literal, "false"),
+            _ => (&self.null_literal, "null"),
+        };
+        if w.trim().is_empty() {
+            json
+        } else {
+            w.trim()
+        }
+    }
+
+    fn sorted_keys(&self) -> bool {
+        self.sorted_keys
+    }
+}
+
+impl ValueSyntax {
+    /// Besides whitespace, the characters that end a bare key, as the generic value reads keys.
+    fn bare_key_stops(&self) -> Vec<char> {
+        let mut stops: Vec<char> = "{}[],:\"'".chars().collect();
+        stops.extend(self.string_open.chars().next());
+        stops.extend(self.key_separator.trim().chars());
+        stops
+    }
+}
+
+/// Python literals, as models write them: strings in either quote with backslash escapes,
+/// `True`, `False`, `None`, quoted keys, keys in the order given.
+pub(super) struct PythonSpelling;
+
+impl Spelling for PythonSpelling {
+    fn string<'b>(&self, b: &'b Builder, _schema: Value, _name: &str) -> Parser<'b> {
+        // A subset of what the Python scanner reads: no raw line breaks, the common escapes.
+        let quoted = |q: char| {
+            let plain = b.chars(&format!("[^{q}\\\\\\n\\r]"), 1, None);
+            let escape = b.literal("\\") + b.chars("[nrt0abfv\\\\'\"]", 1, Some(1));
+            let unicode = b.literal("\\u") + b.chars("[0-9a-fA-F]", 4, Some(4));
+            let q = q.to_string();
+            b.literal(&q) + b.zero_or_more(b.choice([plain, escape, unicode])) + b.literal(&q)
+        };
+        b.choice([quoted('\''), quoted('"')])
+    }
+
+    /// As Python's `repr` writes it, or as JSON (whose escapes Python reads too).
+    fn string_text<'b>(&self, b: &'b Builder, text: &str) -> Option<Parser<'b>> {
+        let json = serde_json::to_string(text).ok()?;
+        let repr = python_repr(text);
+        Some(if repr == json { b.literal(&json) } else { b.choice([b.literal(&repr), b.literal(&json)]) })
+    }
+
+    fn key<'b>(&self, b: &'b Builder, key: &str) -> Option<Parser<'b>> {
+        self.string_text(b, key)
+    }
+
+    fn any_key<'b>(&self, b: &'b Builder) -> Parser<'b> {
+        self.string(b, Value::Null, "")
+    }
+
+    fn word(&self, v: &Value) -> &str {
+        match v {
+            Value::Bool(true) => "True",
+            Value::Bool(false) => "False",
+            _ => "None",
+        }
+    }
+
+    fn sorted_keys(&self) -> bool {
+        false
+    }
+}
+
+/// `text` as Python's `repr` writes a string: single quotes unless only double quotes avoid
+/// an escape; `\\`, the quote, and control characters escaped.
+fn python_repr(text: &str) -> String {
+    let q = if text.contains('\'') && !text.contains('"') { '"' } else { '\'' };
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push(q);
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == q => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if c < ' ' || c == '\u{7f}' => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push(q);
+    out
 }

@@ -12,6 +12,8 @@
 //! - A value's rule carries no trailing whitespace; containers add the `space` rule between
 //!   members, so a schema embedded in an arena ends exactly where the parser's JSON does.
 //! - Additional properties never reuse a declared key.
+//! - `const` and `enum` lists and mappings allow whitespace between their tokens, as
+//!   `json.dumps` and templates' `tojson` write them (llama.cpp asks for compact JSON there).
 //! - Ranged numbers are written without exponent; their bounds are exact, except that an
 //!   exclusive bound is treated as inclusive when both bounds share the integer part.
 //! - Large counts (`maxLength: 10000`) nest repetitions instead of unrolling them.
@@ -650,14 +652,14 @@ impl<'b> SchemaConverter<'b> {
             return Ok(rule);
         }
         if let Some(c) = obj.get("const") {
-            return Ok(escape_literal(&json_literal(c)));
+            return Ok(self.constant(c));
         }
         if let Some(e) = obj.get("enum") {
             let e = e.as_array().ok_or_else(|| schema_err("`enum` must be an array"))?;
             if e.is_empty() {
                 return Err(schema_err(format!("`enum` of `{name}` is empty")));
             }
-            let alts: Vec<String> = e.iter().map(|v| escape_literal(&json_literal(v))).collect();
+            let alts: Vec<String> = e.iter().map(|v| self.constant(v)).collect();
             return Ok(group(alts));
         }
         for key in ["oneOf", "anyOf"] {
@@ -714,6 +716,27 @@ impl<'b> SchemaConverter<'b> {
                     Ok(self.value("value"))
                 }
             }
+        }
+    }
+
+    /// `v` exactly, with optional whitespace between the tokens of a list or mapping (as
+    /// `json.dumps` and the templates' `tojson` write them).
+    fn constant(&mut self, v: &Value) -> String {
+        let sp = self.space();
+        let join = |parts: Vec<String>| parts.join(&format!(" {sp} \",\" {sp} "));
+        match v {
+            Value::Array(items) if !items.is_empty() => {
+                let parts = items.iter().map(|i| self.constant(i)).collect();
+                format!("\"[\" {sp} {} {sp} \"]\"", join(parts))
+            }
+            Value::Object(m) if !m.is_empty() => {
+                let parts = m
+                    .iter()
+                    .map(|(k, v)| format!("{} {sp} \":\" {sp} {}", escape_literal(&json_literal(&Value::String(k.clone()))), self.constant(v)))
+                    .collect();
+                format!("\"{{\" {sp} {} {sp} \"}}\"", join(parts))
+            }
+            _ => escape_literal(&json_literal(v)),
         }
     }
 
