@@ -824,4 +824,43 @@ mod literal_value_tests {
             assert_eq!(m.message.tool_calls.len(), 1, "{out}");
         }
     }
+
+    /// Odd or hostile schemas give a parser and a grammar that parses (falling back to the
+    /// generic value where they say nothing usable), or a clear error: never a panic.
+    #[test]
+    fn odd_schemas_still_generate() {
+        let schemas = [
+            json!({"type": "array", "items": {"type": "integer"}, "minItems": 5, "maxItems": 2}),
+            json!({"type": "array", "items": {"type": "integer"}, "minItems": 100000, "maxItems": 4000000000u64}),
+            json!({"type": "array", "maxItems": 0}),
+            json!({"$ref": "#/$defs/node", "$defs": {"node": {"type": "object", "properties": {"next": {"$ref": "#/$defs/node"}}}}}),
+            json!({"$ref": "#/nowhere"}),
+            json!({"enum": []}),
+            json!({"anyOf": []}),
+            json!({"type": ["object", "nonsense"]}),
+            json!({"type": "object", "properties": {"a b": {"type": "string"}, "<|\"|>": {"type": "integer"}, "": {}}, "required": ["a b"]}),
+            json!({"type": "object", "properties": {"x": false}, "additionalProperties": {"type": "boolean"}}),
+            json!({"const": {"k": ["<|\"|>", "it's", null]}}),
+            json!({"allOf": [{"type": "object"}]}),
+            json!(true),
+        ];
+        for schema in schemas {
+            let params = json!({"type": "object", "properties": {"v": schema}});
+            let tools = json!([{"type": "function", "function": {"name": "f", "parameters": params}}]).to_string();
+            for name in ["google-gemma-4-31B-it", "LFM2.5-8B-A1B"] {
+                let src = std::fs::read_to_string(crate::analysis::test_util::templates_dir().join(format!("{name}.jinja"))).unwrap();
+                let t = template(&src).unwrap();
+                let a = analyze_template(&t).unwrap();
+                let req = Request::from_inputs(&json!({"messages": [{"role": "user", "content": "hi"}], "tools": serde_json::from_str::<Value>(&tools).unwrap()}));
+                match generate(&TemplateRender(&t), &a, &req) {
+                    Ok(g) => {
+                        let text = g.grammar.unwrap_or_else(|| panic!("{name}: no grammar for {schema}"));
+                        peg_runtime::gbnf::Grammar::parse(&text).unwrap_or_else(|e| panic!("{name} {schema}: {e}"));
+                    }
+                    // The JSON-schema converter refuses contradictions and dangling `$ref`s.
+                    Err(e) => assert!(matches!(e, crate::generator::GenerateError::Grammar(ref m) if m.contains("Schema")), "{name} {schema}: {e}"),
+                }
+            }
+        }
+    }
 }

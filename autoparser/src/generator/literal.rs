@@ -17,6 +17,9 @@ use crate::analysis::ValueSyntax;
 /// Nesting past which values are left to the generic value (this also ends `$ref` cycles).
 const MAX_DEPTH: usize = 8;
 
+/// Item counts past which `minItems`/`maxItems` are not spelled out.
+const MAX_COUNT: u32 = 256;
+
 /// How a syntax writes the leaves of a value; containers are `{k: v, ...}` and `[v, ...]`.
 pub(super) trait Spelling {
     /// A string value; `schema` (one `type: string`) may constrain its text.
@@ -202,8 +205,9 @@ impl<'b> LiteralSchema<'_, 'b> {
             Some(_) => return None,
             None => {
                 let item = item?;
-                let (min, max) = (count("minItems").unwrap_or(0), count("maxItems"));
-                if max.is_some_and(|m| m < min) {
+                // Past a few hundred items a bound constrains little and costs grammar size.
+                let (min, max) = (count("minItems").unwrap_or(0), count("maxItems").filter(|&m| m <= MAX_COUNT));
+                if min > MAX_COUNT || max.is_some_and(|m| m < min) {
                     return None;
                 }
                 if max == Some(0) {
