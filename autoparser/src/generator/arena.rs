@@ -359,7 +359,19 @@ impl<'a, 'b> Ctx<'a, 'b> {
                     };
                 }
                 let schema_json = b.schema(b.json(), &format!("{name}-{arg}"), s.clone(), false);
-                b.tag(super::tags::TOOL_ARG_JSON_VALUE, b.choice([schema_json, b.python()]))
+                let value = b.choice([schema_json, b.python()]);
+                // A scalar in the template's own words (`None`), where JSON or Python reads them.
+                let vs = &ar.value_syntax;
+                let words_read = [(&vs.true_literal, "True"), (&vs.false_literal, "False"), (&vs.null_literal, "None")]
+                    .iter()
+                    .all(|(w, py)| w.trim() == *py || ["true", "false", "null"].contains(&w.trim()));
+                if self.literal_value().is_some() && words_read {
+                    let spelled = LiteralSchema { b, spelling: vs, any: value, root: schema };
+                    if let Some(g) = spelled.value(s, &format!("{name}-{arg}-lit")) {
+                        return b.tag(super::tags::TOOL_ARG_JSON_VALUE, b.constrained(value, b.choice([schema_json, g])));
+                    }
+                }
+                b.tag(super::tags::TOOL_ARG_JSON_VALUE, value)
             };
             if ar.value_is_literal {
                 // Literal syntax: JSON or Python (`'x'`, `True`, `None`).
@@ -678,7 +690,8 @@ mod literal_value_tests {
             "filters": {"type": "object", "properties": {"lang": {"type": "string", "enum": ["en", "de"]}, "max": {"type": "integer", "minimum": 1},
                 "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 2}, "exact": {"type": "boolean"}}, "required": ["lang"]},
             "points": {"type": "array", "items": {"$ref": "#/$defs/point"}},
-            "mode": {"anyOf": [{"type": "null"}, {"const": "fast"}]}},
+            "mode": {"anyOf": [{"type": "null"}, {"const": "fast"}]},
+            "limit": {"type": ["integer", "null"]}},
             "$defs": {"point": {"type": "object", "properties": {"x": {"type": "number"}, "y": {"type": "number"}}, "required": ["x", "y"]}},
             "required": ["query"]}}}]"##;
         let (g, a, parser) = gemma_with(tools);
@@ -689,6 +702,10 @@ mod literal_value_tests {
             "filters:{ lang: <|\"|>de<|\"|> , tags: [] }",
             "points:[],mode:None",
             "mode:<|\"|>fast<|\"|>",
+            // Scalars: the template's `None`, or JSON.
+            "limit:None",
+            "limit:null",
+            "limit:7",
         ];
         for written in valid {
             let out = call(written);
@@ -714,7 +731,7 @@ mod literal_value_tests {
             assert_eq!(m.diagnostic, None, "{out}");
             assert_eq!(args(&m.message)["filters"], filters, "{out}");
         }
-        for written in ["points:[{x:1}]", "points:[{x:1,y:<|\"|>2<|\"|>}]", "mode:<|\"|>slow<|\"|>", "mode:true"] {
+        for written in ["points:[{x:1}]", "points:[{x:1,y:<|\"|>2<|\"|>}]", "mode:<|\"|>slow<|\"|>", "mode:true", "limit:True", "limit:1.5"] {
             let out = call(written);
             assert!(crate::check::check_grammar(&g, &a, &out).is_err(), "the grammar accepts {out}");
             assert_eq!(parser.parse(&out, false).unwrap().diagnostic, None, "{out}");
