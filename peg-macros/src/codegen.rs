@@ -519,12 +519,10 @@ pub fn parser_items(g: &Grammar) -> TokenStream {
                     let r = #k::json::Scanner::new(dialect, target, pos).run(input, partial);
                     return #s::Res::new(r.outcome, r.end, r.invalid_utf8);
                 };
-                let kept = memo.scans.get(&(site, pos));
+                // Taken out and put back: no copy of the scanner's stack.
+                let kept = memo.scans.remove(&(site, pos));
                 let resumed = kept.is_some();
-                let mut sc = match kept {
-                    ::std::option::Option::Some(sc) => sc.clone(),
-                    ::std::option::Option::None => #k::json::Scanner::new(dialect, target, pos),
-                };
+                let mut sc = kept.unwrap_or_else(|| #k::json::Scanner::new(dialect, target, pos));
                 let r = sc.run(input, partial);
                 if r.touched_end || resumed {
                     memo.scans.insert((site, pos), sc);

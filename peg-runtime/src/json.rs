@@ -161,6 +161,17 @@ const PLAIN: [bool; 256] = {
     t
 };
 
+/// Where the run of [`PLAIN`] bytes starting at `from` ends (strings are mostly short: byte by
+/// byte).
+#[inline(always)]
+fn plain_end(input: &[u8], from: usize) -> usize {
+    let mut p = from;
+    while p < input.len() && PLAIN[input[p] as usize] {
+        p += 1;
+    }
+    p
+}
+
 const WORDS: [&[u8]; 6] = [b"true", b"false", b"null", b"True", b"False", b"None"];
 
 /// A resumable scanner: create it at a position, [`run`](Scanner::run) it on the input, and if the
@@ -234,12 +245,8 @@ impl Scanner {
         if !matches!(self.st, St::Str { .. }) {
             return false;
         }
-        let mut p = self.pos;
-        while p < input.len() && PLAIN[input[p] as usize] {
-            p += 1;
-        }
-        self.pos = p;
-        p >= input.len()
+        self.pos = plain_end(input, self.pos);
+        self.pos >= input.len()
     }
 
     #[inline(always)]
@@ -336,11 +343,7 @@ impl Scanner {
             let b = input[pos];
             match st {
                 St::Str { quote } => {
-                    // Plain printable ASCII, byte by byte (strings are mostly short).
-                    let mut i = pos;
-                    while i < n && PLAIN[input[i] as usize] {
-                        i += 1;
-                    }
+                    let i = plain_end(input, pos);
                     pos = i;
                     if i >= n {
                         continue;

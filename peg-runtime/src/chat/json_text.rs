@@ -1,11 +1,17 @@
 //! Small text helpers for tool arguments: JSON string escaping, a streaming Python-literal to
 //! JSON normalizer, and closing a cut-off JSON text so it parses.
 
+/// Whether JSON escapes byte `b` inside a string: `"`, `\` and control bytes.
+#[inline]
+pub(crate) fn escapes(b: u8) -> bool {
+    b < 0x20 || b == b'"' || b == b'\\'
+}
+
 /// Appends `s` to `out` escaped for the inside of a JSON string (no surrounding quotes).
 pub(crate) fn escape_into(out: &mut String, s: &str) {
     let mut last = 0;
     for (i, b) in s.bytes().enumerate() {
-        if b >= 0x20 && b != b'"' && b != b'\\' {
+        if !escapes(b) {
             continue;
         }
         out.push_str(&s[last..i]);

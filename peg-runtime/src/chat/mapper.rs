@@ -16,7 +16,7 @@ use std::collections::HashMap;
 
 use crate::ast::{Ast, AstId};
 use crate::chat::builder::tags;
-use crate::chat::json_text::{escape_into, py_to_json, quote, unquote, LiteralToJson, PyToJson};
+use crate::chat::json_text::{escape_into, escapes, py_to_json, quote, unquote, LiteralToJson, PyToJson};
 
 /// What an event does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -445,13 +445,7 @@ impl Fold {
         if !matches!(call.value, Some(Value::Str)) {
             return false;
         }
-        if needs_no_escape(text) {
-            put_args(call, text, sink);
-        } else {
-            self.scratch.clear();
-            escape_into(&mut self.scratch, text);
-            put_args(call, &self.scratch, sink);
-        }
+        put_string_text(call, text, &mut self.scratch, sink);
         Self::maybe_header(&mut self.headers, call, cx, false, sink);
         true
     }
@@ -476,15 +470,7 @@ impl Fold {
             }
         }
         match &mut value {
-            Some(Value::Str) => {
-                if needs_no_escape(text) {
-                    // Nothing to escape (the common case): spare the copy.
-                    put_args(call, text, sink);
-                } else {
-                    escape_into(scratch, text);
-                    put_args(call, scratch, sink);
-                }
-            }
+            Some(Value::Str) => put_string_text(call, text, scratch, sink),
             Some(Value::Held(buf)) => buf.push_str(text),
             Some(Value::MaybeNull(buf)) => {
                 buf.push_str(text);
@@ -680,9 +666,16 @@ impl Fold {
     }
 }
 
-/// Whether `escape_into` would copy `s` unchanged.
-fn needs_no_escape(s: &str) -> bool {
-    s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\')
+/// Argument text inside a JSON string, escaped; as it is when nothing needs escaping (the
+/// common case: no copy). `scratch` is overwritten.
+fn put_string_text(call: &mut Call, text: &str, scratch: &mut String, sink: &mut dyn Sink) {
+    if text.bytes().any(escapes) {
+        scratch.clear();
+        escape_into(scratch, text);
+        put_args(call, scratch, sink);
+    } else {
+        put_args(call, text, sink);
+    }
 }
 
 /// Largest `end' <= end` such that `input[from..end']` does not stop inside a UTF-8 sequence

@@ -155,28 +155,14 @@ impl ChatMessage {
     /// ```
     pub fn apply(&mut self, delta: &ChatDelta) {
         if let Some(c) = &delta.content {
-            self.content.push_str(c);
+            self.apply_ref(DeltaRef::Content(c));
         }
         if let Some(r) = &delta.reasoning_content {
-            self.reasoning_content.push_str(r);
+            self.apply_ref(DeltaRef::Reasoning(r));
         }
         for t in &delta.tool_calls {
-            if t.index > self.tool_calls.len() {
-                continue;
-            }
-            if t.index == self.tool_calls.len() {
-                self.tool_calls.push(ChatToolCall::default());
-            }
-            let call = &mut self.tool_calls[t.index];
-            if let Some(id) = &t.id {
-                call.id.clone_from(id);
-            }
-            if let Some(name) = &t.name {
-                call.name.clone_from(name);
-            }
-            if let Some(a) = &t.arguments {
-                call.arguments.push_str(a);
-            }
+            let (id, name, arguments) = (t.id.as_deref(), t.name.as_deref(), t.arguments.as_deref());
+            self.apply_ref(DeltaRef::ToolCall { index: t.index, id, name, arguments });
         }
     }
 
@@ -579,30 +565,18 @@ impl DeltaBuffer {
     /// call (its header included).
     #[inline]
     pub(crate) fn args(&mut self, index: usize, s: &str) {
-        let (a, b) = self.append(s);
-        if let Some(Item::ToolCall { index: i, arguments, .. }) = self.items.last_mut() {
-            if *i == index {
-                // The last item's text ends where this piece starts: spans stay contiguous.
-                match arguments {
-                    Some(span) => span.1 = b,
-                    None => *arguments = Some((a, b)),
-                }
-                return;
-            }
-        }
-        self.items.push(Item::ToolCall { index, header: None, arguments: Some((a, b)) });
+        self.args_with(index, |t| push_token(t, s));
     }
-}
 
-impl DeltaBuffer {
-    /// Appends argument text that `write` appends to the buffer's text (joining it to the
-    /// last delta as [`DeltaBuffer::args`] does); returns the appended text.
+    /// [`DeltaBuffer::args`] of the text `write` appends to the buffer's text; returns that
+    /// text.
     #[inline]
     pub(crate) fn args_with(&mut self, index: usize, write: impl FnOnce(&mut String)) -> &str {
         let a = self.text.len();
         write(&mut self.text);
         let b = self.text.len();
         match self.items.last_mut() {
+            // The last item's text ends where this piece starts: spans stay contiguous.
             Some(Item::ToolCall { index: i, arguments, .. }) if *i == index => match arguments {
                 Some(span) => span.1 = b,
                 None => *arguments = Some((a, b)),

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use crate::chat::json_text;
 use crate::chat::mapper::{Driver, Kind, Sink, Verbatim};
 use crate::chat::message::{push_token, ChatDelta, ChatMessage, DeltaBuffer, DeltaRef};
 use crate::chat::parser::{fold_parse, Diagnostic, Inner, ParsedMessage};
@@ -169,10 +170,7 @@ impl ChatStream {
                     self.parses += 1;
                     // Folded from the session's own output: no copy of the AST.
                     let parsed = self.session.update().map(|_| ());
-                    if let Err(e) = self.step(parsed, true, out) {
-                        out.clear();
-                        return Err(e);
-                    }
+                    self.step(parsed, true, out)?;
                     self.record(out);
                 }
                 self.live = self.find_live();
@@ -203,10 +201,7 @@ impl ChatStream {
         if let State::Parsing = self.state {
             self.parses += 1;
             let parsed = self.session.finish().map(|_| ());
-            if let Err(e) = self.step(parsed, false, out) {
-                out.clear();
-                return Err(e);
-            }
+            self.step(parsed, false, out)?;
         }
         self.driver.fold.finish(&self.inner.cx, out);
         self.state = State::Finished;
@@ -333,7 +328,7 @@ impl ChatStream {
                 (Verbatim::Content | Verbatim::Reasoning, (Growth::Until(_), firsts)) => byte_classes(|b| firsts.contains(b), false),
                 (Verbatim::ArgString(_), (Growth::Until(_), firsts)) => byte_classes(|b| firsts.contains(b), true),
                 // A quote, backslash or control byte may end the JSON string or need a parse.
-                (Verbatim::ToolArgs(_), (Growth::JsonString, _)) => byte_classes(|b| b < 0x20 || b == b'"' || b == b'\\', false),
+                (Verbatim::ToolArgs(_), (Growth::JsonString, _)) => byte_classes(json_text::escapes, false),
                 _ => return None,
             };
             *self.classes = classes;
@@ -363,10 +358,11 @@ impl ChatStream {
     }
 
     /// Folds the session's last output (`parsed` says whether the parse succeeded).
-    fn step(&mut self, parsed: Result<(), Error>, partial: bool, sink: &mut dyn Sink) -> Result<(), Error> {
+    /// On an error (strict mode), `out` is left empty and the stream failed.
+    fn step(&mut self, parsed: Result<(), Error>, partial: bool, out: &mut DeltaBuffer) -> Result<(), Error> {
         let input = self.session.input();
-        let out = parsed.map(|()| self.session.output());
-        match fold_parse(&self.inner, &mut self.driver, sink, input, out, partial, self.viable) {
+        let parsed = parsed.map(|()| self.session.output());
+        match fold_parse(&self.inner, &mut self.driver, out, input, parsed, partial, self.viable) {
             Ok(None) => {
                 self.viable = input.len();
                 Ok(())
@@ -377,6 +373,7 @@ impl ChatStream {
                 Ok(())
             }
             Err(e) => {
+                out.clear();
                 self.state = State::Failed(e.clone());
                 Err(e)
             }
@@ -395,14 +392,11 @@ impl ChatStream {
 fn byte_classes(stop: impl Fn(u8) -> bool, escape: bool) -> [u8; 256] {
     let mut c = [PASS; 256];
     c[0x80..].fill(HIGH);
-    if escape {
-        for b in (0..0x20).chain([b'"', b'\\']) {
-            c[usize::from(b)] = ESCAPE;
-        }
-    }
     for b in 0..=255u8 {
         if stop(b) {
             c[usize::from(b)] = STOP;
+        } else if escape && json_text::escapes(b) {
+            c[usize::from(b)] = ESCAPE;
         }
     }
     c
@@ -446,7 +440,7 @@ fn escape_json(out: &mut String, s: &str) {
         if c >= ' ' && c != '"' && c != '\\' {
             out.push(c);
         } else {
-            crate::chat::json_text::push_escaped(out, c as u8);
+            json_text::push_escaped(out, c as u8);
         }
     }
 }
@@ -465,7 +459,7 @@ fn escape_ascii_json(out: &mut String, s: &[u8]) {
             b'\n' => out.push_str("\\n"),
             b' '..=0x7f => out.push(char::from(b)),
             0x80.. => out.push(char::REPLACEMENT_CHARACTER),
-            _ => crate::chat::json_text::push_escaped(out, b),
+            _ => json_text::push_escaped(out, b),
         }
     }
 }

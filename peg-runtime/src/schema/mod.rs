@@ -722,22 +722,21 @@ impl<'b> SchemaConverter<'b> {
     /// `v` exactly, with optional whitespace between the tokens of a list or mapping (as
     /// `json.dumps` and the templates' `tojson` write them).
     fn constant(&mut self, v: &Value) -> String {
+        let (open, close) = match v {
+            Value::Array(items) if !items.is_empty() => ("[", "]"),
+            Value::Object(m) if !m.is_empty() => ("{", "}"),
+            _ => return escape_literal(&json_literal(v)),
+        };
         let sp = self.space();
-        let join = |parts: Vec<String>| parts.join(&format!(" {sp} \",\" {sp} "));
-        match v {
-            Value::Array(items) if !items.is_empty() => {
-                let parts = items.iter().map(|i| self.constant(i)).collect();
-                format!("\"[\" {sp} {} {sp} \"]\"", join(parts))
-            }
-            Value::Object(m) if !m.is_empty() => {
-                let parts = m
-                    .iter()
-                    .map(|(k, v)| format!("{} {sp} \":\" {sp} {}", escape_literal(&json_literal(&Value::String(k.clone()))), self.constant(v)))
-                    .collect();
-                format!("\"{{\" {sp} {} {sp} \"}}\"", join(parts))
-            }
-            _ => escape_literal(&json_literal(v)),
-        }
+        let parts: Vec<String> = match v {
+            Value::Array(items) => items.iter().map(|i| self.constant(i)).collect(),
+            Value::Object(m) => m
+                .iter()
+                .map(|(k, v)| format!("{} {sp} \":\" {sp} {}", escape_literal(&json_literal(&Value::String(k.clone()))), self.constant(v)))
+                .collect(),
+            _ => Vec::new(),
+        };
+        format!("\"{open}\" {sp} {} {sp} \"{close}\"", parts.join(&format!(" {sp} \",\" {sp} ")))
     }
 
     /// `{type: object, anyOf: [...]}`: keys beside `anyOf` apply to every alternative.
