@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use peg_runtime::chat::{ChatMessage, ChatParseOptions, ChatParser, ToolSpec};
+use peg_runtime::chat::{ChatMessage, ChatParser, ToolSpec};
 use serde_json::Value;
 
 use super::grammar::check_grammar;
@@ -144,15 +144,7 @@ fn prepare_parse<'c>(case: &'c Value, store: &mut TemplateStore, timings: &mut T
 
 impl ParseCase<'_> {
     fn parser(&self, strict: bool) -> ChatParser {
-        ChatParser::new(
-            self.generated.arena.clone(),
-            ChatParseOptions {
-                tools: self.tools.clone(),
-                strict,
-                prefill: self.generated.prefill.clone(),
-                ..ChatParseOptions::default()
-            },
-        )
+        self.generated.chat_parser(self.tools.clone(), strict)
     }
 
     fn judge(&self, opts: &CheckOptions, timings: &mut Timings) -> Vec<String> {

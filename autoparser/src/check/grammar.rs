@@ -129,14 +129,7 @@ pub fn check_grammar(g: &GeneratedParser, a: &TemplateAnalysis, output: &str) ->
     } else {
         let m = &mut grammar.recognizer().matcher();
         let ok = constrained.char_indices().find(|&(_, c)| !m.push(c)).map_or(constrained.len(), |(i, _)| i);
-        let mut hi = (ok + 40).min(constrained.len());
-        while !constrained.is_char_boundary(hi) {
-            hi += 1;
-        }
-        let mut lo = ok.saturating_sub(40);
-        while !constrained.is_char_boundary(lo) {
-            lo -= 1;
-        }
+        let (lo, hi) = super::window(constrained, ok, 40);
         let lazy = if g.grammar_lazy { "lazy " } else { "" };
         Err(if ok == constrained.len() {
             format!("{lazy}grammar rejects the output: it stops short of a complete match (output {:?})", &constrained[lo..])

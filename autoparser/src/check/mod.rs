@@ -284,6 +284,20 @@ impl Report {
 }
 
 /// Newlines and other control characters escaped, so a reason stays on its line.
+/// The byte range `at ± radius` of `s`, widened to character boundaries (for quoting the
+/// context of a position in a failure message).
+fn window(s: &str, at: usize, radius: usize) -> (usize, usize) {
+    let mut lo = at.saturating_sub(radius).min(s.len());
+    while !s.is_char_boundary(lo) {
+        lo -= 1;
+    }
+    let mut hi = at.saturating_add(radius).min(s.len());
+    while !s.is_char_boundary(hi) {
+        hi += 1;
+    }
+    (lo, hi)
+}
+
 fn one_line(s: &str) -> String {
     s.chars().flat_map(|c| if c.is_control() { c.escape_default().collect::<Vec<_>>() } else { vec![c] }).collect()
 }

@@ -4,7 +4,7 @@ use std::io::{Read, Write};
 use std::process::ExitCode;
 
 use clap::Args;
-use peg_runtime::chat::{ChatParseOptions, ChatParser, ChatStream, ToolSpec};
+use peg_runtime::chat::{ChatParser, ChatStream, ToolSpec};
 
 use super::{print_json, RequestTarget};
 use crate::analysis::TemplateRender;
@@ -39,15 +39,7 @@ pub fn run(args: &ParseArgs) -> Result<ExitCode, String> {
     let a = args.target.analysis.get(&t)?;
     let req = Request::from_inputs(&inputs);
     let g = generate(&TemplateRender(&t), &a, &req).map_err(|e| e.to_string())?;
-    let parser = ChatParser::new(
-        g.arena.clone(),
-        ChatParseOptions {
-            tools: req.tools.iter().filter_map(ToolSpec::from_openai).collect(),
-            strict: args.strict,
-            prefill: g.prefill.clone(),
-            ..ChatParseOptions::default()
-        },
-    );
+    let parser = g.chat_parser(req.tools.iter().filter_map(ToolSpec::from_openai).collect(), args.strict);
     if args.stream {
         return stream(&parser, args);
     }
@@ -132,12 +124,8 @@ fn take_text(pending: &mut Vec<u8>, eof: bool) -> String {
 }
 
 fn push(s: &mut ChatStream, text: &str, chunk: Option<usize>, out: &mut impl Write) -> Result<(), String> {
-    let pieces = match chunk {
-        Some(n) => peg_runtime::chat::stream_pieces(text, &[n]),
-        None if text.is_empty() => Vec::new(),
-        None => vec![text],
-    };
-    for p in pieces {
+    // No chunk size: the whole text as one piece.
+    for p in peg_runtime::chat::stream_pieces(text, chunk.as_slice()) {
         for d in s.push(p).map_err(|e| format!("parse failed: {e}"))? {
             writeln!(out, "{}", serde_json::to_string(&d).map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
         }

@@ -443,12 +443,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let string = quoted(&vs.string_open, &vs.string_close);
         let json_string = tok(b.json_string());
         let key = if vs.key_open.is_empty() {
-            // A bare key: up to a separator, bracket, quote or whitespace.
-            let mut stop: Vec<char> = "{}[],:\"'".chars().collect();
-            stop.extend(vs.string_open.chars().next());
-            stop.extend(vs.key_separator.trim().chars());
-            let class: String = stop.iter().map(|c| format!("\\u{:04x}", *c as u32)).collect();
-            b.choice([text(b.chars(&format!("[^\\s{class}]"), 1, None)), string, json_string])
+            b.choice([text(vs.bare_key(b)), string, json_string])
         } else if vs.key_open == vs.string_open && vs.key_close == vs.string_close {
             b.choice([string, json_string])
         } else {
@@ -629,8 +624,7 @@ mod literal_value_tests {
         let tools: Value = serde_json::from_str(tools).unwrap();
         let req = Request::from_inputs(&json!({"messages": [{"role": "user", "content": "hi"}], "tools": tools}));
         let g = generate(&TemplateRender(&t), &a, &req).unwrap();
-        let specs = req.tools.iter().filter_map(ToolSpec::from_openai).collect();
-        let parser = ChatParser::new(g.arena.clone(), ChatParseOptions { tools: specs, prefill: g.prefill.clone(), ..Default::default() });
+        let parser = g.chat_parser(req.tools.iter().filter_map(ToolSpec::from_openai).collect(), false);
         (g, a, parser)
     }
 

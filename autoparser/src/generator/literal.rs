@@ -298,7 +298,8 @@ impl Spelling for ValueSyntax {
     /// else quoted.
     fn key<'b>(&self, b: &'b Builder, key: &str) -> Option<Parser<'b>> {
         if self.key_open.is_empty() {
-            if !key.is_empty() && !key.chars().any(|c| c.is_whitespace() || self.bare_key_stops().contains(&c)) {
+            let stops = self.bare_key_stops();
+            if !key.is_empty() && !key.chars().any(|c| c.is_whitespace() || stops.contains(&c)) {
                 return Some(b.literal(key));
             }
             return self.string_text(b, key);
@@ -311,8 +312,7 @@ impl Spelling for ValueSyntax {
 
     fn any_key<'b>(&self, b: &'b Builder) -> Parser<'b> {
         if self.key_open.is_empty() {
-            let class: String = self.bare_key_stops().iter().map(|c| format!("\\u{:04x}", *c as u32)).collect();
-            return b.chars(&format!("[^\\s{class}]"), 1, None);
+            return self.bare_key(b);
         }
         b.literal(&self.key_open) + b.until(&self.key_close) + b.literal(&self.key_close)
     }
@@ -336,7 +336,13 @@ impl Spelling for ValueSyntax {
 }
 
 impl ValueSyntax {
-    /// Besides whitespace, the characters that end a bare key, as the generic value reads keys.
+    /// A bare key: up to whitespace, a separator, bracket or quote.
+    pub(super) fn bare_key<'b>(&self, b: &'b Builder) -> Parser<'b> {
+        let class: String = self.bare_key_stops().iter().map(|c| format!("\\u{:04x}", *c as u32)).collect();
+        b.chars(&format!("[^\\s{class}]"), 1, None)
+    }
+
+    /// Besides whitespace, the characters that end a bare key.
     fn bare_key_stops(&self) -> Vec<char> {
         let mut stops: Vec<char> = "{}[],:\"'".chars().collect();
         stops.extend(self.string_open.chars().next());

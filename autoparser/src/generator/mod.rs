@@ -7,6 +7,7 @@ pub mod request;
 
 use std::sync::Arc;
 
+use peg_runtime::chat::{ChatParseOptions, ChatParser, ToolSpec};
 use peg_runtime::Arena;
 use serde::{Deserialize, Serialize};
 
@@ -46,6 +47,16 @@ pub struct GeneratedParser {
     pub generation_prompt: String,
     /// The whole rendered prompt.
     pub prompt: String,
+}
+
+impl GeneratedParser {
+    /// The chat parser of the request's output: this arena and prefill, with `tools` (the
+    /// request's, as [`ToolSpec::from_openai`](peg_runtime::chat::ToolSpec::from_openai) reads
+    /// them) typing the arguments.
+    pub fn chat_parser(&self, tools: Vec<ToolSpec>, strict: bool) -> ChatParser {
+        let options = ChatParseOptions { tools, strict, prefill: self.prefill.clone(), ..ChatParseOptions::default() };
+        ChatParser::new(self.arena.clone(), options)
+    }
 }
 
 /// Why generation failed.
