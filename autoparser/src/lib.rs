@@ -5,7 +5,8 @@
 //!
 //! The flow: [`template`] renders, [`analysis`] learns the markers once per template,
 //! [`generator`] builds the parser arena, grammar and prompt per request, [`registry`] holds
-//! the few model-specific builders, [`check`] judges a corpus, and [`cli`] is the `autoparser` command.
+//! the few model-specific builders, [`verify`] checks a template's parser against the
+//! template's own renders, [`check`] judges a corpus, and [`cli`] is the `autoparser` command.
 #![warn(missing_docs)]
 
 pub mod analysis;
@@ -14,3 +15,4 @@ pub mod cli;
 pub mod generator;
 pub mod registry;
 pub mod template;
+pub mod verify;

@@ -6,8 +6,7 @@ use std::time::Instant;
 use peg_runtime::chat::{ChatMessage, ChatParser, ToolSpec};
 use serde_json::Value;
 
-use super::grammar::check_grammar;
-use super::judge::{compare_messages, stream_message};
+use crate::verify::{check_grammar, compare_messages, stream_message};
 use super::templates::{LoadedTemplate, TemplateStore};
 use super::{CheckOptions, Timings};
 use crate::analysis::TemplateRender;

@@ -29,8 +29,6 @@
 //! ```
 
 mod cases;
-mod grammar;
-mod judge;
 mod render;
 mod templates;
 
@@ -44,8 +42,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 pub use cases::{apply_check, judge_case};
-pub use grammar::{check_grammar, first_trigger};
-pub use judge::{arguments_value, compare_messages, stream_message};
+pub use crate::verify::{arguments_value, check_grammar, compare_messages, first_trigger, stream_message};
 pub use render::{
     first_diff, judge_render, run_render, RenderExpectation, RenderVerdict, JINJA2_ERROR_QUIRKS,
     JINJA2_QUIRK_TEMPLATES,
@@ -286,18 +283,6 @@ impl Report {
 /// Newlines and other control characters escaped, so a reason stays on its line.
 /// The byte range `at ± radius` of `s`, widened to character boundaries (for quoting the
 /// context of a position in a failure message).
-fn window(s: &str, at: usize, radius: usize) -> (usize, usize) {
-    let mut lo = at.saturating_sub(radius).min(s.len());
-    while !s.is_char_boundary(lo) {
-        lo -= 1;
-    }
-    let mut hi = at.saturating_add(radius).min(s.len());
-    while !s.is_char_boundary(hi) {
-        hi += 1;
-    }
-    (lo, hi)
-}
-
 fn one_line(s: &str) -> String {
     s.chars().flat_map(|c| if c.is_control() { c.escape_default().collect::<Vec<_>>() } else { vec![c] }).collect()
 }

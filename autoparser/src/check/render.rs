@@ -85,7 +85,7 @@ pub fn judge_render(template: &str, got: &Result<String, TemplateError>, expecte
 pub fn first_diff(got: &str, want: &str) -> String {
     let i = got.bytes().zip(want.bytes()).take_while(|(x, y)| x == y).count();
     let snip = |s: &str| {
-        let (lo, hi) = super::window(s, i, 60);
+        let (lo, hi) = crate::verify::window(s, i, 60);
         format!("{:?}", &s[lo..hi])
     };
     format!("at byte {i}: got {} expected {}", snip(got), snip(want))

@@ -6,6 +6,7 @@
 //! autoparser generate TEMPLATE --request REQ.json [--analysis A.json]
 //! autoparser parse    TEMPLATE --request REQ.json [--partial] [--stream] < OUTPUT
 //! autoparser check    --corpus DIR --templates DIR [--filter S] [--json] [--timings]
+//! autoparser verify   TEMPLATE [--request REQ.json] [--seed N] [--cases N] [--json]
 //! ```
 //!
 //! `TEMPLATE` is a `.jinja` file, a `tokenizer_config.json` or a `.gguf`; a request is a JSON
@@ -17,6 +18,7 @@ mod check;
 mod generate;
 mod parse;
 mod render;
+mod verify;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -48,6 +50,8 @@ enum Command {
     Parse(parse::ParseArgs),
     /// Replay a corpus directory and judge every case.
     Check(check::CheckArgs),
+    /// Round-trip seeded messages through the template's renders and its own parser.
+    Verify(verify::VerifyArgs),
 }
 
 /// A template file and, optionally, which named template of it.
@@ -148,6 +152,7 @@ where
         Command::Generate(a) => generate::run(a),
         Command::Parse(a) => parse::run(a),
         Command::Check(a) => check::run(a),
+        Command::Verify(a) => verify::run(a),
     };
     match result {
         Ok(code) => code,

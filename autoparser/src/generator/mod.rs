@@ -217,15 +217,33 @@ pub fn generate(r: &dyn Render, a: &TemplateAnalysis, req: &Request) -> Result<G
         .unwrap_or_else(|_| Err(GenerateError::Arena("internal error during generation".into())))
 }
 
+/// The request as the template is rendered with it: arguments as objects where the template
+/// reads them so, and the template's own special tokens unless the request names them.
+fn template_request(r: &dyn Render, a: &TemplateAnalysis, req: &Request) -> Request {
+    let mut req = if a.caps.supports_object_arguments { req.with_object_arguments() } else { req.clone() };
+    let (bos, eos) = r.special_tokens();
+    req.extra_context.entry("bos_token").or_insert_with(|| bos.into());
+    req.extra_context.entry("eos_token").or_insert_with(|| eos.into());
+    req
+}
+
+/// Renders `req`'s conversation exactly as [`generate`] renders its prompt (same context), with
+/// or without the generation prompt: the text a finished turn has in a later prompt.
+pub fn render_conversation(
+    r: &dyn Render,
+    a: &TemplateAnalysis,
+    req: &Request,
+    add_generation_prompt: bool,
+) -> Result<String, GenerateError> {
+    let lenient = crate::analysis::Lenient(r);
+    let req = template_request(&lenient, a, req);
+    lenient.render(&req.context(add_generation_prompt)).map_err(GenerateError::Render)
+}
+
 fn generate_inner(r: &dyn Render, a: &TemplateAnalysis, req: &Request) -> Result<GeneratedParser, GenerateError> {
     let lenient = crate::analysis::Lenient(r);
     let r: &dyn Render = &lenient;
-    let mut req = if a.caps.supports_object_arguments { req.with_object_arguments() } else { req.clone() };
-    // The template's own special tokens, unless the request names them.
-    let (bos, eos) = r.special_tokens();
-    req.extra_context.entry("bos_token").or_insert_with(|| bos.clone().into());
-    req.extra_context.entry("eos_token").or_insert_with(|| eos.clone().into());
-    let req = &req;
+    let req = &template_request(r, a, req);
     let (mut prompt, generation_prompt, prefill) = match (req.continue_final, req.messages.split_last()) {
         (ContinueFinal::None, _) | (_, None) => {
             let prompt = r.render(&req.context(req.add_generation_prompt)).map_err(GenerateError::Render)?;

@@ -129,7 +129,7 @@ pub fn check_grammar(g: &GeneratedParser, a: &TemplateAnalysis, output: &str) ->
     } else {
         let m = &mut grammar.recognizer().matcher();
         let ok = constrained.char_indices().find(|&(_, c)| !m.push(c)).map_or(constrained.len(), |(i, _)| i);
-        let (lo, hi) = super::window(constrained, ok, 40);
+        let (lo, hi) = window(constrained, ok, 40);
         let lazy = if g.grammar_lazy { "lazy " } else { "" };
         Err(if ok == constrained.len() {
             format!("{lazy}grammar rejects the output: it stops short of a complete match (output {:?})", &constrained[lo..])
@@ -142,6 +142,19 @@ pub fn check_grammar(g: &GeneratedParser, a: &TemplateAnalysis, output: &str) ->
             )
         })
     }
+}
+
+/// A char-boundary window of `radius` bytes around `at` in `s`, for failure snippets.
+pub(crate) fn window(s: &str, at: usize, radius: usize) -> (usize, usize) {
+    let mut lo = at.saturating_sub(radius).min(s.len());
+    while !s.is_char_boundary(lo) {
+        lo -= 1;
+    }
+    let mut hi = at.saturating_add(radius).min(s.len());
+    while !s.is_char_boundary(hi) {
+        hi += 1;
+    }
+    (lo, hi)
 }
 
 #[cfg(test)]

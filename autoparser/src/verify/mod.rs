@@ -1,0 +1,594 @@
+//! `verify`: a template checks its own parser, by round trip.
+//!
+//! Seeded assistant messages (content, reasoning, one and several calls, arguments of every
+//! JSON type, call ids) are rendered as Hugging Face renders a finished turn; the text after
+//! the generation prompt, less the end-of-turn marker, is what the model would have
+//! generated. It is parsed back one-shot and streamed, and the request's grammar must accept
+//! it (lazy grammars from their first trigger, as the corpus rule says). Each case is judged
+//! like a corpus case ([`compare_messages`], [`stream_message`], [`check_grammar`]).
+//!
+//! A feature the template cannot render (it raises, or the render does not change when the
+//! field is removed) is reported as such and not counted as a failure. The corpus judge
+//! shares these checks.
+//!
+//! ```
+//! use autoparser::template::ChatTemplate;
+//! use autoparser::verify::{verify_template, Feature, VerifyOptions};
+//! let src = r#"{%- for m in messages -%}<|{{ m.role }}|>{{ m.content }}
+//! {%- for c in m.tool_calls or [] %}<tool_call>{"name": "{{ c.function.name }}", "arguments": {{ c.function.arguments | tojson }}}</tool_call>{% endfor -%}
+//! <|end|>{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}"#;
+//! let t = ChatTemplate::from_source(src, "", "").unwrap();
+//! let report = verify_template(&t, &VerifyOptions { cases: 4, ..VerifyOptions::default() }).unwrap();
+//! assert!(report.passed(), "{}", report.text());
+//! let parallel = report.features.iter().find(|f| f.feature == Feature::ParallelCalls).unwrap();
+//! assert_eq!(parallel.passed, 4);
+//! // The template writes no reasoning: listed as not rendered, not failed.
+//! let reasoning = report.features.iter().find(|f| f.feature == Feature::Reasoning).unwrap();
+//! assert_eq!((reasoning.passed, reasoning.failed, reasoning.unrendered), (0, 0, 4));
+//! ```
+
+mod cases;
+mod grammar;
+mod judge;
+
+use std::fmt::Write as _;
+
+use peg_runtime::chat::{ChatMessage, ChatToolCall, ToolSpec};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::analysis::{AnalysisError, Render, TemplateAnalysis, TemplateRender};
+use crate::generator::{generate, render_conversation, GeneratedParser, Request};
+pub use cases::probe_tools;
+pub use grammar::{check_grammar, first_trigger};
+pub(crate) use grammar::window;
+pub use judge::{arguments_value, compare_messages, stream_message};
+
+/// What one kind of generated message exercises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Feature {
+    /// Content only.
+    Content,
+    /// Reasoning and content.
+    Reasoning,
+    /// One call with plain arguments.
+    OneCall,
+    /// Two or three calls in one message.
+    ParallelCalls,
+    /// Content and calls in one message (the template decides where the content goes).
+    ContentWithCalls,
+    /// Reasoning and a call.
+    ReasoningWithCalls,
+    /// Strings with quotes, backslashes, newlines, markup and unicode.
+    StringArguments,
+    /// Integers: zero, negative, large.
+    IntegerArguments,
+    /// Floats.
+    NumberArguments,
+    /// Booleans.
+    BooleanArguments,
+    /// Null (nullable parameters).
+    NullArguments,
+    /// Nested objects.
+    ObjectArguments,
+    /// Arrays of objects.
+    ArrayArguments,
+    /// An empty object and an empty array.
+    EmptyContainers,
+    /// Call ids, where the template writes them.
+    CallIds,
+}
+
+impl Feature {
+    /// Every feature, in report order.
+    pub const ALL: [Feature; 15] = [
+        Feature::Content,
+        Feature::Reasoning,
+        Feature::OneCall,
+        Feature::ParallelCalls,
+        Feature::ContentWithCalls,
+        Feature::ReasoningWithCalls,
+        Feature::StringArguments,
+        Feature::IntegerArguments,
+        Feature::NumberArguments,
+        Feature::BooleanArguments,
+        Feature::NullArguments,
+        Feature::ObjectArguments,
+        Feature::ArrayArguments,
+        Feature::EmptyContainers,
+        Feature::CallIds,
+    ];
+
+    /// The name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Feature::Content => "content",
+            Feature::Reasoning => "reasoning",
+            Feature::OneCall => "one call",
+            Feature::ParallelCalls => "parallel calls",
+            Feature::ContentWithCalls => "content with calls",
+            Feature::ReasoningWithCalls => "reasoning with calls",
+            Feature::StringArguments => "string arguments",
+            Feature::IntegerArguments => "integer arguments",
+            Feature::NumberArguments => "number arguments",
+            Feature::BooleanArguments => "boolean arguments",
+            Feature::NullArguments => "null arguments",
+            Feature::ObjectArguments => "object arguments",
+            Feature::ArrayArguments => "arrays of objects",
+            Feature::EmptyContainers => "empty object and array",
+            Feature::CallIds => "call ids",
+        }
+    }
+
+    /// Whether the feature is about one kind of argument value.
+    fn is_value_kind(self) -> bool {
+        matches!(
+            self,
+            Feature::StringArguments
+                | Feature::IntegerArguments
+                | Feature::NumberArguments
+                | Feature::BooleanArguments
+                | Feature::NullArguments
+                | Feature::ObjectArguments
+                | Feature::ArrayArguments
+                | Feature::EmptyContainers
+        )
+    }
+}
+
+/// How to verify.
+#[derive(Debug, Clone)]
+pub struct VerifyOptions {
+    /// Seeds the generated messages; the same seed gives the same cases.
+    pub seed: u64,
+    /// Cases per feature.
+    pub cases: usize,
+    /// The request the messages answer: its messages (the conversation so far), tools (whose
+    /// schemas the arguments follow) and settings. `None`: one user message and
+    /// [`probe_tools`]. A request without tools gets the probe tools too.
+    pub request: Option<Request>,
+    /// Streaming chunk sizes in bytes.
+    pub chunk_sizes: Vec<usize>,
+}
+
+impl Default for VerifyOptions {
+    fn default() -> Self {
+        VerifyOptions { seed: 0, cases: 20, request: None, chunk_sizes: vec![1, 3, 7] }
+    }
+}
+
+/// The results of one feature.
+#[derive(Debug, Clone, Serialize)]
+pub struct FeatureReport {
+    /// The feature.
+    pub feature: Feature,
+    /// Cases that round-tripped.
+    pub passed: usize,
+    /// Cases that did not.
+    pub failed: usize,
+    /// Cases the template cannot render (it raises, or drops what the feature needs).
+    pub unrendered: usize,
+    /// Why the first unrendered case was not rendered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unrendered_reason: Option<String>,
+}
+
+/// A case that failed: what was rendered, what came back, and why it differs.
+#[derive(Debug, Clone, Serialize)]
+pub struct CaseFailure {
+    /// The feature it tested.
+    pub feature: Feature,
+    /// The assistant message, in OpenAI form.
+    pub message: Value,
+    /// The model output cut from the render.
+    pub output: String,
+    /// What the parse should give.
+    pub expected: ChatMessage,
+    /// What the one-shot parse gave, if it gave a message.
+    pub parsed: Option<ChatMessage>,
+    /// Each check that failed.
+    pub reasons: Vec<String>,
+}
+
+/// What [`verify`] found.
+#[derive(Debug, Clone, Serialize)]
+pub struct VerifyReport {
+    /// One entry per feature, in [`Feature::ALL`] order.
+    pub features: Vec<FeatureReport>,
+    /// The first failing case, with its diff.
+    pub first_failure: Option<CaseFailure>,
+}
+
+impl VerifyReport {
+    /// Cases that passed, over all features.
+    pub fn passed_cases(&self) -> usize {
+        self.features.iter().map(|f| f.passed).sum()
+    }
+
+    /// Cases that failed, over all features.
+    pub fn failed_cases(&self) -> usize {
+        self.features.iter().map(|f| f.failed).sum()
+    }
+
+    /// Cases the template could not render.
+    pub fn unrendered_cases(&self) -> usize {
+        self.features.iter().map(|f| f.unrendered).sum()
+    }
+
+    /// The verdict: nothing the template renders fails, and it renders something.
+    pub fn passed(&self) -> bool {
+        self.failed_cases() == 0 && self.passed_cases() > 0
+    }
+
+    /// The report as text: a line per feature, the verdict, the first failure, and last a
+    /// `N passed, M failed, K skipped` line (skipped: cases the template cannot render).
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for f in &self.features {
+            let rendered = f.passed + f.failed;
+            let _ = write!(out, "{:<24} ", format!("{}:", f.feature.name()));
+            if rendered == 0 {
+                let why = f.unrendered_reason.as_deref().unwrap_or("not rendered");
+                let _ = writeln!(out, "not rendered ({why})");
+            } else {
+                let mark = if f.failed == 0 { "" } else { "  FAIL" };
+                let _ = write!(out, "{}/{}{mark}", f.passed, rendered);
+                if f.unrendered > 0 {
+                    let _ = write!(out, " ({} not rendered)", f.unrendered);
+                }
+                out.push('\n');
+            }
+        }
+        let _ = writeln!(out, "verdict: {}", if self.passed() { "pass" } else { "FAIL" });
+        if let Some(c) = &self.first_failure {
+            let _ = writeln!(out, "first failure ({}):", c.feature.name());
+            for r in &c.reasons {
+                let _ = writeln!(out, "  - {r}");
+            }
+            let _ = writeln!(out, "  message:  {}", c.message);
+            let _ = writeln!(out, "  output:   {:?}", c.output);
+            let _ = writeln!(out, "  expected: {}", serde_json::to_string(&c.expected).unwrap_or_default());
+            if let Some(p) = &c.parsed {
+                let _ = writeln!(out, "  parsed:   {}", serde_json::to_string(p).unwrap_or_default());
+            }
+        }
+        let _ = writeln!(
+            out,
+            "{} passed, {} failed, {} skipped",
+            self.passed_cases(),
+            self.failed_cases(),
+            self.unrendered_cases()
+        );
+        out
+    }
+}
+
+/// [`verify`] for a loaded template: analyzes it first.
+pub fn verify_template(
+    t: &crate::template::ChatTemplate,
+    opts: &VerifyOptions,
+) -> Result<VerifyReport, AnalysisError> {
+    let analysis = crate::analysis::analyze_template(t)?;
+    Ok(verify(&TemplateRender(t), &analysis, opts))
+}
+
+/// Verifies the parser, grammar and prompt built from `analysis` against the template's own
+/// renders of seeded messages.
+pub fn verify(r: &dyn Render, analysis: &TemplateAnalysis, opts: &VerifyOptions) -> VerifyReport {
+    let mut req = opts.request.clone().unwrap_or_else(|| Request::from_inputs(&json!({})));
+    if req.messages.is_empty() {
+        req.messages = vec![json!({"role": "user", "content": "Please help me plan the week."})];
+    }
+    if req.tools.is_empty() {
+        // The probe tools the template can list: some templates raise on a schema feature
+        // (a nullable type, a missing description) that their model never saw.
+        req.tools = probe_tools()
+            .into_iter()
+            .filter(|tool| {
+                let mut one = req.clone();
+                one.tools = vec![tool.clone()];
+                render_conversation(r, analysis, &one, true).is_ok()
+            })
+            .collect();
+    }
+    req.parallel_tool_calls = true;
+    req.add_generation_prompt = true;
+    let session = Session::new(r, analysis, req);
+    let mut report = VerifyReport { features: Vec::new(), first_failure: None };
+    for (fi, &feature) in Feature::ALL.iter().enumerate() {
+        let mut f = FeatureReport { feature, passed: 0, failed: 0, unrendered: 0, unrendered_reason: None };
+        for i in 0..opts.cases {
+            let mut rng = cases::Rng::new(opts.seed ^ ((fi as u64) << 32) ^ i as u64);
+            let outcome = match cases::message(feature, &session.modes[0].req.tools, &mut rng) {
+                Ok(msg) => session.run(feature, msg, &opts.chunk_sizes),
+                Err(why) => Outcome::Unrendered(why),
+            };
+            match outcome {
+                Outcome::Pass => f.passed += 1,
+                Outcome::Unrendered(why) => {
+                    f.unrendered += 1;
+                    f.unrendered_reason.get_or_insert(why);
+                }
+                Outcome::Fail(c) => {
+                    f.failed += 1;
+                    if report.first_failure.is_none() {
+                        report.first_failure = Some(*c);
+                    }
+                }
+            }
+        }
+        report.features.push(f);
+    }
+    report
+}
+
+enum Outcome {
+    Pass,
+    Unrendered(String),
+    Fail(Box<CaseFailure>),
+}
+
+/// What every case of one verification shares: the request, its generated parser, and the
+/// end-of-turn text a finished turn carries.
+struct Session<'r> {
+    r: &'r dyn Render,
+    analysis: &'r TemplateAnalysis,
+    /// The request with thinking on, and with thinking off.
+    modes: [Mode; 2],
+    tools: Vec<ToolSpec>,
+    /// What the template writes after a turn's last element: after plain content, and after
+    /// content it places behind calls. The model stops there (its end-of-turn token).
+    tails: Vec<String>,
+}
+
+/// The request in one thinking mode, and what generation made of it.
+struct Mode {
+    req: Request,
+    generated: Result<GeneratedParser, String>,
+}
+
+impl<'r> Session<'r> {
+    fn new(r: &'r dyn Render, analysis: &'r TemplateAnalysis, req: Request) -> Session<'r> {
+        let mode = |thinking: bool| {
+            let mut req = req.clone();
+            req.enable_thinking = thinking;
+            req.extra_context.entry("thinking").or_insert(thinking.into());
+            let generated = generate(r, analysis, &req).map_err(|e| format!("generate: {e}"));
+            Mode { req, generated }
+        };
+        let tools = req.tools.iter().filter_map(ToolSpec::from_openai).collect();
+        let mut s = Session { r, analysis, modes: [mode(true), mode(false)], tools, tails: Vec::new() };
+        const NEEDLE: &str = "END_OF_TURN_PROBE";
+        let mut with_call = json!({"role": "assistant", "content": NEEDLE});
+        if let Ok(m) = cases::message(Feature::OneCall, &s.modes[1].req.tools, &mut cases::Rng::new(0)) {
+            with_call["tool_calls"] = m["tool_calls"].clone();
+        }
+        for msg in [json!({"role": "assistant", "content": NEEDLE}), with_call] {
+            let Ok(text) = s.render_with(&s.modes[1].req, &msg) else { continue };
+            let Some(i) = text.rfind(NEEDLE) else { continue };
+            let tail = &text[i + NEEDLE.len()..];
+            // Content written before the calls: what follows it is the calls, not a tail.
+            let calls = msg["tool_calls"].as_array().into_iter().flatten();
+            if calls.clone().any(|c| c["function"]["name"].as_str().is_some_and(|n| tail.contains(n))) {
+                continue;
+            }
+            s.tails.push(tail.to_owned());
+        }
+        s
+    }
+
+    /// The conversation of `req` with `msg` as its finished last turn.
+    fn render_with(&self, req: &Request, msg: &Value) -> Result<String, String> {
+        let mut req = req.clone();
+        req.messages.push(msg.clone());
+        render_conversation(self.r, self.analysis, &req, false).map_err(|e| e.to_string())
+    }
+
+    /// The model output the render of `msg` implies: the text after the generation prompt,
+    /// without the end-of-turn marker.
+    fn output_of(&self, g: &GeneratedParser, rendered: &str) -> Result<String, String> {
+        let Some(turn) = rendered.strip_prefix(g.prompt.as_str()) else {
+            let at = crate::analysis::text::lcp(&g.prompt, rendered);
+            let (lo, _) = window(&g.prompt, at, 30);
+            let (_, hi) = window(rendered, at, 30);
+            return Err(format!(
+                "the rendered turn does not continue the generation prompt: the prompt ends {:?}, the turn reads {:?}",
+                &g.prompt[lo..],
+                &rendered[lo..hi]
+            ));
+        };
+        Ok(self.strip_tail(turn).to_owned())
+    }
+
+    /// `turn` without the end of turn: a whole tail it ends with, or the markers of one (the
+    /// common end, from its first marker: `<|END_ACTION|><|END_OF_TURN_TOKEN|>` ends like
+    /// `<|END_RESPONSE|><|END_OF_TURN_TOKEN|>`).
+    fn strip_tail<'t>(&self, turn: &'t str) -> &'t str {
+        let mut cut = 0;
+        for tail in &self.tails {
+            let n = crate::analysis::text::lcs(turn, tail);
+            let common = &turn[turn.len() - n..];
+            let strip = if n == tail.len() {
+                n
+            } else {
+                match crate::analysis::segment::first_marker(common) {
+                    Some((i, _)) => n - i,
+                    None => n - common.trim_start().len(),
+                }
+            };
+            cut = cut.max(strip);
+        }
+        &turn[..turn.len() - cut]
+    }
+
+    /// The first thinking mode (on for a message with reasoning, else off first) whose prompt
+    /// the rendered turn continues: its request, parser, render and output.
+    fn continuation(&self, msg: &Value) -> Result<(&Request, &GeneratedParser, String, String), Outcome> {
+        let reasons = msg.get("reasoning_content").is_some_and(|r| r.as_str().is_some_and(|r| !r.is_empty()));
+        let order = if reasons { [0, 1] } else { [1, 0] };
+        let mut first_miss = None;
+        for i in order {
+            let mode = &self.modes[i];
+            let rendered = match self.render_with(&mode.req, msg) {
+                Ok(s) => s,
+                Err(e) => return Err(Outcome::Unrendered(format!("the template raises: {e}"))),
+            };
+            let g = match &mode.generated {
+                Ok(g) => g,
+                Err(e) => {
+                    first_miss.get_or_insert(Err(e.clone()));
+                    continue;
+                }
+            };
+            match self.output_of(g, &rendered) {
+                Ok(output) => return Ok((&mode.req, g, rendered, output)),
+                Err(why) => {
+                    first_miss.get_or_insert(Ok(why));
+                }
+            }
+        }
+        Err(match first_miss {
+            Some(Ok(why)) => Outcome::Unrendered(why),
+            Some(Err(e)) => self.fail(Feature::Content, msg.clone(), String::new(), ChatMessage::default(), None, vec![e]),
+            None => Outcome::Unrendered("no thinking mode renders it".into()),
+        })
+    }
+
+    fn run(&self, feature: Feature, msg: Value, chunk_sizes: &[usize]) -> Outcome {
+        let (req, g, rendered, output) = match self.continuation(&msg) {
+            Ok(c) => c,
+            Err(Outcome::Fail(mut c)) => {
+                c.feature = feature;
+                return Outcome::Fail(c);
+            }
+            Err(o) => return o,
+        };
+        let expected = match self.expected(req, feature, &msg, &rendered, &output, &g.prefill) {
+            Ok(m) => m,
+            Err(why) => return Outcome::Unrendered(why),
+        };
+        let parser = g.chat_parser(self.tools.clone(), false);
+        let mut reasons = Vec::new();
+        let parsed = match parser.parse(&output, false) {
+            Ok(p) => {
+                if let Err(d) = compare_messages(&p.message, &expected) {
+                    reasons.push(format!("parse: {d}"));
+                }
+                Some(p.message)
+            }
+            Err(e) => {
+                reasons.push(format!("parse error: {e}"));
+                None
+            }
+        };
+        for &n in chunk_sizes {
+            let streamed = stream_message(&parser, &output, false, n).and_then(|m| {
+                compare_messages(&m, &expected).map_err(|d| format!("streamed message: {d}"))?;
+                match &parsed {
+                    Some(p) if *p != m => Err(format!("stream ends in {m:?}, the one-shot parse is {p:?}")),
+                    _ => Ok(()),
+                }
+            });
+            if let Err(e) = streamed {
+                reasons.push(format!("stream ({n}-byte chunks): {e}"));
+                break;
+            }
+        }
+        if let Err(e) = check_grammar(g, self.analysis, &output) {
+            reasons.push(format!("grammar: {e}"));
+        }
+        if reasons.is_empty() {
+            Outcome::Pass
+        } else {
+            self.fail(feature, msg, output, expected, parsed, reasons)
+        }
+    }
+
+    fn fail(
+        &self,
+        feature: Feature,
+        message: Value,
+        output: String,
+        expected: ChatMessage,
+        parsed: Option<ChatMessage>,
+        reasons: Vec<String>,
+    ) -> Outcome {
+        Outcome::Fail(Box::new(CaseFailure { feature, message, output, expected, parsed, reasons }))
+    }
+
+    /// The message the parse must give: each field the render carries. A field whose removal
+    /// leaves the render unchanged is dropped by the template; when the feature needs it, the
+    /// case is not renderable.
+    fn expected(
+        &self,
+        req: &Request,
+        feature: Feature,
+        msg: &Value,
+        rendered: &str,
+        output: &str,
+        prefill: &str,
+    ) -> Result<ChatMessage, String> {
+        let dropped = |field: &str, blank: Value| -> bool {
+            let mut m = msg.clone();
+            m[field] = blank;
+            self.render_with(req, &m).is_ok_and(|s| s == rendered)
+        };
+        let text = |k: &str| msg.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+        let mut want = ChatMessage { content: text("content"), reasoning_content: text("reasoning_content"), ..ChatMessage::default() };
+        if !want.content.is_empty() && dropped("content", json!("")) {
+            if matches!(feature, Feature::Content | Feature::ContentWithCalls) {
+                return Err("the template drops the content".into());
+            }
+            want.content.clear();
+        }
+        // Content written exactly as reasoning would be (harmony's analysis channel next to
+        // calls) reads back as reasoning.
+        if !want.content.is_empty() && want.reasoning_content.is_empty() {
+            let mut moved = msg.clone();
+            moved["reasoning_content"] = json!(want.content);
+            moved["content"] = json!("");
+            if self.render_with(req, &moved).is_ok_and(|s| s == rendered) {
+                want.reasoning_content = std::mem::take(&mut want.content);
+            }
+        }
+        // The prompt opened reasoning and the turn never closes it: the text reads back as
+        // reasoning whatever the message said.
+        let (start, end) = (self.analysis.reasoning.start.trim(), self.analysis.reasoning.end.trim());
+        let opened = !start.is_empty() && prefill.trim_end().ends_with(start);
+        if opened && !end.is_empty() && !output.contains(end) && !want.content.is_empty() {
+            return Err("the generation prompt opens reasoning that the rendered turn never closes".into());
+        }
+        if !want.reasoning_content.is_empty() && dropped("reasoning_content", Value::Null) {
+            if matches!(feature, Feature::Reasoning | Feature::ReasoningWithCalls) {
+                return Err("the template drops the reasoning".into());
+            }
+            want.reasoning_content.clear();
+        }
+        let calls = msg.get("tool_calls").and_then(Value::as_array).cloned().unwrap_or_default();
+        if calls.is_empty() {
+            return Ok(want);
+        }
+        let mut without = msg.clone();
+        without.as_object_mut().map(|m| m.remove("tool_calls"));
+        if self.render_with(req, &without).is_ok_and(|s| s == rendered) {
+            return Err("the template drops tool calls".into());
+        }
+        for c in &calls {
+            let f = &c["function"];
+            let name = f["name"].as_str().unwrap_or("").to_owned();
+            let times = calls.iter().filter(|d| d["function"]["name"] == f["name"]).count();
+            if output.matches(name.as_str()).count() < times {
+                return Err("the template drops a call of several".into());
+            }
+            let id = c["id"].as_str().unwrap_or("");
+            let id = if output.contains(id) { id.to_owned() } else { String::new() };
+            if feature == Feature::CallIds && id.is_empty() {
+                return Err("the template writes no call ids".into());
+            }
+            let arguments = f["arguments"].as_str().unwrap_or("{}").to_owned();
+            want.tool_calls.push(ChatToolCall { id, name, arguments });
+        }
+        Ok(want)
+    }
+}
