@@ -11,6 +11,9 @@ use serde::{Deserialize, Serialize};
 /// // a marker cut by the common prefix moves whole into the differing parts
 /// let d = calculate_diff_split("<think>a", "<tool>a");
 /// assert_eq!((d.prefix.as_str(), d.left.as_str(), d.right.as_str()), ("", "<think>", "<tool>"));
+/// // an insertion between repeated markers starts at a marker
+/// let d = calculate_diff_split("<|o|>answer", "<|o|>think<|s|>R<|o|>answer");
+/// assert_eq!((d.prefix.as_str(), d.right.as_str(), d.suffix.as_str()), ("", "<|o|>think<|s|>R", "<|o|>answer"));
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DiffSplit {
@@ -107,7 +110,40 @@ pub fn calculate_diff_split(a: &str, b: &str) -> DiffSplit {
             break;
         }
     }
+    // An insertion (or deletion) next to text it repeats can sit at several offsets: between
+    // two `<|open|>` markers, `think<|sep|>…<|open|>` and `<|open|>think<|sep|>…` are the same
+    // change. Prefer the one that starts at a marker.
+    if left.is_empty() {
+        align_to_marker(&mut prefix, &mut right, &mut suffix);
+    } else if right.is_empty() {
+        align_to_marker(&mut prefix, &mut left, &mut suffix);
+    }
     DiffSplit { prefix, suffix, left, right }
+}
+
+/// Moves the inserted `mid` left, within what `prefix` repeats of its end, to the nearest
+/// offset where it starts with a marker; unchanged when it already does or none exists.
+fn align_to_marker(prefix: &mut String, mid: &mut String, suffix: &mut String) {
+    use super::segment::marker_len;
+    if mid.is_empty() || marker_len(mid).is_some() {
+        return;
+    }
+    let (pb, mb) = (prefix.as_bytes(), mid.as_bytes());
+    let mut k = 0;
+    while k < pb.len() && k < mb.len() && k < MAX_MARKER && pb[pb.len() - 1 - k] == mb[mb.len() - 1 - k] {
+        k += 1;
+        let (cut_p, cut_m) = (pb.len() - k, mb.len() - k);
+        if !prefix.is_char_boundary(cut_p) || !mid.is_char_boundary(cut_m) {
+            continue;
+        }
+        let shifted = format!("{}{}", &prefix[cut_p..], &mid[..cut_m]);
+        if marker_len(&shifted).is_some() {
+            suffix.insert_str(0, &mid[cut_m..]);
+            prefix.truncate(cut_p);
+            *mid = shifted;
+            return;
+        }
+    }
 }
 
 /// The part of `s` before the first occurrence of `anchor` (all of `s` if absent).

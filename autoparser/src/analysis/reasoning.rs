@@ -29,9 +29,10 @@ fn markers_around(p: &Probe, d: &DiffSplit) -> Option<(String, String)> {
         }
     };
     let end = if !post.is_empty() {
-        // The first marker (a following content opener belongs to content).
+        // The first marker (a following content opener belongs to content), with the name
+        // of what it closes when one follows (`<|close|>think<|sep|>`).
         let e = match first_marker(post) {
-            Some((k, m)) => &post[..k + m.len()],
+            Some((k, m)) => &post[..k + m.len() + named_close_len(&post[k + m.len()..])],
             None => post,
         };
         if e.contains(CONTENT) {
@@ -46,6 +47,16 @@ fn markers_around(p: &Probe, d: &DiffSplit) -> Option<(String, String)> {
         }
     };
     (!end.is_empty()).then_some((start, end))
+}
+
+/// After a closing marker, the length of `NAME<marker>` when that follows at once: markers
+/// that name what they close (`<|close|>` `think` `<|sep|>`) are one marker.
+pub(crate) fn named_close_len(after: &str) -> usize {
+    let word = after.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(after.len());
+    if word == 0 {
+        return 0;
+    }
+    marker_len(&after[word..]).map_or(0, |n| word + n)
 }
 
 /// The closing form of an opening tag: `<think>` -> `</think>`, `[THINK]` -> `[/THINK]`.
