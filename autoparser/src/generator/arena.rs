@@ -208,7 +208,13 @@ impl<'a, 'b> Ctx<'a, 'b> {
             let piece = || b.tag(super::tags::CONTENT, b.until_one_of(d.clone()));
             let mut alts = drops.clone();
             alts.extend(kept.iter().map(|k| b.tag(super::tags::CONTENT, b.literal(k))));
-            b.zero_or_more(b.choice(drops)) + piece() + b.zero_or_more(b.choice(alts) + piece())
+            let mut more = b.choice(alts) + piece();
+            let stops: Vec<Parser<'b>> = stops.iter().filter(|s| !s.is_empty()).map(|s| b.literal(s)).collect();
+            if !stops.is_empty() {
+                // A kept token may begin a stop (`<|open|>` of `<|open|>call<|sep|>`): the stop wins.
+                more = b.negate(b.choice(stops)) + more;
+            }
+            b.zero_or_more(b.choice(drops)) + piece() + b.zero_or_more(more)
         };
         // Models repeat the turn header the generation prompt ends with.
         let th = self.a.turn_header.trim();
