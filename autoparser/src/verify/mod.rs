@@ -191,6 +191,18 @@ pub struct CaseFailure {
     pub reasons: Vec<String>,
 }
 
+/// The outcome of a verification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Every rendered case round-tripped.
+    Pass,
+    /// Some rendered case did not.
+    Fail,
+    /// The template rendered no case (every one raised or dropped what it tests).
+    Unverified,
+}
+
 /// What [`verify`] found.
 #[derive(Debug, Clone, Serialize)]
 pub struct VerifyReport {
@@ -218,7 +230,18 @@ impl VerifyReport {
 
     /// The verdict: nothing the template renders fails, and it renders something.
     pub fn passed(&self) -> bool {
-        self.failed_cases() == 0 && self.passed_cases() > 0
+        self.verdict() == Verdict::Pass
+    }
+
+    /// Pass, fail, or nothing verified (the template renders none of the cases).
+    pub fn verdict(&self) -> Verdict {
+        if self.failed_cases() > 0 {
+            Verdict::Fail
+        } else if self.passed_cases() == 0 {
+            Verdict::Unverified
+        } else {
+            Verdict::Pass
+        }
     }
 
     /// The report as text: a line per feature, the verdict, the first failure, and last a
@@ -240,7 +263,12 @@ impl VerifyReport {
                 out.push('\n');
             }
         }
-        let _ = writeln!(out, "verdict: {}", if self.passed() { "pass" } else { "FAIL" });
+        let verdict = match self.verdict() {
+            Verdict::Pass => "pass",
+            Verdict::Fail => "FAIL",
+            Verdict::Unverified => "unverified: the template renders none of the cases",
+        };
+        let _ = writeln!(out, "verdict: {verdict}");
         if let Some(c) = &self.first_failure {
             let _ = writeln!(out, "first failure ({}):", c.feature.name());
             for r in &c.reasons {
@@ -387,18 +415,35 @@ impl<'r> Session<'r> {
 
     /// The model output the render of `msg` implies: the text after the generation prompt,
     /// without the end-of-turn marker.
-    fn output_of(&self, g: &GeneratedParser, rendered: &str) -> Result<String, String> {
-        let Some(turn) = rendered.strip_prefix(g.prompt.as_str()) else {
-            let at = crate::analysis::text::lcp(&g.prompt, rendered);
-            let (lo, _) = window(&g.prompt, at, 30);
-            let (_, hi) = window(rendered, at, 30);
-            return Err(format!(
-                "the rendered turn does not continue the generation prompt: the prompt ends {:?}, the turn reads {:?}",
-                &g.prompt[lo..],
-                &rendered[lo..hi]
-            ));
-        };
-        Ok(self.strip_tail(turn).to_owned())
+    ///
+    /// Templates whose generation prompt writes a reasoning block their history never shows
+    /// (`<think>\n` or `<think>\n</think>` after the turn header) render the turn without it.
+    /// After a closed block the model writes the rendered turn; after an opened one, its
+    /// reasoning (the message's, or none) and the end marker first.
+    fn output_of(&self, g: &GeneratedParser, rendered: &str, reasoning: &str) -> Result<String, String> {
+        if let Some(turn) = rendered.strip_prefix(g.prompt.as_str()) {
+            return Ok(self.strip_tail(turn).to_owned());
+        }
+        let at = crate::analysis::text::lcp(&g.prompt, rendered);
+        let (start, end) = (self.analysis.reasoning.start.trim(), self.analysis.reasoning.end.trim());
+        let forced = g.prompt[at..].trim();
+        let turn = self.strip_tail(rendered[at..].trim_start());
+        if !end.is_empty() && !start.is_empty() && forced.starts_with(start) {
+            let inner = forced[start.len()..].trim();
+            if inner == end {
+                return Ok(turn.to_owned());
+            }
+            if inner.is_empty() {
+                return Ok(format!("{reasoning}\n{end}\n\n{turn}"));
+            }
+        }
+        let (lo, _) = window(&g.prompt, at, 30);
+        let (_, hi) = window(rendered, at, 30);
+        Err(format!(
+            "the rendered turn does not continue the generation prompt: the prompt ends {:?}, the turn reads {:?}",
+            &g.prompt[lo..],
+            &rendered[lo..hi]
+        ))
     }
 
     /// `turn` without the end of turn: a whole tail it ends with, or the markers of one (the
@@ -441,7 +486,8 @@ impl<'r> Session<'r> {
                     continue;
                 }
             };
-            match self.output_of(g, &rendered) {
+            let reasoning = msg.get("reasoning_content").and_then(Value::as_str).unwrap_or("");
+            match self.output_of(g, &rendered, reasoning) {
                 Ok(output) => return Ok((&mode.req, g, rendered, output)),
                 Err(why) => {
                     first_miss.get_or_insert(Ok(why));
@@ -559,7 +605,8 @@ impl<'r> Session<'r> {
         if opened && !end.is_empty() && !output.contains(end) && !want.content.is_empty() {
             return Err("the generation prompt opens reasoning that the rendered turn never closes".into());
         }
-        if !want.reasoning_content.is_empty() && dropped("reasoning_content", Value::Null) {
+        // (Reasoning spliced in after a prompt that opened the block is in the output.)
+        if !want.reasoning_content.is_empty() && !output.contains(&want.reasoning_content) && dropped("reasoning_content", Value::Null) {
             if matches!(feature, Feature::Reasoning | Feature::ReasoningWithCalls) {
                 return Err("the template drops the reasoning".into());
             }
