@@ -23,10 +23,8 @@ const KNOWN_FAILURES: &[(&str, &str)] = &[
     ("deepseek-ai-DeepSeek-V4-Flash-0731", "nullable arguments in tagged formats"),
     ("google-gemma-4-31B-it", "nullable arguments in its own value syntax"),
     ("google-gemma-4-31B-it-interleaved", "nullable arguments in its own value syntax"),
-    ("CohereForAI-c4ai-command-r7b-12-2024-tool_use", "response markers after reasoning; content next to calls"),
     ("LFM2.5-8B-A1B", "strings written raw between single quotes are read with Python escapes"),
     ("meetkai-functionary-medium-v3.2", "the lazy grammar accepts one `>>>` call after the trigger"),
-    ("openai-gpt-oss-120b", "content next to calls in the analysis channel"),
     // Structures the analysis does not learn yet.
     ("addressed-special", "addressed parts (`to=NAME<|message|>`)"),
     ("addressed-words", "addressed parts (`@NAME: `)"),

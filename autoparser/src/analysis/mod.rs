@@ -144,9 +144,14 @@ fn analyze_inner(r: &dyn Render) -> Result<TemplateAnalysis, AnalysisError> {
     if let (Ok(with), Ok(without)) = (r.render(&p.ctx(p.base(), true, None)), r.render(&p.ctx(p.base(), false, None))) {
         let gp = diff::calculate_diff_split(&without, &with).right;
         let gp = gp.trim_end();
-        if let Some((_, m)) = segment::last_marker(gp).filter(|(k, m)| k + m.len() == gp.len()) {
+        // A marker, or a marker and the role it names (`<|begin|>assistant`).
+        let header = segment::last_marker(gp).filter(|(k, m)| {
+            let rest = &gp[k + m.len()..];
+            rest.chars().all(|c| c.is_alphanumeric() || c == '_')
+        });
+        if let Some((k, m)) = header {
             if m != a.reasoning.start.trim() && m != a.reasoning.end.trim() && m != a.content.start.trim() {
-                a.turn_header = m.to_owned();
+                a.turn_header = gp[k..].to_owned();
             }
         }
     }

@@ -220,7 +220,9 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let th = self.a.turn_header.trim();
         let body = if plain && !th.is_empty() && self.prefill_for_grammar.is_none() { b.optional(b.literal(th)) + body } else { body };
         if c.mode != ContentMode::Plain && !cs.is_empty() {
-            let mut p = b.optional(b.space() + cs) + body;
+            // A part of its own after reasoning repeats the turn header (`<|begin|>assistant`).
+            let header = if th.is_empty() { b.eps() } else { b.optional(b.space() + th) };
+            let mut p = header + b.optional(b.space() + cs) + body;
             if !ce.is_empty() {
                 p = p + b.optional(b.literal(ce));
             }

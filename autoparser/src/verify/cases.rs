@@ -319,6 +319,13 @@ fn call_id(rng: &mut Rng) -> String {
     (0..9).map(|_| ALNUM[rng.below(ALNUM.len())] as char).collect()
 }
 
+/// Sets the reasoning of `msg` under each name templates read it by (`null` clears it).
+pub(crate) fn set_reasoning(msg: &mut Value, reasoning: Value) {
+    for key in ["reasoning_content", "thinking", "reasoning"] {
+        msg[key] = reasoning.clone();
+    }
+}
+
 /// The assistant message of case `index` of `feature`, or why `tools` cannot make one.
 pub(crate) fn message(feature: Feature, tools: &[Value], rng: &mut Rng) -> Result<Value, String> {
     let tools = tool_list(tools);
@@ -331,7 +338,7 @@ pub(crate) fn message(feature: Feature, tools: &[Value], rng: &mut Rng) -> Resul
         }
         Feature::Reasoning => {
             msg["content"] = json!(text(rng));
-            msg["reasoning_content"] = json!(*rng.pick(REASONING));
+            set_reasoning(&mut msg, json!(*rng.pick(REASONING)));
             0
         }
         Feature::ParallelCalls => 2 + rng.below(2),
@@ -340,7 +347,7 @@ pub(crate) fn message(feature: Feature, tools: &[Value], rng: &mut Rng) -> Resul
             1 + rng.below(2)
         }
         Feature::ReasoningWithCalls => {
-            msg["reasoning_content"] = json!(*rng.pick(REASONING));
+            set_reasoning(&mut msg, json!(*rng.pick(REASONING)));
             1
         }
         _ => 1,

@@ -392,8 +392,9 @@ impl<'r> Session<'r> {
         if let Ok(m) = cases::message(Feature::OneCall, &s.modes[1].req.tools, &mut cases::Rng::new(0)) {
             with_call["tool_calls"] = m["tool_calls"].clone();
         }
-        for msg in [json!({"role": "assistant", "content": NEEDLE}), with_call] {
-            let Ok(text) = s.render_with(&s.modes[1].req, &msg) else { continue };
+        let probes = [json!({"role": "assistant", "content": NEEDLE}), with_call];
+        for (mode, msg) in [0, 1].into_iter().flat_map(|m| probes.iter().map(move |p| (m, p))) {
+            let Ok(text) = s.render_with(&s.modes[mode].req, msg) else { continue };
             let Some(i) = text.rfind(NEEDLE) else { continue };
             let tail = &text[i + NEEDLE.len()..];
             // Content written before the calls: what follows it is the calls, not a tail.
@@ -575,14 +576,18 @@ impl<'r> Session<'r> {
         output: &str,
         prefill: &str,
     ) -> Result<ChatMessage, String> {
-        let dropped = |field: &str, blank: Value| -> bool {
+        let dropped = |field: &str| -> bool {
             let mut m = msg.clone();
-            m[field] = blank;
+            if field == "content" {
+                m["content"] = json!("");
+            } else {
+                cases::set_reasoning(&mut m, Value::Null);
+            }
             self.render_with(req, &m).is_ok_and(|s| s == rendered)
         };
         let text = |k: &str| msg.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
         let mut want = ChatMessage { content: text("content"), reasoning_content: text("reasoning_content"), ..ChatMessage::default() };
-        if !want.content.is_empty() && dropped("content", json!("")) {
+        if !want.content.is_empty() && dropped("content") {
             if matches!(feature, Feature::Content | Feature::ContentWithCalls) {
                 return Err("the template drops the content".into());
             }
@@ -592,7 +597,7 @@ impl<'r> Session<'r> {
         // calls) reads back as reasoning.
         if !want.content.is_empty() && want.reasoning_content.is_empty() {
             let mut moved = msg.clone();
-            moved["reasoning_content"] = json!(want.content);
+            cases::set_reasoning(&mut moved, json!(want.content));
             moved["content"] = json!("");
             if self.render_with(req, &moved).is_ok_and(|s| s == rendered) {
                 want.reasoning_content = std::mem::take(&mut want.content);
@@ -606,7 +611,7 @@ impl<'r> Session<'r> {
             return Err("the generation prompt opens reasoning that the rendered turn never closes".into());
         }
         // (Reasoning spliced in after a prompt that opened the block is in the output.)
-        if !want.reasoning_content.is_empty() && !output.contains(&want.reasoning_content) && dropped("reasoning_content", Value::Null) {
+        if !want.reasoning_content.is_empty() && !output.contains(&want.reasoning_content) && dropped("reasoning") {
             if matches!(feature, Feature::Reasoning | Feature::ReasoningWithCalls) {
                 return Err("the template drops the reasoning".into());
             }
