@@ -476,7 +476,14 @@ fn analyze_typed_values(p: &Probe, t: &mut ToolAnalysis, r: &ReasoningAnalysis) 
     // What follows the value: the string case's suffix is replaced by this one.
     let close = match after.find(ar.value_suffix.trim()) {
         Some(k) if !ar.value_suffix.trim().is_empty() && after[..k].trim().is_empty() => after[..k + ar.value_suffix.trim().len()].to_owned(),
-        _ => String::new(),
+        // The string case's wrapper closed first (`]]></value>`): the non-string value closes
+        // with the rest (`</value>`), the longest tail of that suffix the value is followed by.
+        _ => {
+            let vs = ar.value_suffix.trim();
+            let rest = after.trim_start();
+            let tail = vs.char_indices().map(|(i, _)| &vs[i..]).find(|t| has_marker(t) && rest.starts_with(t));
+            tail.map_or(String::new(), |t| after[..after.len() - rest.len() + t.len()].to_owned())
+        }
     };
     ar.json_value_open = Some(open.to_owned());
     ar.json_value_close = Some(close);

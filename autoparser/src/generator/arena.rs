@@ -53,7 +53,11 @@ pub fn trigger_words(a: &TemplateAnalysis) -> Vec<String> {
         }
     }
     let np = a.tools.function.name_prefix.trim();
-    let np_is_marker = crate::analysis::segment::first_marker(np).is_some() || crate::analysis::text::open_tail(np).is_some();
+    // A marker, or a plain-word opener with punctuation of its own (`§§ call `, `Action: `):
+    // either way nothing else in the output is written like it.
+    let np_is_marker = crate::analysis::segment::first_marker(np).is_some()
+        || crate::analysis::text::open_tail(np).is_some()
+        || (np.len() >= 3 && np.chars().any(|c| !c.is_alphanumeric() && !c.is_whitespace() && c != '_'));
     if a.tools.format.mode != ToolFormat::JsonNative && np_is_marker && f.section_start.trim().is_empty() && !out.iter().any(|x| x == np) {
         out.push(np.to_owned());
     }
