@@ -20,6 +20,16 @@ fn lit<'a>(b: &'a Builder, s: &str) -> Parser<'a> {
     }
 }
 
+/// A literal a name follows: like [`lit`], and a word-style opener keeps the space it ends
+/// with (`§§ call NAME`, `Action: NAME`).
+fn opener<'a>(b: &'a Builder, s: &str) -> Parser<'a> {
+    if s.trim().is_empty() || s.trim_end().len() == s.len() {
+        lit(b, s)
+    } else {
+        lit(b, s) + b.space()
+    }
+}
+
 /// A marker string that may carry a call index (`:0`, `:1`): digits match any digits.
 fn lit_indexed<'a>(b: &'a Builder, s: &str) -> Parser<'a> {
     let t = s.trim();
@@ -318,7 +328,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
             // Atomic: the name inside is announced only with the whole id.
             open = open + b.space() + b.atomic(b.tag(super::tags::TOOL_ID, id));
         } else {
-            open = open + lit(b, &t.function.name_prefix) + b.tag(super::tags::TOOL_NAME, b.literal(name));
+            open = open + opener(b, &t.function.name_prefix) + b.tag(super::tags::TOOL_NAME, b.literal(name));
             open = open + lit_indexed(b, &t.function.name_suffix);
         }
         if t.call_id.pos == P::BetweenFuncAndArgs {
@@ -351,7 +361,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let vs = ar.value_suffix.trim();
         let vs_full = ar.value_suffix.trim_start_matches([' ', '\t']);
         let one = |arg: &str, s: &Value| -> Parser<'b> {
-            let open = lit(b, &ar.name_prefix) + b.tag(super::tags::TOOL_ARG_NAME, b.literal(arg)) + b.literal(ar.name_suffix.trim_end());
+            let open = opener(b, &ar.name_prefix) + b.tag(super::tags::TOOL_ARG_NAME, b.literal(arg)) + b.literal(ar.name_suffix.trim_end());
             let vp = &ar.value_prefix;
             let vp = if vp.trim().is_empty() {
                 if vp.is_empty() { b.eps() } else { b.optional(b.literal(vp)) }
@@ -404,13 +414,13 @@ impl<'a, 'b> Ctx<'a, 'b> {
                     None => value,
                 };
                 let lit_value = b.tag(super::tags::TOOL_ARG_JSON_VALUE, value);
-                let open = lit(b, &ar.name_prefix) + b.tag(super::tags::TOOL_ARG_NAME, b.literal(arg)) + lit(b, &ar.name_suffix);
+                let open = opener(b, &ar.name_prefix) + b.tag(super::tags::TOOL_ARG_NAME, b.literal(arg)) + lit(b, &ar.name_suffix);
                 return b.tag(super::tags::TOOL_ARG, b.tag(super::tags::TOOL_ARG_OPEN, open) + b.space() + lit_value + b.tag(super::tags::TOOL_ARG_CLOSE, b.eps()));
             }
             if !is_string_schema(s) {
                 // Non-string values may have their own markers (`string="false">`, no quotes).
                 if let (Some(jo), Some(jc)) = (&ar.json_value_open, &ar.json_value_close) {
-                    let open = lit(b, &ar.name_prefix) + b.tag(super::tags::TOOL_ARG_NAME, b.literal(arg)) + b.literal(jo.trim_end());
+                    let open = opener(b, &ar.name_prefix) + b.tag(super::tags::TOOL_ARG_NAME, b.literal(arg)) + b.literal(jo.trim_end());
                     let close = if jc.trim().is_empty() { b.eps() } else { b.space() + jc.trim() };
                     return b.tag(super::tags::TOOL_ARG, b.tag(super::tags::TOOL_ARG_OPEN, open) + b.space() + json_value() + b.tag(super::tags::TOOL_ARG_CLOSE, close));
                 }
