@@ -11,6 +11,9 @@ use serde::{Deserialize, Serialize};
 /// // a marker cut by the common prefix moves whole into the differing parts
 /// let d = calculate_diff_split("<think>a", "<tool>a");
 /// assert_eq!((d.prefix.as_str(), d.left.as_str(), d.right.as_str()), ("", "<think>", "<tool>"));
+/// // a composite opener is not cut after its first marker
+/// let d = calculate_diff_split("<|o|>answer<|s|>A", "<|o|>tools<|s|>T");
+/// assert_eq!((d.prefix.as_str(), d.left.as_str()), ("", "<|o|>answer<|s|>A"));
 /// // an insertion between repeated markers starts at a marker
 /// let d = calculate_diff_split("<|o|>answer", "<|o|>think<|s|>R<|o|>answer");
 /// assert_eq!((d.prefix.as_str(), d.right.as_str(), d.suffix.as_str()), ("", "<|o|>think<|s|>R", "<|o|>answer"));
@@ -110,6 +113,7 @@ pub fn calculate_diff_split(a: &str, b: &str) -> DiffSplit {
             break;
         }
     }
+    regroup_cut(&mut prefix, &mut left, &mut right);
     // An insertion (or deletion) next to text it repeats can sit at several offsets: between
     // two `<|open|>` markers, `think<|sep|>…<|open|>` and `<|open|>think<|sep|>…` are the same
     // change. Prefer the one that starts at a marker.
@@ -121,13 +125,47 @@ pub fn calculate_diff_split(a: &str, b: &str) -> DiffSplit {
     DiffSplit { prefix, suffix, left, right }
 }
 
-/// Moves the inserted `mid` left, within what `prefix` repeats of its end, to the nearest
-/// offset where it starts with a marker; unchanged when it already does or none exists.
-fn align_to_marker(prefix: &mut String, mid: &mut String, suffix: &mut String) {
-    use super::segment::marker_len;
-    if mid.is_empty() || marker_len(mid).is_some() {
+/// Two replacements that open with the same first piece of a composite opener: the prefix
+/// took the piece. Moves it back into both middles:
+/// - a marker before a name and a marker (`<|open|>` + `response<|sep|>` / `tools<|sep|>`);
+/// - in plain-word templates, a first word (`BEGIN ` + `ANSWER` / `TOOLS`) at a line start.
+fn regroup_cut(prefix: &mut String, left: &mut String, right: &mut String) {
+    use super::segment::{last_marker, marker_len};
+    if left.is_empty() || right.is_empty() {
         return;
     }
+    let word_len = |m: &str| m.len() - m.trim_start_matches(|c: char| c.is_alphanumeric() || c == '_').len();
+    let named = |m: &str| {
+        let w = word_len(m);
+        w > 0 && marker_len(&m[w..]).is_some()
+    };
+    let cut = if named(left) && named(right) {
+        last_marker(prefix).filter(|(k, m)| k + m.len() == prefix.len()).map(|(k, _)| k)
+    } else if word_len(left) > 0 && word_len(right) > 0 {
+        let line = prefix.rfind('\n').map_or(0, |i| i + 1);
+        let piece = &prefix[line..];
+        let first_word = piece.strip_suffix(' ').is_some_and(|w| !w.is_empty() && word_len(w) == w.len());
+        first_word.then_some(line)
+    } else {
+        None
+    };
+    if let Some(k) = cut {
+        let moved = prefix.split_off(k);
+        left.insert_str(0, &moved);
+        right.insert_str(0, &moved);
+    }
+}
+
+/// Moves the inserted `mid` left, within what `prefix` repeats of its end, to the nearest
+/// offset where it starts with a marker, or (plain-word templates: `BEGIN ANSWER` after
+/// `BEGIN ASSISTANT`) at the start of a line; unchanged when it already does or none exists.
+fn align_to_marker(prefix: &mut String, mid: &mut String, suffix: &mut String) {
+    use super::segment::marker_len;
+    let line_start = |p: &str| p.is_empty() || p.ends_with('\n');
+    if mid.is_empty() || marker_len(mid).is_some() || (line_start(prefix) && !super::text::has_marker(mid)) {
+        return;
+    }
+    let words = !super::text::has_marker(mid);
     let (pb, mb) = (prefix.as_bytes(), mid.as_bytes());
     let mut k = 0;
     while k < pb.len() && k < mb.len() && k < MAX_MARKER && pb[pb.len() - 1 - k] == mb[mb.len() - 1 - k] {
@@ -137,7 +175,7 @@ fn align_to_marker(prefix: &mut String, mid: &mut String, suffix: &mut String) {
             continue;
         }
         let shifted = format!("{}{}", &prefix[cut_p..], &mid[..cut_m]);
-        if marker_len(&shifted).is_some() {
+        if marker_len(&shifted).is_some() || (words && line_start(&prefix[..cut_p])) {
             suffix.insert_str(0, &mid[cut_m..]);
             prefix.truncate(cut_p);
             *mid = shifted;

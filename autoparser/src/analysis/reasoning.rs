@@ -194,20 +194,73 @@ pub fn analyze_reasoning(p: &Probe, caps: &mut Capabilities, notes: &mut Vec<Str
 }
 
 /// C1: content wrapping markers.
+///
+/// Anchored at the generation prompt: what the model writes before the content needle (after
+/// an empty reasoning block the template may write) opens the content, and what follows it
+/// until the content-only and the calls-only turns end alike closes it. Where the prompt is no
+/// prefix of the turn, the diff of the two turns decides.
 pub fn analyze_content(p: &Probe, tools: bool, r: &ReasoningAnalysis) -> ContentAnalysis {
     let mut c = ContentAnalysis::default();
     let a = Asst::content(CONTENT);
     let b = if tools { Asst::calls(vec![Call::first()]) } else { Asst::content("") };
-    let Ok((d, _, _)) = p.compare(&a, &b) else { return c };
+    let Ok((d, ra, rb)) = p.compare(&a, &b) else { return c };
     let Some(i) = d.left.find(CONTENT) else { return c };
     let pre = d.left[..i].trim();
     let post = d.left[i + CONTENT.len()..].trim();
-    let start = last_marker(pre).filter(|(k, m)| k + m.len() == pre.len()).map(|(_, m)| m.to_owned());
-    let end = first_marker(post).filter(|(k, _)| *k == 0).map(|(_, m)| m.to_owned());
-    if let Some(s) = start.filter(|s| *s != r.start && *s != r.end) {
+    let mut start = last_marker(pre).filter(|(k, m)| k + m.len() == pre.len()).map(|(_, m)| m.to_owned());
+    let mut end = first_marker(post).filter(|(k, _)| *k == 0).map(|(_, m)| m.to_owned());
+    if let Some((s, e)) = anchored_content_markers(p, r, &ra, &rb) {
+        // The anchored opener holds the marker the diff found (`<|open|>response<|sep|>` vs
+        // `<|sep|>`), or the diff found none (plain-word envelopes).
+        if start.as_deref().is_none_or(|m| s.ends_with(m)) {
+            start = Some(s);
+            end = Some(e);
+        }
+    }
+    if let Some(s) = start.filter(|s| !s.is_empty() && *s != r.start && *s != r.end) {
         c.mode = ContentMode::AlwaysWrapped;
         c.start = s;
         c.end = end.unwrap_or_default();
     }
     c
+}
+
+/// The content opener and closer written in the turn after the generation prompt: `(start,
+/// end)`, or `None` when the turn does not continue the prompt or writes nothing around the
+/// content. `content` and `calls` are the renders of a content-only and a calls-only turn.
+fn anchored_content_markers(p: &Probe, r: &ReasoningAnalysis, content: &str, calls: &str) -> Option<(String, String)> {
+    let prompt = p.render_prompt(Some(true)).ok()?;
+    let turn = content.strip_prefix(prompt.as_str())?;
+    let i = turn.find(CONTENT)?;
+    let mut pre = &turn[..i];
+    // An empty reasoning block before the content belongs to reasoning.
+    if !r.end.trim().is_empty() {
+        if let Some(k) = pre.find(r.end.trim()) {
+            pre = &pre[k + r.end.trim().len()..];
+        }
+    }
+    let pre = pre.trim();
+    let plain_line = !pre.contains('\n') && pre.len() <= 40;
+    if pre.is_empty() || !(has_marker(pre) || plain_line) {
+        return None;
+    }
+    let post = &turn[i + CONTENT.len()..];
+    let calls_tail = calls.strip_prefix(prompt.as_str()).unwrap_or(calls);
+    let shared = lcs(post, calls_tail);
+    let mut end = &post[..post.len() - shared];
+    // Never inside a marker (`<|END_RESPONSE|>` vs `<|END_ACTION|>` share `|>`).
+    if let Some(k) = open_tail(end) {
+        if let Some(n) = marker_len(&post[k..]) {
+            end = &post[..k + n];
+        }
+    }
+    // Do not cut a closer that names what it closes (`<|close|>response` + `<|sep|>`).
+    let rest = &post[end.len()..];
+    let word = end.len() - end.trim_end_matches(|c: char| c.is_alphanumeric() || c == '_').len();
+    if word > 0 && last_marker(&end[..end.len() - word]).is_some_and(|(k, m)| k + m.len() == end.len() - word) {
+        if let Some(n) = marker_len(rest) {
+            end = &post[..end.len() + n];
+        }
+    }
+    Some((pre.to_owned(), end.trim().to_owned()))
 }
