@@ -519,9 +519,13 @@ impl<'a, 'b> Ctx<'a, 'b> {
         // What may follow the value suffix: the next argument (after the separator), a
         // closing marker, the end.
         let (np, sep) = (ar.name_prefix.trim(), ar.separator.trim());
-        // The next argument's opening: its name between the name prefix and either suffix.
+        // The next argument's opening: the name prefix, or without one a name and its suffix
+        // (either, with a separate opener for non-strings).
         let mut openings: Vec<String> = Vec::new();
-        for suffix in [Some(&ar.name_suffix), ar.json_value_open.as_ref()].into_iter().flatten() {
+        if !np.is_empty() {
+            openings.push(np.to_owned());
+        }
+        for suffix in [Some(&ar.name_suffix), ar.json_value_open.as_ref()].into_iter().flatten().filter(|_| np.is_empty()) {
             for n in names {
                 let o = format!("{np}{n}{}", suffix.trim_end());
                 if !openings.contains(&o) {
@@ -1114,6 +1118,19 @@ mod tagged_args_tests {
             round_trip(&g, &a, &parser, &call(null), json!({"id": 70, "note": null}));
             round_trip(&g, &a, &parser, &call(text), json!({"id": 70, "note": "null</｜DSML｜parameter> or not"}));
         }
+    }
+
+    /// The grammar of a typed raw value still follows its string part (the raw rule replaces
+    /// the text), and its null.
+    #[test]
+    fn raw_values_follow_their_schema_in_the_grammar() {
+        let params = json!({"mode": {"type": ["string", "null"], "enum": ["fast", "slow", null]}, "text": {"type": "string"}});
+        let (g, a, parser) = generated("Qwen3-Coder", params);
+        let call = |v: &str| format!("<tool_call>\n<function=f>\n<parameter=mode>\n{v}\n</parameter>\n<parameter=text>\nx\n</parameter>\n</function>\n</tool_call>");
+        round_trip(&g, &a, &parser, &call("fast"), json!({"mode": "fast", "text": "x"}));
+        round_trip(&g, &a, &parser, &call("None"), json!({"mode": null, "text": "x"}));
+        assert!(crate::check::check_grammar(&g, &a, &call("medium")).is_err());
+        assert!(crate::check::check_grammar(&g, &a, &call("fast</parameter>")).is_err());
     }
 
     #[test]
