@@ -296,6 +296,9 @@ impl Arena {
         }
         let mut resolved = Vec::with_capacity(n);
         let mut searchers = Vec::with_capacity(n);
+        // Arenas repeat delimiter sets (one per argument value): each is compiled once
+        // (clones share the automaton).
+        let mut compiled: HashMap<&[String], DelimiterSearch> = HashMap::new();
         for (i, node) in data.nodes.iter().enumerate() {
             for &c in node.children() {
                 check(c)?;
@@ -308,7 +311,16 @@ impl Arena {
                         .get(name)
                         .ok_or_else(|| Error::new(ErrorKind::UndefinedRule, format!("rule `{name}` is not defined")))?;
                 }
-                Node::Until { delimiters } => searcher = Some(DelimiterSearch::new(delimiters)?),
+                Node::Until { delimiters } => {
+                    searcher = Some(match compiled.get(delimiters.as_slice()) {
+                        Some(d) => d.clone(),
+                        None => {
+                            let d = DelimiterSearch::new(delimiters)?;
+                            compiled.insert(delimiters, d.clone());
+                            d
+                        }
+                    })
+                }
                 Node::Repeat { min, max: Some(max), .. } if max < min => {
                     return Err(Error::new(ErrorKind::InvalidParser, format!("repeat bounds {min}..{max} are inverted")));
                 }

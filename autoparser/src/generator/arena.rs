@@ -74,13 +74,85 @@ pub fn trigger_words(a: &TemplateAnalysis) -> Vec<String> {
     out
 }
 
-fn is_string_schema(s: &Value) -> bool {
-    match s.get("type") {
-        Some(Value::String(t)) => t == "string",
-        Some(Value::Array(ts)) => ts.iter().any(|t| t == "string"),
-        None => s.get("enum").and_then(Value::as_array).is_some_and(|e| e.iter().all(Value::is_string)),
-        _ => false,
+/// What an argument schema admits: strings, `null`, other types (numbers, booleans, lists,
+/// mappings). A schema that says nothing admits nothing here (it is read as JSON).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Admits {
+    string: bool,
+    null: bool,
+    other: bool,
+}
+
+impl Admits {
+    fn of(s: &Value) -> Admits {
+        let mut a = Admits::default();
+        let mut ty = |t: &Value| match t.as_str() {
+            Some("string") => a.string = true,
+            Some("null") => a.null = true,
+            Some(_) => a.other = true,
+            None => {}
+        };
+        match s.get("type") {
+            Some(Value::Array(ts)) => ts.iter().for_each(&mut ty),
+            Some(t) => ty(t),
+            None => {
+                let lits = match (s.get("const"), s.get("enum")) {
+                    (Some(c), _) => std::slice::from_ref(c),
+                    (None, Some(Value::Array(e))) => e.as_slice(),
+                    _ => &[],
+                };
+                for v in lits {
+                    match v {
+                        Value::String(_) => a.string = true,
+                        Value::Null => a.null = true,
+                        _ => a.other = true,
+                    }
+                }
+                for key in ["anyOf", "oneOf"] {
+                    for branch in s.get(key).and_then(Value::as_array).into_iter().flatten() {
+                        let b = Admits::of(branch);
+                        (a.string, a.null, a.other) = (a.string || b.string, a.null || b.null, a.other || b.other);
+                    }
+                }
+            }
+        }
+        a
     }
+}
+
+/// A schema admitting strings (perhaps among other types, `["string", "null"]`,
+/// `anyOf: [{type: string}, {type: null}]`): XML-style formats write its values raw.
+fn is_string_schema(s: &Value) -> bool {
+    Admits::of(s).string
+}
+
+/// The string part of a schema admitting strings: what a raw value that is not one of the
+/// other types must match.
+fn string_part(s: &Value) -> Value {
+    let mut out = s.clone();
+    let Some(obj) = out.as_object_mut() else { return out };
+    if let Some(Value::Array(e)) = obj.get_mut("enum") {
+        e.retain(Value::is_string);
+    }
+    if obj.get("type").is_some_and(Value::is_array) {
+        obj.insert("type".into(), "string".into());
+    } else if obj.get("type").is_none() {
+        for key in ["anyOf", "oneOf"] {
+            let Some(Value::Array(branches)) = obj.get(key) else { continue };
+            let strings: Vec<Value> = branches.iter().filter(|b| Admits::of(b).string).map(string_part).collect();
+            obj.remove(key);
+            if let [one] = strings.as_slice() {
+                // The one string branch, with the keywords beside the union.
+                for (k, v) in one.as_object().into_iter().flatten() {
+                    obj.entry(k.clone()).or_insert_with(|| v.clone());
+                }
+            } else {
+                obj.insert(key.into(), Value::Array(strings));
+            }
+            break;
+        }
+    }
+    out
 }
 
 /// A schema typing only numbers, booleans (or null): no strings, lists or mappings.
@@ -359,7 +431,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
             .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
             .unwrap_or_default();
         let vs = ar.value_suffix.trim();
-        let vs_full = ar.value_suffix.trim_start_matches([' ', '\t']);
+        let names: Vec<&str> = props.iter().map(|(k, _)| k.as_str()).collect();
         let one = |arg: &str, s: &Value| -> Parser<'b> {
             let open = opener(b, &ar.name_prefix) + b.tag(super::tags::TOOL_ARG_NAME, b.literal(arg)) + b.literal(ar.name_suffix.trim_end());
             let vp = &ar.value_prefix;
@@ -417,22 +489,32 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 let open = opener(b, &ar.name_prefix) + b.tag(super::tags::TOOL_ARG_NAME, b.literal(arg)) + lit(b, &ar.name_suffix);
                 return b.tag(super::tags::TOOL_ARG, b.tag(super::tags::TOOL_ARG_OPEN, open) + b.space() + lit_value + b.tag(super::tags::TOOL_ARG_CLOSE, b.eps()));
             }
-            if !is_string_schema(s) {
-                // Non-string values may have their own markers (`string="false">`, no quotes).
-                if let (Some(jo), Some(jc)) = (&ar.json_value_open, &ar.json_value_close) {
+            let admits = Admits::of(s);
+            // Non-string values may have their own markers (`string="false">`, no quotes): a
+            // union of strings and other types may take either opener.
+            let json_arg = match (&ar.json_value_open, &ar.json_value_close) {
+                (Some(jo), Some(jc)) if !admits.string || admits.null || admits.other => {
                     let open = opener(b, &ar.name_prefix) + b.tag(super::tags::TOOL_ARG_NAME, b.literal(arg)) + b.literal(jo.trim_end());
                     let close = if jc.trim().is_empty() { b.eps() } else { b.space() + jc.trim() };
-                    return b.tag(super::tags::TOOL_ARG, b.tag(super::tags::TOOL_ARG_OPEN, open) + b.space() + json_value() + b.tag(super::tags::TOOL_ARG_CLOSE, close));
+                    Some(b.tag(super::tags::TOOL_ARG, b.tag(super::tags::TOOL_ARG_OPEN, open) + b.space() + json_value() + b.tag(super::tags::TOOL_ARG_CLOSE, close)))
                 }
+                _ => None,
+            };
+            if let (false, Some(json_arg)) = (admits.string, json_arg) {
+                return json_arg;
             }
-            let value = if is_string_schema(s) && !vs.is_empty() {
-                let delims: Vec<String> = if vs_full != vs { vec![vs_full.to_owned(), vs.to_owned()] } else { vec![vs.to_owned()] };
-                b.tag(super::tags::TOOL_ARG_STRING_VALUE, b.schema(b.until_one_of(delims), &format!("{name}-{arg}"), s.clone(), true))
+            let value = if admits.string && !vs.is_empty() {
+                // Without an opener of its own, a raw `null` (`None`) of a nullable string is null.
+                self.raw_string_value(&format!("{name}-{arg}"), s, admits.null && json_arg.is_none(), &names)
             } else {
                 b.space() + json_value()
             };
             let close = if vs.is_empty() { b.eps() } else { b.space() + vs };
-            b.tag(super::tags::TOOL_ARG, b.tag(super::tags::TOOL_ARG_OPEN, open) + vp + value + b.tag(super::tags::TOOL_ARG_CLOSE, close))
+            let arg = b.tag(super::tags::TOOL_ARG, b.tag(super::tags::TOOL_ARG_OPEN, open) + vp + value + b.tag(super::tags::TOOL_ARG_CLOSE, close));
+            match json_arg {
+                Some(json_arg) => b.choice([arg, json_arg]),
+                None => arg,
+            }
         };
         if props.is_empty() {
             return b.eps();
@@ -442,6 +524,82 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let item = b.choice(alts);
         let rest = if sep.is_empty() { b.space() + item } else { b.space() + b.optional(b.literal(sep)) + b.space() + item };
         b.optional(b.space() + item + b.zero_or_more(rest))
+    }
+
+    /// A raw string argument value, up to the value suffix, tagged. The value suffix ends the
+    /// value only where what follows it can follow an argument (whitespace, then the next
+    /// argument or the close of the arguments, function, call or section, or the end of the
+    /// output), so a value may contain the closing tags of its own elements. `nullable`: a
+    /// raw null word (`null`, `None`) there is null. `names`: the call's argument names.
+    fn raw_string_value(&self, id: &str, s: &Value, nullable: bool, names: &[&str]) -> Parser<'b> {
+        let b = self.b;
+        let t = &self.a.tools;
+        let ar = &t.arguments;
+        let vs = ar.value_suffix.trim();
+        let vs_full = ar.value_suffix.trim_start_matches([' ', '\t']);
+        let delims: Vec<String> = if vs_full != vs { vec![vs_full.to_owned(), vs.to_owned()] } else { vec![vs.to_owned()] };
+        // What may follow the value suffix: the next argument (after the separator), a
+        // closing marker, the end.
+        let (np, sep) = (ar.name_prefix.trim(), ar.separator.trim());
+        // The next argument's opening: the name prefix, or without one a name and its suffix
+        // (either, with a separate opener for non-strings).
+        let mut openings: Vec<String> = Vec::new();
+        if !np.is_empty() {
+            openings.push(np.to_owned());
+        }
+        for suffix in [Some(&ar.name_suffix), ar.json_value_open.as_ref()].into_iter().flatten().filter(|_| np.is_empty()) {
+            for n in names {
+                let o = format!("{np}{n}{}", suffix.trim_end());
+                if !openings.contains(&o) {
+                    openings.push(o);
+                }
+            }
+        }
+        let mut markers: Vec<&str> = Vec::new();
+        for m in [&ar.end, &t.function.close, &t.format.per_call_end, &t.format.section_end] {
+            let m = m.trim();
+            if !m.is_empty() && !markers.contains(&m) {
+                markers.push(m);
+            }
+        }
+        let after = || {
+            let mut alts: Vec<Parser<'b>> = Vec::new();
+            if !openings.is_empty() {
+                let sep = if sep.is_empty() { b.eps() } else { b.optional(b.literal(sep)) };
+                alts.push(sep + b.space() + b.choice(openings.iter().map(|o| b.literal(o)).collect::<Vec<_>>()));
+            }
+            alts.extend(markers.iter().map(|m| b.literal(m)));
+            alts.push(b.end());
+            b.space() + vs + b.space() + b.choice(alts)
+        };
+        let mut follow: Vec<String> = markers.iter().map(|m| m.to_string()).collect();
+        for o in &openings {
+            follow.push(o.clone());
+            if !sep.is_empty() {
+                follow.push(format!("{sep}{o}"));
+            }
+        }
+        // A suffix not followed so is text: the scan goes on past its first character.
+        let text = b.until_one_of(&delims) + b.zero_or_more(b.negate(after()) + b.any() + b.until_one_of(&delims));
+        // The grammar has no lookahead: the text contains no suffix followed by a follower
+        // (as the parser reads it, with or without a line break between).
+        let grammar = if follow.is_empty() {
+            b.until_one_of(&delims)
+        } else {
+            b.until_one_of(follow.iter().flat_map(|f| [format!("{vs}{f}"), format!("{vs}\n{f}")]))
+        };
+        let string = b.tag(super::tags::TOOL_ARG_STRING_VALUE, b.schema(b.constrained(text, grammar), id, string_part(s), true));
+        if !nullable {
+            return string;
+        }
+        let mut words: Vec<&str> = vec!["null", "None", ar.value_syntax.null_literal.trim()];
+        words.retain(|w| !w.is_empty());
+        words.sort_by_key(|w| (std::cmp::Reverse(w.len()), w.to_string()));
+        words.dedup();
+        let word = || b.choice(words.iter().map(|w| b.literal(w)).collect::<Vec<_>>());
+        // Read as a JSON (Python) literal once the lookahead has seen the whole value.
+        let null = b.peek(word() + after()) + b.atomic(b.tag(super::tags::TOOL_ARG_JSON_VALUE, b.choice([b.json(), b.python()])));
+        b.choice([b.constrained(null, word()), string])
     }
 
     /// A value in the template's own literal syntax (`{key:<|"|>text<|"|>,n:3}`), when it has
@@ -895,5 +1053,116 @@ mod literal_value_tests {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tagged_args_tests {
+    use peg_runtime::chat::{ChatParser, ToolSpec};
+    use serde_json::{json, Value};
+
+    use crate::analysis::test_util::template;
+    use crate::analysis::{analyze_template, TemplateAnalysis, TemplateRender};
+    use crate::generator::{generate, GeneratedParser, Request};
+
+    fn generated(name: &str, params: Value) -> (GeneratedParser, TemplateAnalysis, ChatParser) {
+        let src = std::fs::read_to_string(crate::analysis::test_util::templates_dir().join(format!("{name}.jinja"))).unwrap();
+        let t = template(&src).unwrap();
+        let a = analyze_template(&t).unwrap();
+        let tools = json!([{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": params}}}]);
+        let req = Request::from_inputs(&json!({"messages": [{"role": "user", "content": "hi"}], "tools": tools}));
+        let g = generate(&TemplateRender(&t), &a, &req).unwrap();
+        let parser = g.chat_parser(req.tools.iter().filter_map(ToolSpec::from_openai).collect(), false);
+        (g, a, parser)
+    }
+
+    /// `output` parses (whole and streamed byte by byte, its arguments only growing) to one
+    /// call of `f` with `args` and no content, and the grammar accepts it.
+    fn round_trip(g: &GeneratedParser, a: &TemplateAnalysis, parser: &ChatParser, output: &str, args: Value) {
+        let m = parser.parse(output, false).unwrap();
+        assert_eq!(m.diagnostic, None, "{output}");
+        assert_eq!(m.message.content, "", "{output}");
+        assert_eq!(m.message.tool_calls.len(), 1, "{output}");
+        assert_eq!(serde_json::from_str::<Value>(&m.message.tool_calls[0].arguments).unwrap(), args, "{output}");
+        let streamed = crate::check::stream_message(parser, output, false, 1).unwrap();
+        assert_eq!(streamed, m.message, "{output}");
+        let mut last = String::new();
+        for (cut, _) in output.char_indices().skip(1) {
+            let p = parser.parse(&output[..cut], true).unwrap();
+            assert_eq!(p.message.content, "", "{:?}", &output[..cut]);
+            let got = p.message.tool_calls.first().map_or(String::new(), |c| c.arguments.clone());
+            assert!(got.starts_with(&last), "{:?}: {got:?} does not extend {last:?}", &output[..cut]);
+            last = got;
+        }
+        crate::check::check_grammar(g, a, output).unwrap_or_else(|e| panic!("{output}: {e}"));
+    }
+
+    /// A string value may hold the closing tags of its own elements: the value suffix ends it
+    /// only where the next argument or a closing marker follows.
+    #[test]
+    fn string_values_may_hold_their_closing_tags() {
+        let params = json!({"recipient": {"type": "string"}, "text": {"type": "string"}});
+        let (g, a, parser) = generated("Qwen3-Coder", params.clone());
+        let call = |r: &str, t: &str| {
+            format!("<tool_call>\n<function=f>\n<parameter=recipient>\n{r}\n</parameter>\n<parameter=text>\n{t}\n</parameter>\n</function>\n</tool_call>")
+        };
+        for (r, t) in [
+            ("</parameter> and </function>", "ok"),
+            ("a\n</parameter>\nb", "x\n</parameter>: </function>"),
+            ("</parameter>", "<parameter=x> </parameter>y"),
+            ("plain", "two\nlines"),
+        ] {
+            round_trip(&g, &a, &parser, &call(r, t), json!({"recipient": r, "text": t}));
+        }
+        // Without line breaks around values.
+        let (g, a, parser) = generated("ByteDance-Seed-OSS", params);
+        let out = "<seed:tool_call>\n<function=f>\n<parameter=recipient></parameter> and </function></parameter>\n\
+            <parameter=text>x</parameter>y</parameter>\n</function>\n</seed:tool_call>";
+        round_trip(&g, &a, &parser, out, json!({"recipient": "</parameter> and </function>", "text": "x</parameter>y"}));
+    }
+
+    /// A nullable string written raw: the template's `None` (or `null`) is null, other text a
+    /// string; with separate openers for strings and other values (DSML), either opener.
+    #[test]
+    fn nullable_strings_read_null_and_strings() {
+        for note in [json!({"type": ["string", "null"]}), json!({"anyOf": [{"type": "string"}, {"type": "null"}]})] {
+            let (g, a, parser) = generated("Qwen3-Coder", json!({"note": note}));
+            let call = |v: &str| format!("<tool_call>\n<function=f>\n<parameter=note>\n{v}\n</parameter>\n</function>\n</tool_call>");
+            for (v, want) in [("None", Value::Null), ("null", Value::Null), ("Nonesuch", json!("Nonesuch")), ("None of it", json!("None of it")), ("text", json!("text"))] {
+                round_trip(&g, &a, &parser, &call(v), json!({"note": want}));
+            }
+            let (g, a, parser) = generated("deepseek-ai-DeepSeek-V3.2", json!({"note": note, "id": {"type": "integer"}}));
+            let call = |v: &str| {
+                // The next argument has the other opener.
+                format!("<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"f\">\n{v}\n<｜DSML｜parameter name=\"id\" string=\"false\">70</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>")
+            };
+            let (null, text) = ("<｜DSML｜parameter name=\"note\" string=\"false\">null</｜DSML｜parameter>", "<｜DSML｜parameter name=\"note\" string=\"true\">null</｜DSML｜parameter> or not</｜DSML｜parameter>");
+            round_trip(&g, &a, &parser, &call(null), json!({"id": 70, "note": null}));
+            round_trip(&g, &a, &parser, &call(text), json!({"id": 70, "note": "null</｜DSML｜parameter> or not"}));
+        }
+    }
+
+    /// The grammar of a typed raw value still follows its string part (the raw rule replaces
+    /// the text), and its null.
+    #[test]
+    fn raw_values_follow_their_schema_in_the_grammar() {
+        let params = json!({"mode": {"type": ["string", "null"], "enum": ["fast", "slow", null]}, "text": {"type": "string"}});
+        let (g, a, parser) = generated("Qwen3-Coder", params);
+        let call = |v: &str| format!("<tool_call>\n<function=f>\n<parameter=mode>\n{v}\n</parameter>\n<parameter=text>\nx\n</parameter>\n</function>\n</tool_call>");
+        round_trip(&g, &a, &parser, &call("fast"), json!({"mode": "fast", "text": "x"}));
+        round_trip(&g, &a, &parser, &call("None"), json!({"mode": null, "text": "x"}));
+        assert!(crate::check::check_grammar(&g, &a, &call("medium")).is_err());
+        assert!(crate::check::check_grammar(&g, &a, &call("fast</parameter>")).is_err());
+    }
+
+    #[test]
+    fn schemas_admitting_strings_agree() {
+        use super::{is_string_schema, string_part};
+        for s in [json!({"type": "string"}), json!({"type": ["string", "null"]}), json!({"anyOf": [{"type": "string"}, {"type": "null"}]}), json!({"enum": ["a", null]})] {
+            assert!(is_string_schema(&s), "{s}");
+        }
+        assert_eq!(string_part(&json!({"type": ["string", "null"], "maxLength": 3})), json!({"type": "string", "maxLength": 3}));
+        assert_eq!(string_part(&json!({"anyOf": [{"type": "null"}, {"type": "string", "enum": ["a"]}], "description": "d"})), json!({"type": "string", "enum": ["a"], "description": "d"}));
+        assert!(!is_string_schema(&json!({"type": ["integer", "null"]})));
     }
 }

@@ -231,6 +231,15 @@ fn classify(arena: &Arena, id: NodeId, depth: usize) -> Option<Growth> {
             let all = children.iter().all(|&c| classify(arena, c, depth + 1) == Some(Growth::JsonString));
             all.then_some(Growth::JsonString)
         }
+        // `until (… until)*`: text whose delimiters a lookahead may take as text. At the end
+        // of input inside either `until`, what came before is decided, and a chunk without its
+        // delimiters only extends it.
+        Node::Sequence { children } if children.len() == 2 => {
+            let first = classify(arena, children[0], depth + 1).filter(|g| matches!(g, Growth::Until(d) if !d.is_empty()))?;
+            let Node::Repeat { child, .. } = arena.node(arena.resolve(children[1])) else { return None };
+            let Node::Sequence { children: round } = arena.node(arena.resolve(*child)) else { return None };
+            (classify(arena, *round.last()?, depth + 1)? == first).then_some(first)
+        }
         Node::Rule { child, .. } | Node::Schema { child, .. } | Node::Gbnf { child, .. } | Node::Constrained { nodes: [child, _] } => {
             classify(arena, *child, depth + 1)
         }
@@ -331,6 +340,20 @@ mod tests {
         assert_eq!(pr.growth(tags::TOOL_ARGS), Some(&Growth::JsonString));
         assert_eq!(pr.growth(tags::REASONING), Some(&Growth::Until(vec![b"</think>".to_vec()])));
         assert_eq!(pr.growth(tags::TOOL_ARG_STRING_VALUE), None);
+    }
+
+    /// A value whose delimiter a lookahead may take as text grows like its `until`.
+    #[test]
+    fn until_continued_past_a_delimiter_classifies_as_until() {
+        let arena = NativeBuilder::build(|p| {
+            let text = p.until("</v>") + p.zero_or_more(p.negate("</v>" << p.literal("<v>")) + p.any() + p.until("</v>"));
+            let other = p.until("</v>") + p.zero_or_more(p.any() + p.until("</w>"));
+            p.tag(tags::TOOL_ARG_STRING_VALUE, text) + p.tag(tags::CONTENT, other)
+        })
+        .unwrap();
+        let pr = Predictor::new(&arena);
+        assert_eq!(pr.growth(tags::TOOL_ARG_STRING_VALUE), Some(&Growth::Until(vec![b"</v>".to_vec()])));
+        assert_eq!(pr.growth(tags::CONTENT), None);
     }
 
     #[test]

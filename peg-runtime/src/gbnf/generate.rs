@@ -267,6 +267,8 @@ impl Gen<'_> {
         loop {
             match self.arena.node(self.arena.resolve(id)) {
                 Node::Tag { child, .. } | Node::Atomic { child } | Node::Rule { child, .. } => id = *child,
+                // The grammar side is what the raw rule replaces.
+                Node::Constrained { nodes: [_, grammar] } => id = *grammar,
                 Node::Until { delimiters } => {
                     return delimiters.iter().all(|d| d.chars().any(|c| !alphabet.matches(c)));
                 }
