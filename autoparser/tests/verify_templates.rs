@@ -17,8 +17,6 @@ const KNOWN_FAILURES: &[(&str, &str)] = &[
     ("addressed-special", "addressed parts (`to=NAME<|message|>`)"),
     ("addressed-words", "addressed parts (`@NAME: `)"),
     ("content-after-calls-words", "reasoning that only a line break ends (`Thought: ...`)"),
-    ("envelopes-special", "nested envelopes around the tool section"),
-    ("envelopes-words", "plain-word envelopes"),
     ("nested-tags-special", "object and array arguments as nested tags"),
     ("nested-tags-words", "object and array arguments as nested tags"),
     ("sentinels-words", "per-argument sentinel lines"),

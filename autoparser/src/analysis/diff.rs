@@ -114,6 +114,7 @@ pub fn calculate_diff_split(a: &str, b: &str) -> DiffSplit {
         }
     }
     regroup_cut(&mut prefix, &mut left, &mut right);
+    regroup_cut_end(&mut left, &mut right, &mut suffix);
     // An insertion (or deletion) next to text it repeats can sit at several offsets: between
     // two `<|open|>` markers, `think<|sep|>…<|open|>` and `<|open|>think<|sep|>…` are the same
     // change. Prefer the one that starts at a marker.
@@ -153,6 +154,25 @@ fn regroup_cut(prefix: &mut String, left: &mut String, right: &mut String) {
         let moved = prefix.split_off(k);
         left.insert_str(0, &moved);
         right.insert_str(0, &moved);
+    }
+}
+
+/// The mirror of [`regroup_cut`] at the end: both middles end with a marker and a name
+/// (`<|close|>response` / `<|close|>tools`) and the suffix took the marker that closes the
+/// group (`<|sep|>`). Moves it back into both middles.
+fn regroup_cut_end(left: &mut String, right: &mut String, suffix: &mut String) {
+    use super::segment::{last_marker, marker_len};
+    if left.is_empty() || right.is_empty() {
+        return;
+    }
+    let named_open = |m: &str| {
+        let word = m.len() - m.trim_end_matches(|c: char| c.is_alphanumeric() || c == '_').len();
+        word > 0 && last_marker(&m[..m.len() - word]).is_some_and(|(k, mk)| k + mk.len() == m.len() - word)
+    };
+    if let (true, true, Some(n)) = (named_open(left), named_open(right), marker_len(suffix)) {
+        let moved: String = suffix.drain(..n).collect();
+        left.push_str(&moved);
+        right.push_str(&moved);
     }
 }
 

@@ -114,7 +114,7 @@ fn analyze_inner(r: &dyn Render) -> Result<TemplateAnalysis, AnalysisError> {
             let after = &r[i + probe::needle::CONTENT.len()..];
             let after = after.strip_prefix(a.content.end.as_str()).unwrap_or(after).trim_start();
             // A marker, or a short marker-like token up to the line end (`[e~[`).
-            let n = segment::marker_len(after).or_else(|| {
+            let n = segment::marker_group_len(after).or_else(|| {
                 let line = after.split('\n').next().unwrap_or("");
                 (!line.is_empty() && line.len() <= 16 && !line.contains(char::is_whitespace)).then_some(line.len())
             });

@@ -73,6 +73,18 @@ pub fn marker_len(s: &str) -> Option<usize> {
     None
 }
 
+/// Length of the marker at the start of `s`, with the name and marker that follow it at once:
+/// markers that name what they open or close (`<|open|>call<|sep|>`) are one marker.
+pub fn marker_group_len(s: &str) -> Option<usize> {
+    let n = marker_len(s)?;
+    let rest = &s[n..];
+    let word = rest.len() - rest.trim_start_matches(|c: char| c.is_alphanumeric() || c == '_').len();
+    if word == 0 {
+        return Some(n);
+    }
+    Some(marker_len(&rest[word..]).map_or(n, |m| n + word + m))
+}
+
 /// Splits `text` into markers and text runs, in order; concatenating the values gives `text`.
 ///
 /// ```
@@ -87,7 +99,7 @@ pub fn segmentize_markers(text: &str) -> Vec<Segment> {
     let mut i = 0;
     while i < text.len() {
         let rest = &text[i..];
-        if let Some(n) = marker_len(rest) {
+        if let Some(n) = marker_group_len(rest) {
             if text_start < i {
                 out.push(Segment::new(SegmentKind::Text, &text[text_start..i]));
             }
@@ -113,7 +125,7 @@ pub fn is_single_marker(s: &str) -> bool {
 pub fn first_marker(s: &str) -> Option<(usize, &str)> {
     let mut i = 0;
     while i < s.len() {
-        if let Some(n) = marker_len(&s[i..]) {
+        if let Some(n) = marker_group_len(&s[i..]) {
             return Some((i, &s[i..i + n]));
         }
         i += s[i..].chars().next().map_or(1, char::len_utf8);
@@ -126,7 +138,7 @@ pub fn last_marker(s: &str) -> Option<(usize, &str)> {
     let mut last = None;
     let mut i = 0;
     while i < s.len() {
-        if let Some(n) = marker_len(&s[i..]) {
+        if let Some(n) = marker_group_len(&s[i..]) {
             last = Some((i, &s[i..i + n]));
             i += n;
         } else {

@@ -159,3 +159,22 @@ mod tests {
         assert_eq!(from_first_marker("\n<x>a"), "<x>a");
     }
 }
+
+/// Whether `text` ends with a marker and a name (`<|close|>tools`), so that the marker after it
+/// (`<|sep|>`) closes that group and belongs with it.
+pub fn ends_in_named_group(text: &str) -> bool {
+    let word = text.len() - text.trim_end_matches(|c: char| c.is_alphanumeric() || c == '_').len();
+    word > 0 && last_marker(&text[..text.len() - word]).is_some_and(|(k, m)| k + m.len() == text.len() - word)
+}
+
+/// The length of the common suffix of `a` and `b`, not starting with a marker that closes a
+/// named group in either (`tools<|sep|>` and `call<|sep|>` share `<|sep|>`, which belongs
+/// to each group).
+pub fn lcs_whole_groups(a: &str, b: &str) -> usize {
+    let n = lcs(a, b);
+    let common = &a[a.len() - n..];
+    match crate::analysis::segment::marker_len(common) {
+        Some(m) if ends_in_named_group(&a[..a.len() - n]) || ends_in_named_group(&b[..b.len() - n]) => n - m,
+        _ => n,
+    }
+}

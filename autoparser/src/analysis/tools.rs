@@ -140,7 +140,7 @@ fn split_structure(f: &mut ToolFormatAnalysis, before: &str, between: Option<&st
         f.section_end = after.trim().to_owned();
         return;
     };
-    let cs_len = lcs(before, between);
+    let cs_len = lcs_whole_groups(before, between);
     let cs = &before[before.len() - cs_len..];
     let (pcs, pcs_rel) = if has_marker(cs) || open_tail(cs).is_some() {
         let p = from_first_marker(cs);
@@ -255,7 +255,7 @@ fn analyze_tagged(t: &mut ToolAnalysis, tp: &ToolProbe) -> Result<(), String> {
             let pb = h2.find(FUN_B).ok_or("second function name missing")?;
             let p = &h2[..pa];
             let m = &h2[pa + FUN_A.len()..pb];
-            let ps_len = lcs(p, m);
+            let ps_len = lcs_whole_groups(p, m);
             let ps = &p[p.len() - ps_len..];
             // Snap the shared piece to start at a marker.
             let snapped = if has_marker(ps) || open_tail(ps).is_some() { from_first_marker(ps) } else { ps.trim_start() };

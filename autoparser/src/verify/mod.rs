@@ -459,7 +459,14 @@ impl<'r> Session<'r> {
                 n
             } else {
                 match crate::analysis::segment::first_marker(common) {
+                    // Not the marker that closes a named group (`<|close|>tools` + `<|sep|>`).
+                    Some((i, m)) if crate::analysis::text::ends_in_named_group(&turn[..turn.len() - n + i]) => {
+                        let after = &common[i + m.len()..];
+                        crate::analysis::segment::first_marker(after).map_or(0, |(j, _)| after.len() - j)
+                    }
                     Some((i, _)) => n - i,
+                    // Plain-word templates: whole lines (`\nEND ASSISTANT`).
+                    None if common.starts_with('\n') => n,
                     None => n - common.trim_start().len(),
                 }
             };
