@@ -19,7 +19,6 @@ const KNOWN_FAILURES: &[(&str, &str)] = &[
     ("content-after-calls-words", "reasoning that only a line break ends (`Thought: ...`)"),
     ("nested-tags-special", "object and array arguments as nested tags"),
     ("nested-tags-words", "object and array arguments as nested tags"),
-    ("sentinels-words", "per-argument sentinel lines"),
 ];
 
 /// Templates that render none of the cases (verified as such: the report says why).

@@ -434,7 +434,10 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let names: Vec<&str> = props.iter().map(|(k, _)| k.as_str()).collect();
         let one = |arg: &str, s: &Value| -> Parser<'b> {
             let open = opener(b, &ar.name_prefix) + b.tag(super::tags::TOOL_ARG_NAME, b.literal(arg)) + b.literal(ar.name_suffix.trim_end());
-            let vp = &ar.value_prefix;
+            // Without a value prefix, the whitespace the name suffix ends with (` ::: `) is
+            // the template's, not the value's.
+            let ns_space = &ar.name_suffix[ar.name_suffix.trim_end().len()..];
+            let vp = if ar.value_prefix.is_empty() && !ar.name_suffix.trim().is_empty() { ns_space } else { ar.value_prefix.as_str() };
             let vp = if vp.trim().is_empty() {
                 if vp.is_empty() { b.eps() } else { b.optional(b.literal(vp)) }
             } else {
@@ -503,7 +506,9 @@ impl<'a, 'b> Ctx<'a, 'b> {
             if let (false, Some(json_arg)) = (admits.string, json_arg) {
                 return json_arg;
             }
-            let value = if admits.string && !vs.is_empty() {
+            // Raw strings end at their suffix, or (without one) at the next argument line.
+            let raw = !vs.is_empty() || (!ar.value_is_literal && ar.value_prefix.trim().is_empty() && !ar.name_prefix.trim().is_empty());
+            let value = if admits.string && raw {
                 // Without an opener of its own, a raw `null` (`None`) of a nullable string is null.
                 self.raw_string_value(&format!("{name}-{arg}"), s, admits.null && json_arg.is_none(), &names)
             } else {
@@ -579,11 +584,20 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 follow.push(format!("{sep}{o}"));
             }
         }
+        // No suffix (`@@ name ::: value` lines): the value runs to a line break before a
+        // follower, or to a closing marker.
+        let delims: Vec<String> = if vs.is_empty() {
+            let mut d: Vec<String> = markers.iter().map(|m| m.to_string()).collect();
+            d.extend(follow.iter().map(|f| format!("\n{f}")));
+            d
+        } else {
+            delims
+        };
         // A suffix not followed so is text: the scan goes on past its first character.
         let text = b.until_one_of(&delims) + b.zero_or_more(b.negate(after()) + b.any() + b.until_one_of(&delims));
         // The grammar has no lookahead: the text contains no suffix followed by a follower
         // (as the parser reads it, with or without a line break between).
-        let grammar = if follow.is_empty() {
+        let grammar = if follow.is_empty() || vs.is_empty() {
             b.until_one_of(&delims)
         } else {
             b.until_one_of(follow.iter().flat_map(|f| [format!("{vs}{f}"), format!("{vs}\n{f}")]))
