@@ -11,7 +11,6 @@ use autoparser::verify::{verify_template, Verdict, VerifyOptions};
 
 /// Templates whose verification fails today, and why.
 const KNOWN_FAILURES: &[(&str, &str)] = &[
-    ("LFM2.5-8B-A1B", "strings written raw between single quotes are read with Python escapes"),
     ("meetkai-functionary-medium-v3.2", "the lazy grammar accepts one `>>>` call after the trigger"),
     // Structures the analysis does not learn yet.
     ("addressed-special", "addressed parts (`to=NAME<|message|>`)"),

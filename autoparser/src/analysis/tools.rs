@@ -459,6 +459,14 @@ fn detect_literal_values(t: &mut ToolAnalysis) {
     }
 }
 
+/// Whether the template writes literal strings raw: a value holding a quote and a backslash
+/// renders unchanged (a `repr` would escape or requote it).
+fn literal_strings_raw(p: &Probe, r: &ReasoningAnalysis) -> bool {
+    const TRICKY: &str = "XX'Y\\Z";
+    let call = Call { args: vec![(ARG_A, serde_json::json!(TRICKY))], ..Call::first() };
+    tool_region(p, vec![call]).is_ok_and(|h| strip_reasoning(&h, r).contains(&format!("'{TRICKY}'")))
+}
+
 /// A3: markers around a non-string value, where they differ from the string case.
 fn analyze_typed_values(p: &Probe, t: &mut ToolAnalysis, r: &ReasoningAnalysis) {
     let Ok(h) = tool_region(p, vec![Call::typed()]) else { return };
@@ -601,6 +609,9 @@ pub fn analyze_tools(p: &mut Probe, r: &ReasoningAnalysis, caps: &mut Capabiliti
     }
     if t.format.mode == ToolFormat::TagWithTagged {
         detect_literal_values(&mut t);
+        if t.arguments.value_is_literal {
+            t.arguments.literal_strings_raw = literal_strings_raw(p, r);
+        }
         if !t.arguments.value_is_literal {
             analyze_typed_values(p, &mut t, r);
             analyze_value_syntax(p, &mut t, r);

@@ -207,6 +207,10 @@ pub struct ToolArgumentsAnalysis {
     /// Values are literals of the call syntax (`f(a='x', b=1)`): strings quoted, parsed as JSON
     /// or Python literals.
     pub value_is_literal: bool,
+    /// Literal string values are written raw between their quotes, unescaped
+    /// (`'C:\dir'`, `'it's'`): they end at a quote an argument's follower comes after.
+    #[serde(default)]
+    pub literal_strings_raw: bool,
     /// Between a name and a non-string (JSON) value, when it differs from the string case
     /// (e.g. `" string="false">`, `:` without a quote marker).
     pub json_value_open: Option<String>,

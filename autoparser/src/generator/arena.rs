@@ -489,8 +489,26 @@ impl<'a, 'b> Ctx<'a, 'b> {
                     None => value,
                 };
                 let lit_value = b.tag(super::tags::TOOL_ARG_JSON_VALUE, value);
-                let open = opener(b, &ar.name_prefix) + b.tag(super::tags::TOOL_ARG_NAME, b.literal(arg)) + lit(b, &ar.name_suffix);
-                return b.tag(super::tags::TOOL_ARG, b.tag(super::tags::TOOL_ARG_OPEN, open) + b.space() + lit_value + b.tag(super::tags::TOOL_ARG_CLOSE, b.eps()));
+                let open = || opener(b, &ar.name_prefix) + b.tag(super::tags::TOOL_ARG_NAME, b.literal(arg)) + lit(b, &ar.name_suffix);
+                let literal = b.tag(super::tags::TOOL_ARG, b.tag(super::tags::TOOL_ARG_OPEN, open()) + b.space() + lit_value + b.tag(super::tags::TOOL_ARG_CLOSE, b.eps()));
+                if !(ar.literal_strings_raw && Admits::of(s).string) {
+                    return literal;
+                }
+                // The template writes strings raw between single quotes: such a string ends at
+                // a quote the next argument (`, name=`) or the call's close comes after.
+                let close = self.a.tools.function.close.trim();
+                let sep = if ar.separator.trim().is_empty() { "," } else { ar.separator.trim() };
+                let mut follow: Vec<String> = props.iter().map(|(k, _)| format!("{sep} {k}{}", ar.name_suffix.trim())).collect();
+                follow.extend(props.iter().map(|(k, _)| format!("{sep}{k}{}", ar.name_suffix.trim())));
+                if !close.is_empty() {
+                    follow.push(close.to_owned());
+                }
+                let quote_end = || b.literal("'") + b.choice(follow.iter().map(|f| b.literal(f)).collect::<Vec<_>>());
+                let text = b.until("'") + b.zero_or_more(b.negate(quote_end()) + b.any() + b.until("'"));
+                let grammar = b.until_one_of(follow.iter().map(|f| format!("'{f}")));
+                let raw = b.tag(super::tags::TOOL_ARG_STRING_VALUE, b.schema(b.constrained(text, grammar), &format!("{name}-{arg}-raw"), string_part(s), true));
+                let raw_arg = b.tag(super::tags::TOOL_ARG, b.tag(super::tags::TOOL_ARG_OPEN, open() + b.space() + "'") + raw + b.tag(super::tags::TOOL_ARG_CLOSE, b.literal("'")));
+                return b.choice([raw_arg, literal]);
             }
             let admits = Admits::of(s);
             // Non-string values may have their own markers (`string="false">`, no quotes): a
