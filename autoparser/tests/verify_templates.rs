@@ -22,8 +22,6 @@ const KNOWN_FAILURES: &[(&str, &str)] = &[
 
 /// Templates that render none of the cases (verified as such: the report says why).
 const UNVERIFIED: &[(&str, &str)] = &[
-    ("Apriel-1.6-15b-Thinker-fixed", "the prompt opens reasoning with prose its turns never show"),
-    ("CohereForAI-c4ai-command-r-plus-tool_use", "raises on every tool list the probe offers"),
     ("NVIDIA-Nemotron-Nano-v2", "the prompt opens reasoning that rendered turns never close"),
 ];
 

@@ -417,25 +417,36 @@ impl<'r> Session<'r> {
     /// The model output the render of `msg` implies: the text after the generation prompt,
     /// without the end-of-turn marker.
     ///
-    /// Templates whose generation prompt writes a reasoning block their history never shows
-    /// (`<think>\n` or `<think>\n</think>` after the turn header) render the turn without it.
-    /// After a closed block the model writes the rendered turn; after an opened one, its
-    /// reasoning (the message's, or none) and the end marker first.
+    /// Where the render does not continue the prompt:
+    /// - the prompt wrote the turn's prefill (`<think>\n`, `<think>\n</think>`, or prose that
+    ///   opens reasoning) and history shows the turn without it: after a closed block the model
+    ///   writes the rendered turn; after an opened one, its reasoning (the message's, or none)
+    ///   and the end marker first;
+    /// - the prompt added text before the turn header that history does not keep (an
+    ///   instruction turn): the turn starts after the header the render does share.
     fn output_of(&self, g: &GeneratedParser, rendered: &str, reasoning: &str) -> Result<String, String> {
         if let Some(turn) = rendered.strip_prefix(g.prompt.as_str()) {
             return Ok(self.strip_tail(turn).to_owned());
         }
         let at = crate::analysis::text::lcp(&g.prompt, rendered);
-        let (start, end) = (self.analysis.reasoning.start.trim(), self.analysis.reasoning.end.trim());
+        let end = self.analysis.reasoning.end.trim();
         let forced = g.prompt[at..].trim();
-        let turn = self.strip_tail(rendered[at..].trim_start());
-        if !end.is_empty() && !start.is_empty() && forced.starts_with(start) {
-            let inner = forced[start.len()..].trim();
-            if inner == end {
-                return Ok(turn.to_owned());
-            }
-            if inner.is_empty() {
-                return Ok(format!("{reasoning}\n{end}\n\n{turn}"));
+        let rest = &rendered[at..];
+        let prefill = g.prefill.trim();
+        if !end.is_empty() && !prefill.is_empty() && forced == prefill {
+            let turn = self.strip_tail(rest.trim_start());
+            // History that shows the reasoning itself needs none spliced in.
+            let shown = !reasoning.is_empty() && turn.contains(reasoning);
+            return Ok(if prefill.ends_with(end) || shown { turn.to_owned() } else { format!("{reasoning}\n{end}\n\n{turn}") });
+        }
+        // The longest end of the generation prompt holding a marker that the render writes
+        // where the two part (it may begin inside the shared text).
+        let gp = g.generation_prompt.as_str();
+        let tails = (1..=gp.len()).rev().filter(|&k| gp.is_char_boundary(gp.len() - k)).map(|k| &gp[gp.len() - k..]);
+        for h in tails.filter(|h| crate::analysis::text::has_marker(h)) {
+            let from = at.saturating_sub(h.len());
+            if let Some(p) = (from..=at).find(|&p| rendered.is_char_boundary(p) && rendered[p..].starts_with(h)) {
+                return Ok(self.strip_tail(&rendered[p + h.len()..]).to_owned());
             }
         }
         let (lo, _) = window(&g.prompt, at, 30);
@@ -623,6 +634,12 @@ impl<'r> Session<'r> {
                 return Err("the template drops the reasoning".into());
             }
             want.reasoning_content.clear();
+        }
+        // Prose the prompt opened reasoning with (`Here are my reasoning steps:`) is the
+        // reasoning's first line: the parse reads the prefill as the model's.
+        let prose = prefill.trim();
+        if start.is_empty() && !end.is_empty() && !prose.is_empty() && !prose.ends_with(end) {
+            want.reasoning_content = format!("{prose}\n{}", want.reasoning_content);
         }
         let calls = msg.get("tool_calls").and_then(Value::as_array).cloned().unwrap_or_default();
         if calls.is_empty() {
