@@ -2,7 +2,7 @@
 
 use super::diff::{calculate_diff_split, DiffSplit};
 use super::probe::{needle::*, Asst, Call, Probe};
-use super::segment::{first_marker, last_marker, marker_len};
+use super::segment::{closing_of, first_marker, last_marker, marker_len};
 use super::text::*;
 use super::types::*;
 
@@ -57,15 +57,6 @@ pub(crate) fn named_close_len(after: &str) -> usize {
         return 0;
     }
     marker_len(&after[word..]).map_or(0, |n| word + n)
-}
-
-/// The closing form of an opening tag: `<think>` -> `</think>`, `[THINK]` -> `[/THINK]`.
-fn closing_of(m: &str) -> Option<String> {
-    let (open, rest) = m.split_at(1);
-    if rest.starts_with('/') || rest.starts_with('|') || rest.starts_with('｜') {
-        return None;
-    }
-    Some(format!("{open}/{rest}"))
 }
 
 /// R1-R3.

@@ -73,8 +73,23 @@ pub fn marker_len(s: &str) -> Option<usize> {
     None
 }
 
-/// Length of the marker at the start of `s`, with the name and marker that follow it at once:
-/// markers that name what they open or close (`<|open|>call<|sep|>`) are one marker.
+/// The closing form of an opening tag: `<think>` -> `</think>`, `[THINK]` -> `[/THINK]`.
+pub fn closing_of(m: &str) -> Option<String> {
+    let (open, rest) = m.split_at(m.chars().next()?.len_utf8());
+    if rest.starts_with('/') || rest.starts_with('|') || rest.starts_with('｜') {
+        return None;
+    }
+    Some(format!("{open}/{rest}"))
+}
+
+/// Whether `first`, a name and `second` are one composite marker (`<|open|>call<|sep|>`,
+/// `<|close|>think<|sep|>`) rather than an element around its text (`<key>alpha</key>`).
+pub fn is_named_group(first: &str, second: &str) -> bool {
+    closing_of(first).as_deref() != Some(second)
+}
+
+/// Length of the marker at the start of `s`, with the name and marker that follow it at once
+/// when they form a composite marker ([`is_named_group`]).
 pub fn marker_group_len(s: &str) -> Option<usize> {
     let n = marker_len(s)?;
     let rest = &s[n..];
@@ -82,7 +97,10 @@ pub fn marker_group_len(s: &str) -> Option<usize> {
     if word == 0 {
         return Some(n);
     }
-    Some(marker_len(&rest[word..]).map_or(n, |m| n + word + m))
+    match marker_len(&rest[word..]) {
+        Some(m) if is_named_group(&s[..n], &rest[word..word + m]) => Some(n + word + m),
+        _ => Some(n),
+    }
 }
 
 /// Splits `text` into markers and text runs, in order; concatenating the values gives `text`.
@@ -184,8 +202,20 @@ mod tests {
 
     #[test]
     fn first_last() {
-        assert_eq!(first_marker("ab<x>cd<y>"), Some((2, "<x>")));
-        assert_eq!(last_marker("ab<x>cd<y>e"), Some((7, "<y>")));
+        assert_eq!(first_marker("ab<x>cd</x>"), Some((2, "<x>")));
+        assert_eq!(last_marker("ab<x>cd</x>e"), Some((7, "</x>")));
+        assert_eq!(first_marker("ab<x> cd<y>"), Some((2, "<x>")));
         assert_eq!(first_marker("abc"), None);
+    }
+
+    #[test]
+    fn markers_that_name_their_element_are_one_group() {
+        assert_eq!(marker_group_len("<|open|>call<|sep|>rest"), Some(19));
+        assert_eq!(marker_group_len("<|open|><|sep|>"), Some(8));
+        assert_eq!(marker_group_len("</think>answer"), Some(8));
+        // An element around its text is not a group.
+        assert_eq!(marker_group_len("<arg_key>alpha</arg_key>"), Some(9));
+        assert_eq!(first_marker("a <|close|>think<|sep|> b"), Some((2, "<|close|>think<|sep|>")));
+        assert_eq!(last_marker("<|open|>x<|sep|>text<|close|>x<|sep|>"), Some((20, "<|close|>x<|sep|>")));
     }
 }

@@ -128,6 +128,31 @@ pub fn starts_with_marker(s: &str) -> bool {
     marker_len(s).is_some()
 }
 
+/// Whether `text` ends with a marker and a name (`<|close|>tools`) that the marker `next`
+/// begins with (`<|sep|>`) closes as one group, so that marker belongs with it.
+pub fn ends_in_named_group(text: &str, next: &str) -> bool {
+    let word = text.len() - text.trim_end_matches(|c: char| c.is_alphanumeric() || c == '_').len();
+    let head = &text[..text.len() - word];
+    word > 0
+        && crate::analysis::segment::marker_len(next).is_some_and(|n| {
+            // The single marker before the name (the group scan would take the name along).
+            let open = head.rfind(['<', '[']).map(|k| &head[k..]).filter(|m| marker_len(m) == Some(m.len()));
+            open.is_some_and(|o| crate::analysis::segment::is_named_group(o, &next[..n]))
+        })
+}
+
+/// The length of the common suffix of `a` and `b`, not starting with a marker that closes a
+/// named group in either (`tools<|sep|>` and `call<|sep|>` share `<|sep|>`, which belongs
+/// to each group).
+pub fn lcs_whole_groups(a: &str, b: &str) -> usize {
+    let n = lcs(a, b);
+    let common = &a[a.len() - n..];
+    match crate::analysis::segment::marker_len(common) {
+        Some(m) if ends_in_named_group(&a[..a.len() - n], common) || ends_in_named_group(&b[..b.len() - n], common) => n - m,
+        _ => n,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -158,23 +183,16 @@ mod tests {
         assert_eq!(to_last_marker("\n</x>\n"), "\n</x>");
         assert_eq!(from_first_marker("\n<x>a"), "<x>a");
     }
-}
 
-/// Whether `text` ends with a marker and a name (`<|close|>tools`), so that the marker after it
-/// (`<|sep|>`) closes that group and belongs with it.
-pub fn ends_in_named_group(text: &str) -> bool {
-    let word = text.len() - text.trim_end_matches(|c: char| c.is_alphanumeric() || c == '_').len();
-    word > 0 && last_marker(&text[..text.len() - word]).is_some_and(|(k, m)| k + m.len() == text.len() - word)
-}
-
-/// The length of the common suffix of `a` and `b`, not starting with a marker that closes a
-/// named group in either (`tools<|sep|>` and `call<|sep|>` share `<|sep|>`, which belongs
-/// to each group).
-pub fn lcs_whole_groups(a: &str, b: &str) -> usize {
-    let n = lcs(a, b);
-    let common = &a[a.len() - n..];
-    match crate::analysis::segment::marker_len(common) {
-        Some(m) if ends_in_named_group(&a[..a.len() - n]) || ends_in_named_group(&b[..b.len() - n]) => n - m,
-        _ => n,
+    #[test]
+    fn named_groups_are_not_split() {
+        assert!(ends_in_named_group("x<|close|>tools", "<|sep|>"));
+        assert!(!ends_in_named_group("x<|close|>", "<|sep|>"));
+        assert!(!ends_in_named_group("plain words", "<|sep|>"));
+        assert!(!ends_in_named_group("<a>x", "</a>"));
+        // `tools<|sep|>` and `call<|sep|>` share `<|sep|>`, which closes each group.
+        let (a, b) = ("<|open|>tools<|sep|><|open|>call<|sep|>", "<|close|>call<|sep|><|open|>call<|sep|>");
+        assert_eq!(&a[a.len() - lcs_whole_groups(a, b)..], "<|open|>call<|sep|>");
+        assert_eq!(lcs_whole_groups("<a>x</a>", "<a>y</a>"), 4);
     }
 }

@@ -471,7 +471,7 @@ impl<'r> Session<'r> {
             } else {
                 match crate::analysis::segment::first_marker(common) {
                     // Not the marker that closes a named group (`<|close|>tools` + `<|sep|>`).
-                    Some((i, m)) if crate::analysis::text::ends_in_named_group(&turn[..turn.len() - n + i]) => {
+                    Some((i, m)) if crate::analysis::text::ends_in_named_group(&turn[..turn.len() - n + i], m) => {
                         let after = &common[i + m.len()..];
                         crate::analysis::segment::first_marker(after).map_or(0, |(j, _)| after.len() - j)
                     }
