@@ -12,10 +12,7 @@ use autoparser::verify::{verify_template, Verdict, VerifyOptions};
 /// Templates whose verification fails today, and why.
 const KNOWN_FAILURES: &[(&str, &str)] = &[
     ("LFM2.5-8B-A1B", "strings written raw between single quotes are read with Python escapes"),
-    ("meetkai-functionary-medium-v3.2", "the lazy grammar accepts one `>>>` call after the trigger"),
     // Structures the analysis does not learn yet.
-    ("addressed-special", "addressed parts (`to=NAME<|message|>`)"),
-    ("addressed-words", "addressed parts (`@NAME: `)"),
     ("content-after-calls-words", "reasoning that only a line break ends (`Thought: ...`)"),
     ("envelopes-special", "nested envelopes around the tool section"),
     ("envelopes-words", "plain-word envelopes"),

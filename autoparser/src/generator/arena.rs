@@ -1265,3 +1265,67 @@ mod tagged_args_tests {
         assert!(!is_string_schema(&json!({"type": ["integer", "null"]})));
     }
 }
+
+#[cfg(test)]
+mod parts_tests {
+    use peg_runtime::chat::ToolSpec;
+    use serde_json::{json, Value};
+
+    use crate::analysis::{analyze_template, TemplateRender};
+    use crate::generator::{generate, GrammarTrigger, Request};
+    use crate::template::ChatTemplate;
+
+    fn fixture(name: &str) -> ChatTemplate {
+        ChatTemplate::load(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/templates/{name}.jinja"))).unwrap()
+    }
+
+    /// Addressed parts: content, reasoning and calls come back from their parts, streamed as
+    /// one-shot, and the lazy grammar (from the first part to a function) accepts the calls.
+    #[test]
+    fn addressed_parts_parse_stream_and_fit_the_grammar() {
+        let tools = json!([{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}},
+            {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties": {"zone": {"type": "string"}}}}}]);
+        let req = Request::from_inputs(&json!({"messages": [{"role": "user", "content": "hi"}], "tools": tools, "parallel_tool_calls": true}));
+        let cases = [
+            ("addressed-special", "to=thoughts<|message|>Hmm.\nto=user?<|end|>to=user<|message|>On it: to=x<|end|>to=get_weather<|message|>{\"city\": \"Paris\"}<|end|>to=get_time<|message|>{\"zone\": \"CET\"}", "Hmm.\nto=user?", "On it: to=x"),
+            ("addressed-words", "@user: On it.\n@someone: not a part\n@get_weather: {\"city\": \"Paris\"}\n@get_time: {\"zone\": \"CET\"}", "", "On it.\n@someone: not a part"),
+        ];
+        for (name, out, reasoning, content) in cases {
+            let t = fixture(name);
+            let a = analyze_template(&t).unwrap();
+            assert!(a.parts.is_some(), "{name}: {a:?}");
+            let g = generate(&TemplateRender(&t), &a, &req).unwrap();
+            assert!(g.grammar_lazy && g.grammar_triggers.iter().all(|t| matches!(t, GrammarTrigger::Word(w) if w.contains("get_"))), "{name}: {:?}", g.grammar_triggers);
+            let parser = g.chat_parser(req.tools.iter().filter_map(ToolSpec::from_openai).collect(), false);
+            let m = parser.parse(out, false).unwrap().message;
+            assert_eq!((m.reasoning_content.as_str(), m.content.as_str()), (reasoning, content), "{name}");
+            let calls: Vec<(String, Value)> = m.tool_calls.iter().map(|c| (c.name.clone(), serde_json::from_str(&c.arguments).unwrap())).collect();
+            assert_eq!(calls, [("get_weather".to_owned(), json!({"city": "Paris"})), ("get_time".to_owned(), json!({"zone": "CET"}))], "{name}");
+            assert_eq!(crate::check::stream_message(&parser, out, false, 1).unwrap(), m, "{name}");
+            crate::check::check_grammar(&g, &a, out).unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+    }
+
+    /// The prompt opens the first part (`>>>`): a call may start the output, or follow content
+    /// after the part start; both trigger the grammar.
+    #[test]
+    fn parts_opened_by_the_prompt() {
+        let src = std::fs::read_to_string(crate::analysis::test_util::templates_dir().join("meetkai-functionary-medium-v3.2.jinja")).unwrap();
+        let t = crate::analysis::test_util::template(&src).unwrap();
+        let a = analyze_template(&t).unwrap();
+        assert_eq!(a.builder, None);
+        let p = a.parts.clone().unwrap();
+        assert_eq!((p.part_start.as_str(), p.content_recipient.as_str(), p.recipient_suffix.as_str()), (">>>", "all", "\n"));
+        let tools = json!([{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"n": {"type": "integer"}}}}}]);
+        let req = Request::from_inputs(&json!({"messages": [{"role": "user", "content": "hi"}], "tools": tools, "parallel_tool_calls": true}));
+        let g = generate(&TemplateRender(&t), &a, &req).unwrap();
+        assert!(g.grammar_triggers.contains(&GrammarTrigger::Word(">>>f\n".into())), "{:?}", g.grammar_triggers);
+        let parser = g.chat_parser(req.tools.iter().filter_map(ToolSpec::from_openai).collect(), false);
+        for (out, content, n) in [("f\n{\"n\": 1}>>>f\n{\"n\": 2}", "", 2), ("all\nSure >> ok.>>>f\n{\"n\": 1}", "Sure >> ok.", 1), ("all\nJust text.", "Just text.", 0)] {
+            let m = parser.parse(out, false).unwrap().message;
+            assert_eq!((m.content.as_str(), m.tool_calls.len()), (content, n), "{out}");
+            assert_eq!(crate::check::stream_message(&parser, out, false, 1).unwrap(), m, "{out}");
+            crate::check::check_grammar(&g, &a, out).unwrap_or_else(|e| panic!("{out}: {e}"));
+        }
+    }
+}
