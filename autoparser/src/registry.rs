@@ -6,10 +6,11 @@
 //! matches. When a builder matches, [`crate::analysis::analyze`] records its name in
 //! [`TemplateAnalysis::builder`] and generation hands the arena to it.
 //!
-//! Registered builders (see [`builders`]), four in all: `gpt_oss_harmony` (channel
-//! messages), `functionary_v3_2` (`>>>recipient` parts), and two for templates that cannot
-//! render the calls their models write: `kimi_k2` (sandboxed `list.append`) and
-//! `lfm2_pythonic` (calls never rendered).
+//! Registered builders (see [`builders`]), three in all: `gpt_oss_harmony` (channel
+//! messages), and two for templates that cannot render the calls their models write:
+//! `kimi_k2` (sandboxed `list.append`) and `lfm2_pythonic` (calls never rendered). Addressed
+//! parts (`>>>recipient`, functionary v3.2) are learned by the general analysis
+//! ([`crate::analysis::AddressedParts`]).
 
 use peg_runtime::{Arena, Error};
 
@@ -148,54 +149,6 @@ fn harmony_arena(req: &Request) -> Result<Arena, Error> {
     b.finish(root.id())
 }
 
-/// Functionary v3.2: every message part is addressed, `>>>all\ntext` for content and
-/// `>>>NAME\n{json}` for calls; the generation prompt already ends with the first `>>>`.
-struct FunctionaryV32;
-
-impl ModelBuilder for FunctionaryV32 {
-    fn name(&self) -> &'static str {
-        "functionary_v3_2"
-    }
-    fn fingerprint(&self) -> &'static [&'static str] {
-        &[">>>all\n"]
-    }
-    fn adjust(&self, a: &mut TemplateAnalysis) {
-        a.content = Default::default();
-        a.tools.format.mode = crate::analysis::ToolFormat::TagWithJson;
-        a.tools.format.per_call_start = ">>>".into();
-        a.tools.function.name_prefix = ">>>".into();
-        a.tools.function.name_suffix = "\n".into();
-        a.caps.supports_tool_calls = true;
-    }
-    fn build_arena(&self, _a: &TemplateAnalysis, req: &Request) -> Option<Result<Arena, Error>> {
-        Some(functionary_arena(req))
-    }
-}
-
-fn functionary_arena(req: &Request) -> Result<Arena, Error> {
-    use crate::generator::{tags, ToolChoice};
-    let b = peg_runtime::Builder::new();
-    let content = || "all" + b.space() + b.tag(tags::CONTENT, b.until(">>>"));
-    let tools_on = !req.tools.is_empty() && req.tool_choice != ToolChoice::None;
-    let mut calls = Vec::new();
-    if tools_on {
-        let tools = req.tool_schemas();
-        for (name, schema) in &tools {
-            let open = b.tag(tags::TOOL_OPEN, b.tag(tags::TOOL_NAME, b.literal(name)) + "\n");
-            let args = b.tag(tags::TOOL_ARGS, b.schema(b.json(), &format!("{name}-args"), schema.clone(), false));
-            calls.push(b.tag(tags::TOOL, open + b.space() + args + b.tag(tags::TOOL_CLOSE, b.space())));
-        }
-    }
-    // The prompt wrote the first `>>>`; later parts carry their own.
-    let first = if calls.is_empty() { content() } else { b.choice([b.choice(calls.clone()), content()]) };
-    let mut later = vec![">>>" + content()];
-    if !calls.is_empty() {
-        later.insert(0, b.trigger_rule("tool-call", ">>>" + b.choice(calls)));
-    }
-    let root = first + b.zero_or_more(b.choice(later)) + b.space() + b.end();
-    b.finish(root.id())
-}
-
 /// Kimi K2 templates that do not render what the model writes.
 ///
 /// - Calls: some templates render them with `list.append`, which sandboxed Jinja (Hugging
@@ -243,7 +196,7 @@ impl ModelBuilder for KimiK2Unrendered {
 
 /// All registered builders, in priority order.
 pub fn builders() -> &'static [&'static dyn ModelBuilder] {
-    &[&GptOssHarmony, &FunctionaryV32, &KimiK2Unrendered, &Lfm2Pythonic]
+    &[&GptOssHarmony, &KimiK2Unrendered, &Lfm2Pythonic]
 }
 
 /// The builder whose fingerprint all occurs in `renders` and that applies to `a`.

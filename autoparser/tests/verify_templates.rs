@@ -11,10 +11,7 @@ use autoparser::verify::{verify_template, Verdict, VerifyOptions};
 
 /// Templates whose verification fails today, and why.
 const KNOWN_FAILURES: &[(&str, &str)] = &[
-    ("meetkai-functionary-medium-v3.2", "the lazy grammar accepts one `>>>` call after the trigger"),
     // Structures the analysis does not learn yet.
-    ("addressed-special", "addressed parts (`to=NAME<|message|>`)"),
-    ("addressed-words", "addressed parts (`@NAME: `)"),
     ("content-after-calls-words", "reasoning that only a line break ends (`Thought: ...`)"),
     ("nested-tags-special", "object and array arguments as nested tags"),
     ("nested-tags-words", "object and array arguments as nested tags"),

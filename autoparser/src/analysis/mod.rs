@@ -129,6 +129,13 @@ fn analyze_inner(r: &dyn Render) -> Result<TemplateAnalysis, AnalysisError> {
             }
         }
     }
+    // Addressed parts: content, reasoning and calls each a part whose header names its
+    // recipient. The marker slots say the same where they can (other code reads them).
+    if a.tools.format.mode == ToolFormat::TagWithJson {
+        if let Some(parts) = tools::analyze_parts(&p) {
+            apply_parts(&mut a, parts);
+        }
+    }
     // Whitespace the template writes after the calls (in the render with calls, the tool
     // region's trailing whitespace and what follows it before the next marker).
     if a.tools.format.mode != ToolFormat::None {
@@ -170,6 +177,28 @@ fn analyze_inner(r: &dyn Render) -> Result<TemplateAnalysis, AnalysisError> {
     }
     a.preserved_tokens = collect_preserved_tokens(&a);
     Ok(a)
+}
+
+/// Records addressed parts in `a`, and the marker slots that follow from them: content and
+/// reasoning wrapped in their parts' headers, calls opened by the call header.
+fn apply_parts(a: &mut TemplateAnalysis, parts: AddressedParts) {
+    let end = parts.part_end.trim().to_owned();
+    a.content = ContentAnalysis { mode: ContentMode::AlwaysWrapped, start: parts.header(&parts.content_recipient), end: end.clone(), ..a.content.clone() };
+    if !parts.reasoning_recipient.is_empty() {
+        a.reasoning = ReasoningAnalysis { mode: ReasoningMode::TagBased, start: parts.header(&parts.reasoning_recipient), end };
+    }
+    let t = &mut a.tools;
+    t.format.section_start.clear();
+    t.format.section_end.clear();
+    t.format.per_call_start = parts.part_start.clone();
+    t.format.per_call_end = parts.part_end.trim().to_owned();
+    t.format.call_separator.clear();
+    t.function.name_prefix = parts.recipient_prefix.clone();
+    t.function.name_suffix = parts.recipient_suffix.clone();
+    t.function.close.clear();
+    t.arguments.start.clear();
+    t.arguments.end.clear();
+    a.parts = Some(parts);
 }
 
 /// The union of all marker tokens in the analysis (what the tokenizer must not split).

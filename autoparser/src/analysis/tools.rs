@@ -585,6 +585,107 @@ fn analyze_value_syntax(p: &Probe, t: &mut ToolAnalysis, r: &ReasoningAnalysis) 
     }
 }
 
+/// A recipient as headers name it: a word (`user`, `all`, `get_weather`, `functions.f`).
+fn is_recipient(w: &str) -> bool {
+    !w.is_empty() && w.chars().all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
+/// The JSON arguments object right after a call's name (after the header suffix): (suffix
+/// length, end of the object).
+fn args_after_name(rest: &str) -> Option<(usize, usize)> {
+    rest.char_indices().filter(|(_, c)| *c == '{').find_map(|(i, _)| json_at(rest, i).filter(|(v, _)| has_arg(v)).map(|(_, e)| (i, e)))
+}
+
+/// Learns addressed parts from the turns the model writes (the renders less the generation
+/// prompt): `content` (content only), `one` and `two` (one and two calls), `content_call`
+/// (content and one call), `reasoning` (reasoning and content); `prompt` is the generation
+/// prompt. The call's header is `prefix NAME suffix` before its JSON arguments; the content is
+/// addressed alike (`prefix RECIPIENT suffix`) or this is no addressed structure. What comes
+/// between two parts (the second call after the first, or a call after content) less the
+/// header prefix is the part end, then the part start: the longest piece of it, from a marker,
+/// the generation prompt ends with (the prompt opens the first part).
+pub fn learn_parts(prompt: &str, content: &str, one: &str, two: Option<&str>, content_call: Option<&str>, reasoning: Option<&str>) -> Option<AddressedParts> {
+    let i = one.find(FUN_A)?;
+    let prefix = one[..i].trim_start();
+    let rest = &one[i + FUN_A.len()..];
+    let (j, _) = args_after_name(rest)?;
+    let suffix = &rest[..j];
+    let word_between = |h: &str| -> Option<String> {
+        let h = h.trim_start();
+        let w = h.strip_prefix(prefix)?.strip_suffix(suffix)?;
+        is_recipient(w).then(|| w.to_owned())
+    };
+    let content_recipient = word_between(&content[..content.find(CONTENT)?])?;
+    if content_recipient == FUN_A {
+        return None;
+    }
+    // Between two parts: the second call after the first, or a call after content.
+    let between = two
+        .and_then(|t| {
+            let i = t.find(FUN_A)?;
+            let (_, e) = args_after_name(&t[i + FUN_A.len()..])?;
+            let end = i + FUN_A.len() + e;
+            Some(t[end..t[end..].find(FUN_B)? + end].to_owned())
+        })
+        .or_else(|| {
+            let t = content_call?;
+            let c = t.find(CONTENT)? + CONTENT.len();
+            Some(t[c..c + t[c..].find(FUN_A)?].to_owned())
+        })?;
+    let x = between.strip_suffix(prefix)?;
+    if x.contains(CONTENT) || x.contains(FUN_A) {
+        return None;
+    }
+    // The part start: from the start or a marker of `x`, what the generation prompt ends with.
+    let gp = prompt.trim_end();
+    let k = x
+        .char_indices()
+        .map(|(k, _)| k)
+        .filter(|&k| k == 0 || super::segment::marker_len(&x[k..]).is_some())
+        .find(|&k| !x[k..].trim().is_empty() && gp.ends_with(x[k..].trim()));
+    let (part_end, part_start) = match k {
+        Some(k) => (&x[..k], x[k..].trim()),
+        None => (x, ""),
+    };
+    // Something must mark the parts: a header of more than a line break, or a part start.
+    if prefix.trim().is_empty() && suffix.trim().is_empty() && part_start.is_empty() {
+        return None;
+    }
+    let reasoning_recipient = reasoning
+        .and_then(|t| {
+            let r = t.find(REASONING)?;
+            let c = t.find(CONTENT).filter(|&c| c > r)?;
+            t[r..c].contains(&format!("{prefix}{content_recipient}{suffix}")).then_some(())?;
+            word_between(&t[..r])
+        })
+        .filter(|w| *w != content_recipient)
+        .unwrap_or_default();
+    Some(AddressedParts {
+        recipient_prefix: prefix.to_owned(),
+        recipient_suffix: suffix.to_owned(),
+        content_recipient,
+        reasoning_recipient,
+        part_end: part_end.to_owned(),
+        part_start: part_start.to_owned(),
+    })
+}
+
+/// Addressed parts of the template ([`learn_parts`] on its renders), for a template whose
+/// calls are a name and JSON arguments.
+pub fn analyze_parts(p: &Probe) -> Option<AddressedParts> {
+    let prompt = p.render_prompt(Some(true)).ok()?;
+    let turn = |a: &Asst| -> Option<String> { p.render_asst(a).ok()?.strip_prefix(prompt.as_str()).map(str::to_owned) };
+    let content = turn(&Asst::content(CONTENT))?;
+    let one = turn(&Asst::calls(vec![Call::first()]))?;
+    let two = turn(&Asst::calls(vec![Call::first(), Call::second()])).filter(|t| t.contains(FUN_B));
+    let mut both = Asst::calls(vec![Call::first()]);
+    both.content = Some(CONTENT.to_owned());
+    let content_call = turn(&both);
+    let reasoning = turn(&Asst::content(CONTENT).with_reasoning(REASONING));
+    let gp = calculate_diff_split(&p.render(&p.ctx(p.base(), false, Some(true))).ok()?, &prompt).right;
+    learn_parts(&gp, &content, &one, two.as_deref(), content_call.as_deref(), reasoning.as_deref())
+}
+
 /// Runs the tool phases.
 pub fn analyze_tools(p: &mut Probe, r: &ReasoningAnalysis, caps: &mut Capabilities) -> Result<ToolAnalysis, String> {
     let mut t = ToolAnalysis::default();
@@ -711,6 +812,39 @@ mod tests {
         for name in ["Qwen3-Coder", "MiniMax-M2", "GLM-4.6"] {
             assert_eq!(analyzed(name).tools.arguments.value_syntax, ValueSyntax::default(), "{name}");
         }
+    }
+
+    #[test]
+    fn addressed_parts_from_turns() {
+        let (c1, c2) = (r#"{"alpha": "XXXX"}"#, r#"{"bravo": "YYYY", "alpha": "XXXX"}"#);
+        // Special tokens, reasoning a part of its own.
+        let p = learn_parts(
+            "<|start|>assistant\n",
+            "to=user<|message|>CONTENT_NEEDLE_TEXT<|end|><|return|>\n",
+            &format!("to=foofoo<|message|>{c1}<|end|><|return|>\n"),
+            Some(&format!("to=foofoo<|message|>{c1}<|end|>to=barbar<|message|>{c2}<|end|><|return|>\n")),
+            None,
+            Some("to=thoughts<|message|>REASONING_NEEDLE_TEXT<|end|>to=user<|message|>CONTENT_NEEDLE_TEXT<|end|><|return|>\n"),
+        )
+        .unwrap();
+        assert_eq!((p.recipient_prefix.as_str(), p.recipient_suffix.as_str()), ("to=", "<|message|>"));
+        assert_eq!((p.content_recipient.as_str(), p.reasoning_recipient.as_str()), ("user", "thoughts"));
+        assert_eq!((p.part_end.as_str(), p.part_start.as_str()), ("<|end|>", ""));
+        // Words, one part a line.
+        let p = learn_parts("### assistant\n", "@user: CONTENT_NEEDLE_TEXT\n\n", &format!("@foofoo: {c1}\n\n"), Some(&format!("@foofoo: {c1}\n@barbar: {c2}\n\n")), None, None).unwrap();
+        assert_eq!((p.recipient_prefix.as_str(), p.recipient_suffix.as_str(), p.content_recipient.as_str()), ("@", ": ", "user"));
+        assert_eq!((p.part_end.as_str(), p.part_start.as_str(), p.reasoning_recipient.as_str()), ("\n", "", ""));
+        // The prompt opens the first part (`>>>`); content with a call gives the part start.
+        let p = learn_parts("<|start_header_id|>assistant<|end_header_id|>\n\n>>>", "all\nCONTENT_NEEDLE_TEXT<|eot_id|>", &format!("foofoo\n{c1}<|eot_id|>"), None, Some(&format!("all\nCONTENT_NEEDLE_TEXT>>>foofoo\n{c1}<|eot_id|>")), None).unwrap();
+        assert_eq!((p.recipient_prefix.as_str(), p.recipient_suffix.as_str(), p.content_recipient.as_str()), ("", "\n", "all"));
+        assert_eq!((p.part_end.as_str(), p.part_start.as_str()), ("", ">>>"));
+        // Content not addressed like calls (channels, harmony), or plain content: no parts.
+        assert_eq!(learn_parts("<|start|>assistant", "<|channel|>final<|message|>CONTENT_NEEDLE_TEXT<|return|>", &format!(" to=functions.foofoo<|channel|>commentary json<|message|>{c1}<|call|>"), None, None, None), None);
+        assert_eq!(learn_parts("<|assistant|>", "CONTENT_NEEDLE_TEXT<|end|>", &format!("<tool_call>foofoo\n{c1}</tool_call><|end|>"), Some(&format!("<tool_call>foofoo\n{c1}</tool_call><tool_call>barbar\n{c2}</tool_call><|end|>")), None, None), None);
+        // Cached analyses from before the field load without parts.
+        let mut old = serde_json::to_value(TemplateAnalysis::default()).unwrap();
+        old.as_object_mut().unwrap().remove("parts");
+        assert_eq!(serde_json::from_value::<TemplateAnalysis>(old).unwrap().parts, None);
     }
 
     #[test]

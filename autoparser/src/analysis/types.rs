@@ -316,6 +316,42 @@ pub struct ToolAnalysis {
     pub call_id: ToolCallIdAnalysis,
 }
 
+/// Addressed messages: the assistant turn is a run of parts `HEADER BODY END`, each header
+/// naming the part's recipient (`to=user<|message|>`, `@get_weather: `, `>>>all\n`). Content is
+/// the part addressed to the recipient the template writes for content, a call the part
+/// addressed to a declared function (its body the JSON arguments), reasoning the part addressed
+/// to the recipient the template writes for reasoning. Learned by diffing the renders of
+/// content, of one and two calls and of reasoning ([`crate::analysis::tools::analyze_parts`]).
+///
+/// ```
+/// use autoparser::analysis::AddressedParts;
+/// let p = AddressedParts { recipient_prefix: "to=".into(), recipient_suffix: "<|message|>".into(), content_recipient: "user".into(), ..AddressedParts::default() };
+/// assert_eq!(p.header("user"), "to=user<|message|>");
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AddressedParts {
+    /// Before the recipient in a header (`to=`, `@`; empty for `NAME\n`).
+    pub recipient_prefix: String,
+    /// After the recipient (`<|message|>`, `: `, `\n`).
+    pub recipient_suffix: String,
+    /// The recipient of content parts (`user`, `all`).
+    pub content_recipient: String,
+    /// The recipient of reasoning parts (`thoughts`); empty when reasoning is no part.
+    pub reasoning_recipient: String,
+    /// Ends a part (`<|end|>`, `\n`); may be empty.
+    pub part_end: String,
+    /// Opens each part after the first (`>>>`); the generation prompt writes it for the first.
+    pub part_start: String,
+}
+
+impl AddressedParts {
+    /// The header of a part addressed to `recipient`, as the template writes it.
+    pub fn header(&self, recipient: &str) -> String {
+        format!("{}{recipient}{}", self.recipient_prefix, self.recipient_suffix)
+    }
+}
+
 /// The result of analyzing one template. Cheap to clone, serializable, cached per template.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TemplateAnalysis {
@@ -335,6 +371,10 @@ pub struct TemplateAnalysis {
     /// reasoning marker: models repeat it before their content.
     #[serde(default)]
     pub turn_header: String,
+    /// The turn is a run of addressed parts (content, reasoning and calls each a part of its
+    /// own); `None` for the marker-slot model above.
+    #[serde(default)]
+    pub parts: Option<AddressedParts>,
     /// Marker tokens the tokenizer must keep whole.
     pub preserved_tokens: Vec<String>,
     /// Extra stop strings.

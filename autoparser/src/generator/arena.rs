@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::literal::{LiteralSchema, PythonSpelling};
 use super::request::{ReasoningFormat, Request, ToolChoice};
-use crate::analysis::{ContentMode, ReasoningMode, TemplateAnalysis, ToolFormat};
+use crate::analysis::{AddressedParts, ContentMode, ReasoningMode, TemplateAnalysis, ToolFormat};
 
 /// The semantic tags of the chat shapes (the chat mapper reads these).
 pub use peg_runtime::chat::tags;
@@ -70,6 +70,31 @@ pub fn trigger_words(a: &TemplateAnalysis) -> Vec<String> {
         || (np.len() >= 3 && np.chars().any(|c| !c.is_alphanumeric() && !c.is_whitespace() && c != '_'));
     if a.tools.format.mode != ToolFormat::JsonNative && np_is_marker && f.section_start.trim().is_empty() && !out.iter().any(|x| x == np) {
         out.push(np.to_owned());
+    }
+    out
+}
+
+/// The grammar triggers of addressed parts: the header of a part addressed to each function,
+/// after the part start (`>>>get_weather\n`); where the prompt opens the first part, also that
+/// header at the start of the output (an anchored pattern).
+pub fn part_triggers(pa: &AddressedParts, names: &[String]) -> Vec<super::GrammarTrigger> {
+    use super::GrammarTrigger;
+    let mut out = Vec::new();
+    for n in names {
+        let header = pa.header(n);
+        out.push(GrammarTrigger::Word(format!("{}{header}", pa.part_start.trim())));
+        if !pa.part_start.trim().is_empty() {
+            let escaped: String = header
+                .chars()
+                .map(|c| match c {
+                    '\n' => "\\n".to_owned(),
+                    '\t' => "\\t".to_owned(),
+                    c if c.is_alphanumeric() || c == '_' || c == ' ' => c.to_string(),
+                    c => format!("\\{c}"),
+                })
+                .collect();
+            out.push(GrammarTrigger::Pattern(format!("^{escaped}")));
+        }
     }
     out
 }
@@ -734,8 +759,82 @@ impl<'a, 'b> Ctx<'a, 'b> {
             && !self.tools().is_empty()
     }
 
+    /// Addressed parts: `[part_start] HEADER(recipient) BODY [part_end]`, again and again. A part
+    /// to the content recipient is content, one to the reasoning recipient reasoning, one to a
+    /// declared function a call (its body the JSON arguments). Text bodies run to the next
+    /// part (its start, the part end, or without either the next header) or the end.
+    fn parts_root(&self, pa: &AddressedParts) -> Parser<'b> {
+        let b = self.b;
+        let (ps, pe, eot) = (pa.part_start.trim(), pa.part_end.trim(), self.a.end_of_turn.trim());
+        let header = |recipient: Parser<'b>| {
+            let mut h = b.space();
+            if !pa.recipient_prefix.trim().is_empty() {
+                h = h + b.literal(pa.recipient_prefix.trim());
+            }
+            h = h + recipient;
+            if !pa.recipient_suffix.trim().is_empty() {
+                h = h + b.literal(pa.recipient_suffix.trim());
+            }
+            h + b.space()
+        };
+        let tools = if self.tools_on() { self.tools() } else { Vec::new() };
+        let mut delims: Vec<String> = Vec::new();
+        for d in [pe, ps, eot] {
+            if !d.is_empty() && !delims.iter().any(|x| x == d) {
+                delims.push(d.to_owned());
+            }
+        }
+        if pe.is_empty() && ps.is_empty() {
+            // Only the next header ends a part (`\n@get_weather: `).
+            let mut recipients = vec![pa.content_recipient.clone(), pa.reasoning_recipient.clone()];
+            recipients.extend(tools.iter().map(|(n, _)| n.clone()));
+            for r in recipients.iter().filter(|r| !r.is_empty()) {
+                delims.push(format!("{}{}", pa.part_end, pa.header(r)));
+            }
+        }
+        let text = || if delims.is_empty() { b.rest() } else { b.until_one_of(delims.clone()) };
+        let content_body = match &self.req.json_schema {
+            Some(schema) => b.tag(super::tags::CONTENT, b.schema(b.json(), "response-format", schema.clone(), false)) + b.space(),
+            None => b.tag(super::tags::CONTENT, text()),
+        };
+        let mut text_parts = vec![header(b.literal(&pa.content_recipient)) + content_body];
+        if !pa.reasoning_recipient.is_empty() {
+            let r = header(b.literal(&pa.reasoning_recipient));
+            text_parts.insert(0, if self.extract_reasoning() { r + b.tag(super::tags::REASONING, text()) } else { b.tag(super::tags::CONTENT, r + text()) });
+        }
+        let text_part = b.choice(text_parts);
+        let opt = |s: &str| if s.is_empty() { b.eps() } else { b.optional(b.literal(s)) };
+        // Between parts: the part end, then the next part's start.
+        let sep = || b.space() + opt(pe) + b.space() + opt(ps);
+        let trailing = || b.space() + opt(pe) + b.space() + opt(eot) + b.space();
+        let lead = b.space() + opt(ps);
+        let texts = b.optional(text_part + b.zero_or_more(sep() + text_part));
+        if tools.is_empty() {
+            return lead + texts + trailing() + b.end();
+        }
+        let calls: Vec<Parser<'b>> = tools
+            .iter()
+            .map(|(name, schema)| {
+                let open = b.tag(super::tags::TOOL_OPEN, header(b.tag(super::tags::TOOL_NAME, b.literal(name))));
+                let args = b.tag(super::tags::TOOL_ARGS, b.schema(b.json(), &format!("{name}-args"), schema.clone(), false));
+                b.tag(super::tags::TOOL, open + args + b.tag(super::tags::TOOL_CLOSE, b.eps()))
+            })
+            .collect();
+        let call = b.choice(calls);
+        let calls = if self.req.parallel_tool_calls { call + b.zero_or_more(sep() + call) } else { call };
+        let section = b.trigger_rule("tool-calls", b.space() + opt(ps) + calls + trailing());
+        let before = b.space() + opt(pe);
+        if self.req.tool_choice == ToolChoice::Required {
+            return lead + b.optional(text_part + b.zero_or_more(sep() + text_part) + before) + section + b.end();
+        }
+        lead + texts + b.optional(before + section) + trailing() + b.end()
+    }
+
     fn root(&self) -> Parser<'b> {
         let b = self.b;
+        if let Some(pa) = &self.a.parts {
+            return self.parts_root(pa);
+        }
         let reasoning = self.reasoning();
         if let Some(schema) = &self.req.json_schema {
             let content = b.tag(super::tags::CONTENT, b.schema(b.json(), "response-format", schema.clone(), false));
@@ -1196,5 +1295,69 @@ mod tagged_args_tests {
         assert_eq!(string_part(&json!({"type": ["string", "null"], "maxLength": 3})), json!({"type": "string", "maxLength": 3}));
         assert_eq!(string_part(&json!({"anyOf": [{"type": "null"}, {"type": "string", "enum": ["a"]}], "description": "d"})), json!({"type": "string", "enum": ["a"], "description": "d"}));
         assert!(!is_string_schema(&json!({"type": ["integer", "null"]})));
+    }
+}
+
+#[cfg(test)]
+mod parts_tests {
+    use peg_runtime::chat::ToolSpec;
+    use serde_json::{json, Value};
+
+    use crate::analysis::{analyze_template, TemplateRender};
+    use crate::generator::{generate, GrammarTrigger, Request};
+    use crate::template::ChatTemplate;
+
+    fn fixture(name: &str) -> ChatTemplate {
+        ChatTemplate::load(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/templates/{name}.jinja"))).unwrap()
+    }
+
+    /// Addressed parts: content, reasoning and calls come back from their parts, streamed as
+    /// one-shot, and the lazy grammar (from the first part to a function) accepts the calls.
+    #[test]
+    fn addressed_parts_parse_stream_and_fit_the_grammar() {
+        let tools = json!([{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}},
+            {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties": {"zone": {"type": "string"}}}}}]);
+        let req = Request::from_inputs(&json!({"messages": [{"role": "user", "content": "hi"}], "tools": tools, "parallel_tool_calls": true}));
+        let cases = [
+            ("addressed-special", "to=thoughts<|message|>Hmm.\nto=user?<|end|>to=user<|message|>On it: to=x<|end|>to=get_weather<|message|>{\"city\": \"Paris\"}<|end|>to=get_time<|message|>{\"zone\": \"CET\"}", "Hmm.\nto=user?", "On it: to=x"),
+            ("addressed-words", "@user: On it.\n@someone: not a part\n@get_weather: {\"city\": \"Paris\"}\n@get_time: {\"zone\": \"CET\"}", "", "On it.\n@someone: not a part"),
+        ];
+        for (name, out, reasoning, content) in cases {
+            let t = fixture(name);
+            let a = analyze_template(&t).unwrap();
+            assert!(a.parts.is_some(), "{name}: {a:?}");
+            let g = generate(&TemplateRender(&t), &a, &req).unwrap();
+            assert!(g.grammar_lazy && g.grammar_triggers.iter().all(|t| matches!(t, GrammarTrigger::Word(w) if w.contains("get_"))), "{name}: {:?}", g.grammar_triggers);
+            let parser = g.chat_parser(req.tools.iter().filter_map(ToolSpec::from_openai).collect(), false);
+            let m = parser.parse(out, false).unwrap().message;
+            assert_eq!((m.reasoning_content.as_str(), m.content.as_str()), (reasoning, content), "{name}");
+            let calls: Vec<(String, Value)> = m.tool_calls.iter().map(|c| (c.name.clone(), serde_json::from_str(&c.arguments).unwrap())).collect();
+            assert_eq!(calls, [("get_weather".to_owned(), json!({"city": "Paris"})), ("get_time".to_owned(), json!({"zone": "CET"}))], "{name}");
+            assert_eq!(crate::check::stream_message(&parser, out, false, 1).unwrap(), m, "{name}");
+            crate::check::check_grammar(&g, &a, out).unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+    }
+
+    /// The prompt opens the first part (`>>>`): a call may start the output, or follow content
+    /// after the part start; both trigger the grammar.
+    #[test]
+    fn parts_opened_by_the_prompt() {
+        let src = std::fs::read_to_string(crate::analysis::test_util::templates_dir().join("meetkai-functionary-medium-v3.2.jinja")).unwrap();
+        let t = crate::analysis::test_util::template(&src).unwrap();
+        let a = analyze_template(&t).unwrap();
+        assert_eq!(a.builder, None);
+        let p = a.parts.clone().unwrap();
+        assert_eq!((p.part_start.as_str(), p.content_recipient.as_str(), p.recipient_suffix.as_str()), (">>>", "all", "\n"));
+        let tools = json!([{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"n": {"type": "integer"}}}}}]);
+        let req = Request::from_inputs(&json!({"messages": [{"role": "user", "content": "hi"}], "tools": tools, "parallel_tool_calls": true}));
+        let g = generate(&TemplateRender(&t), &a, &req).unwrap();
+        assert!(g.grammar_triggers.contains(&GrammarTrigger::Word(">>>f\n".into())), "{:?}", g.grammar_triggers);
+        let parser = g.chat_parser(req.tools.iter().filter_map(ToolSpec::from_openai).collect(), false);
+        for (out, content, n) in [("f\n{\"n\": 1}>>>f\n{\"n\": 2}", "", 2), ("all\nSure >> ok.>>>f\n{\"n\": 1}", "Sure >> ok.", 1), ("all\nJust text.", "Just text.", 0)] {
+            let m = parser.parse(out, false).unwrap().message;
+            assert_eq!((m.content.as_str(), m.tool_calls.len()), (content, n), "{out}");
+            assert_eq!(crate::check::stream_message(&parser, out, false, 1).unwrap(), m, "{out}");
+            crate::check::check_grammar(&g, &a, out).unwrap_or_else(|e| panic!("{out}: {e}"));
+        }
     }
 }

@@ -277,8 +277,13 @@ fn generate_inner(r: &dyn Render, a: &TemplateAnalysis, req: &Request) -> Result
     let tools_on = !req.tools.is_empty() && req.tool_choice != ToolChoice::None && a.tools.format.mode != ToolFormat::None;
     let mut grammar_triggers = Vec::new();
     if tools_on && req.tool_choice == ToolChoice::Auto {
-        for t in arena::trigger_words(a) {
-            grammar_triggers.push(GrammarTrigger::Word(t));
+        if let Some(pa) = &a.parts {
+            let names: Vec<String> = req.tool_schemas().into_iter().map(|(n, _)| n).collect();
+            grammar_triggers = arena::part_triggers(pa, &names);
+        } else {
+            for t in arena::trigger_words(a) {
+                grammar_triggers.push(GrammarTrigger::Word(t));
+            }
         }
         if grammar_triggers.is_empty() {
             grammar_triggers.push(GrammarTrigger::Pattern(r#"\s*[\[{]"#.into()));
