@@ -4,19 +4,35 @@
 //! Every phase renders *probes* ([`probe`]): a user turn plus an assistant message holding
 //! distinctive needles (a content text, a reasoning text, calls to `foofoo`/`barbar` with
 //! arguments `alpha`/`bravo`, ids `call00001`/`call99999`). Comparing two renders
-//! ([`diff::calculate_diff_split`], with tag-boundary fixing) and segmenting text into markers
-//! ([`segment`]) locates the markers around each needle. The only heuristic is JSON detection.
+//! ([`diff::calculate_diff_split`]) and segmenting text into markers ([`segment`]) locates the
+//! markers around each needle. The only heuristic is JSON detection.
+//!
+//! What a marker is, is learned from the text, not assumed to be one `<…>` token:
+//! - a marker, a name and a marker are one marker when the second does not close the first
+//!   (`<|close|>think<|sep|>`, `<|open|>call<|sep|>`; but `<key>alpha</key>` is an element);
+//! - a diff boundary never cuts such a group, nor a marker, nor (plain-word templates) the
+//!   first word of a line (`BEGIN ` of `BEGIN ANSWER`); an insertion that could sit at several
+//!   offsets sits where it starts with a marker or a line;
+//! - plain-word openers with punctuation of their own (`§§ call `, `Action: `) announce calls
+//!   like markers do.
 //!
 //! - R1-R5 (reasoning): with vs without reasoning (as a field, under its common names, or as a
 //!   typed content part); reasoning next to tool calls only (tools-only); thinking off vs on in
 //!   the generation prompt; history stripping of a conventional end marker; marker pairs the
 //!   thinking prompt introduces.
-//! - C1 (content): content-only vs tool-call output; the end-of-turn marker.
+//! - C1 (content): what the model writes before the content after the generation prompt
+//!   (anchored there, so `<|open|>response<|sep|>` and `BEGIN ANSWER` are whole), and after it
+//!   until content-only and calls-only turns end alike; the end-of-turn marker; the turn
+//!   header the prompt ends with (`<|begin|>assistant`), which a part after reasoning repeats.
 //! - T1-T7 (tools): the tool region of one and of two calls; JSON-native field names, array
 //!   wrapping, section vs per-call markers, separator, function name markers (with call
 //!   indices), argument container, call-id position; where content goes relative to calls.
-//! - A1-A3 (arguments): name and value markers, literal-valued calls (`f(a='x')`), markers of
-//!   non-string values (`string="false">`).
+//!   Turns made of addressed parts (`to=NAME<|message|>…<|end|>`, `>>>NAME\n…`): the header
+//!   around the recipient, the content and reasoning recipients, the part end.
+//! - A1-A4 (arguments): name and value markers, literal-valued calls (`f(a='x')`) and whether
+//!   their strings are written raw (`'C:\dir'`), markers of non-string values
+//!   (`string="false">`, the tail of a CDATA string's suffix), nested values in the template's
+//!   own syntax.
 //!
 //! The result, [`TemplateAnalysis`], is computed once per template, serializes to JSON, and
 //! feeds [`crate::generator`] per request. Formats the diff cannot express are handled by
