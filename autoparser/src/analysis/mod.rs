@@ -190,7 +190,8 @@ pub fn collect_preserved_tokens(a: &TemplateAnalysis) -> Vec<String> {
             }
         };
         for seg in segment::segmentize_markers(s) {
-            if seg.is_marker() {
+            // A marker named after what it closes (`</alpha>`) is no one token.
+            if seg.is_marker() && !seg.value.contains(NAME_SLOT) {
                 push(&seg.value);
             }
         }
