@@ -270,6 +270,14 @@ impl LiteralToJson {
         }
     }
 
+    /// A new item right after a complete one inside a list or mapping: values written as
+    /// elements (`<item>1</item><item>2</item>`) have no separator token, so one is implied.
+    fn implied_comma(&mut self) {
+        if self.expect == Expect::More && !self.stack.is_empty() && self.string.is_none() {
+            self.comma = true;
+        }
+    }
+
     /// A whole token: punctuation, a number, a literal or a JSON string.
     pub(crate) fn token(&mut self, text: &str, out: &mut String) {
         let t = text.trim();
@@ -277,6 +285,9 @@ impl LiteralToJson {
             return;
         }
         self.any = true;
+        if !matches!(t, "," | "}" | "]" | ":") {
+            self.implied_comma();
+        }
         match t {
             "," => {
                 self.comma = true;
@@ -321,6 +332,9 @@ impl LiteralToJson {
     /// A piece of a raw string (or bare key); `first` and `sealed` mark its first and last.
     pub(crate) fn string(&mut self, text: &str, first: bool, sealed: bool, out: &mut String) {
         if first || self.string.is_none() {
+            if self.string.is_none() {
+                self.implied_comma();
+            }
             self.flush_comma(out);
             self.any = true;
             self.string = Some(self.expect == Expect::Key);
