@@ -19,8 +19,6 @@ const KNOWN_FAILURES: &[(&str, &str)] = &[
     ("content-after-calls-words", "reasoning that only a line break ends (`Thought: ...`)"),
     ("envelopes-special", "nested envelopes around the tool section"),
     ("envelopes-words", "plain-word envelopes"),
-    ("nested-tags-special", "object and array arguments as nested tags"),
-    ("nested-tags-words", "object and array arguments as nested tags"),
     ("sentinels-words", "per-argument sentinel lines"),
 ];
 

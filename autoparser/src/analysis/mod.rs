@@ -304,6 +304,16 @@ pub(crate) mod test_util {
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/templates")
     }
 
+    /// The template `name`: a fixture in `tests/templates/`, else a shared one.
+    pub fn template_path(name: &str) -> std::path::PathBuf {
+        let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/templates").join(format!("{name}.jinja"));
+        if fixture.is_file() {
+            fixture
+        } else {
+            templates_dir().join(format!("{name}.jinja"))
+        }
+    }
+
     pub fn all_templates() -> Vec<(String, String)> {
         let mut v: Vec<_> = std::fs::read_dir(templates_dir())
             .unwrap()

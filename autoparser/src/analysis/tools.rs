@@ -786,7 +786,7 @@ mod tests {
     }
 
     fn analyzed(name: &str) -> TemplateAnalysis {
-        let path = crate::analysis::test_util::templates_dir().join(format!("{name}.jinja"));
+        let path = crate::analysis::test_util::template_path(name);
         let t = crate::analysis::test_util::template(&std::fs::read_to_string(path).unwrap()).unwrap();
         crate::analysis::analyze_template(&t).unwrap()
     }
@@ -802,6 +802,48 @@ mod tests {
         // Templates writing nested values as JSON (or Python reprs) keep the default.
         for name in ["Qwen3-Coder", "MiniMax-M2", "GLM-4.6"] {
             assert_eq!(analyzed(name).tools.arguments.value_syntax, ValueSyntax::default(), "{name}");
+        }
+    }
+
+    #[test]
+    fn element_syntax_from_renders() {
+        // nested-tags-special: elements inline, Python words.
+        let e = derive_element_syntax("<item>XXXX</item><item>YYYY</item>", "<bravo>XXXX</bravo>", "<item>True</item><item>False</item><item>None</item>").unwrap();
+        assert_eq!((e.open("k"), e.close("k"), e.item.as_str()), ("<k>".to_owned(), "</k>".to_owned(), "item"));
+        assert_eq!((e.true_literal.as_str(), e.false_literal.as_str(), e.null_literal.as_str()), ("True", "False", "None"));
+        // nested-tags-words: one element a line.
+        let e = derive_element_syntax("\n<item>XXXX</item>\n<item>YYYY</item>\n", "\n<bravo>XXXX</bravo>\n", "\n<item>true</item>\n<item>false</item>\n<item>null</item>\n").unwrap();
+        assert_eq!(e, ElementSyntax::default());
+        // JSON, Gemma's literals, Python reprs: not elements.
+        assert_eq!(derive_element_syntax(r#"["XXXX", "YYYY"]"#, r#"{"bravo": "XXXX"}"#, "[true, false, null]"), None);
+        assert_eq!(derive_element_syntax("[<|\"|>XXXX<|\"|>,<|\"|>YYYY<|\"|>]", "{bravo:<|\"|>XXXX<|\"|>}", "[true,false,None]"), None);
+        assert_eq!(derive_element_syntax("['XXXX', 'YYYY']", "{'bravo': 'XXXX'}", "[True, False, None]"), None);
+        // Analyses cached before the field existed load without it.
+        let mut old = serde_json::to_value(ToolArgumentsAnalysis::default()).unwrap();
+        old.as_object_mut().unwrap().remove("elements");
+        assert_eq!(serde_json::from_value::<ToolArgumentsAnalysis>(old).unwrap().elements, None);
+    }
+
+    #[test]
+    fn nested_tag_templates() {
+        let slot = format!("</{NAME_SLOT}>");
+        let t = analyzed("nested-tags-special").tools;
+        assert_eq!((t.format.per_call_start.as_str(), t.format.per_call_end.as_str()), ("<|tool_call_start|>", "<|tool_call_end|>"));
+        assert_eq!((t.function.name_prefix.as_str(), t.function.name_suffix.as_str(), t.function.close.as_str()), ("<invoke name=\"", "\">", "</invoke>"));
+        assert_eq!((t.arguments.name_prefix.as_str(), t.arguments.name_suffix.as_str(), t.arguments.value_suffix.as_str()), ("<", ">", slot.as_str()));
+        let e = t.arguments.elements.unwrap();
+        assert_eq!((e.item.as_str(), e.true_literal.as_str(), e.null_literal.as_str()), ("item", "True", "None"));
+        let a = analyzed("nested-tags-words");
+        let t = &a.tools;
+        assert_eq!((t.format.section_start.as_str(), t.format.section_end.as_str()), ("<tool_calls>", "</tool_calls>"));
+        assert_eq!((t.function.name_prefix.as_str(), t.function.name_suffix.as_str(), t.function.close.as_str()), ("<", ">", slot.as_str()));
+        assert_eq!((t.arguments.name_prefix.as_str(), t.arguments.value_suffix.as_str()), ("<", slot.as_str()));
+        assert_eq!(t.arguments.elements, Some(ElementSyntax::default()));
+        assert!(a.preserved_tokens.iter().all(|m| !m.contains(NAME_SLOT)), "{:?}", a.preserved_tokens);
+        assert_eq!(with_name(&t.function.close, "get_time"), "</get_time>");
+        // Templates with one closing marker for every argument learn no elements.
+        for name in ["Qwen3-Coder", "MiniMax-M2", "GLM-4.6", "google-gemma-4-31B-it"] {
+            assert_eq!(analyzed(name).tools.arguments.elements, None, "{name}");
         }
     }
 

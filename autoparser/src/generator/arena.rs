@@ -1214,7 +1214,7 @@ mod tagged_args_tests {
     use crate::generator::{generate, GeneratedParser, Request};
 
     fn generated(name: &str, params: Value) -> (GeneratedParser, TemplateAnalysis, ChatParser) {
-        let src = std::fs::read_to_string(crate::analysis::test_util::templates_dir().join(format!("{name}.jinja"))).unwrap();
+        let src = std::fs::read_to_string(crate::analysis::test_util::template_path(name)).unwrap();
         let t = template(&src).unwrap();
         let a = analyze_template(&t).unwrap();
         let tools = json!([{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": params}}}]);
