@@ -550,6 +550,14 @@ mod tests {
         assert_eq!(v(&[(true, "["), (true, "1"), (true, ","), (true, "]")]), json!([1]));
         assert_eq!(v(&[(true, "-1.5e3")]), json!(-1.5e3));
         assert_eq!(literal_to_json(&[]), "null");
+        // Values written as elements have no separators: items after a complete one imply them.
+        let pieces = [
+            (true, "{"), (false, "loc"), (true, ":"), (true, "{"), (false, "city"), (true, ":"), (false, "Paris"),
+            (false, "zip"), (true, ":"), (true, "75001"), (true, "}"),
+            (false, "stops"), (true, ":"), (true, "["), (true, "1"), (false, "x"), (true, "["), (true, "]"), (true, "{"), (true, "}"), (true, "None"), (true, "]"),
+            (true, "}"),
+        ];
+        assert_eq!(v(&pieces), json!({"loc": {"city": "Paris", "zip": 75001}, "stops": [1, "x", [], {}, null]}));
     }
 
     #[test]
