@@ -13,8 +13,6 @@ use autoparser::verify::{verify_template, Verdict, VerifyOptions};
 const KNOWN_FAILURES: &[(&str, &str)] = &[
     // Structures the analysis does not learn yet.
     ("content-after-calls-words", "reasoning that only a line break ends (`Thought: ...`)"),
-    ("nested-tags-special", "object and array arguments as nested tags"),
-    ("nested-tags-words", "object and array arguments as nested tags"),
 ];
 
 /// Templates that render none of the cases (verified as such: the report says why).

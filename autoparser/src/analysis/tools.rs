@@ -259,6 +259,7 @@ fn analyze_tagged(t: &mut ToolAnalysis, tp: &ToolProbe) -> Result<(), String> {
             let ps = &p[p.len() - ps_len..];
             // Snap the shared piece to start at a marker.
             let snapped = if has_marker(ps) || open_tail(ps).is_some() { from_first_marker(ps) } else { ps.trim_start() };
+            let snapped = drop_closed_head(snapped);
             let cut = snapped.len();
             (
                 p[..p.len() - cut].to_owned(),
@@ -311,7 +312,7 @@ fn analyze_tagged(t: &mut ToolAnalysis, tp: &ToolProbe) -> Result<(), String> {
         let prefix = match tp.two.as_deref() {
             Some(_) => {
                 let (ib, vb, ia2) = arg_order(&body_b)?;
-                let cs = common_suffix(&body_b[..ib], &body_b[vb..ia2]);
+                let cs = drop_closed_head(common_suffix(&body_b[..ib], &body_b[vb..ia2]));
                 let (_, np) = split_name_prefix(cs);
                 if np.is_empty() { from_first_marker(cs).to_owned() } else { np.to_owned() }
             }
@@ -425,6 +426,42 @@ fn analyze_tagged(t: &mut ToolAnalysis, tp: &ToolProbe) -> Result<(), String> {
         t.function.close = markers.concat();
     }
     Ok(())
+}
+
+/// Closing markers named after what they close (`</alpha>`, `</foofoo>`): replaced in the
+/// renders by one with [`NAME_SLOT`], so the markers come out alike for every name. Returns
+/// whether argument and function closes are named.
+fn slot_named_closes(tp: &mut ToolProbe) -> (bool, bool) {
+    let mut found = [false, false];
+    for (k, names) in [[ARG_A, ARG_B], [FUN_A, FUN_B]].iter().enumerate() {
+        for (cp, cs) in [("</", ">"), ("[/", "]")] {
+            if !tp.one.contains(&format!("{cp}{}{cs}", names[0])) {
+                continue;
+            }
+            found[k] = true;
+            let slot = format!("{cp}{NAME_SLOT}{cs}");
+            let fix = |s: &mut String| {
+                for n in names {
+                    *s = s.replace(&format!("{cp}{n}{cs}"), &slot);
+                }
+            };
+            fix(&mut tp.one);
+            if let Some(two) = &mut tp.two {
+                fix(two);
+            }
+            break;
+        }
+    }
+    (found[0], found[1])
+}
+
+/// A shared piece before a name does not begin with the end of the marker before it: `>\n<`
+/// after `<tool_calls>` and after `</alpha>` is the name prefix `<`.
+fn drop_closed_head(s: &str) -> &str {
+    match s.strip_prefix(['>', ']']) {
+        Some(rest) if rest.starts_with(char::is_whitespace) && !rest.trim().is_empty() => rest.trim_start(),
+        _ => s,
+    }
 }
 
 /// In the two-argument call: (start of the first argument name, end of its value, start of the
@@ -559,6 +596,64 @@ pub fn derive_value_syntax(list: &str, map: &str, literals: &str) -> Option<Valu
     })
 }
 
+/// A4 for element-style values: from the renders of `["XXXX", "YYYY"]`, `{"bravo": "XXXX"}`
+/// and `[true, false, null]` written as `<item>XXXX</item><item>YYYY</item>`,
+/// `<bravo>XXXX</bravo>` and `<item>True</item>...`: the tag shape, the item element's name
+/// and the scalar words. `None` when they are not written so.
+pub fn derive_element_syntax(list: &str, map: &str, literals: &str) -> Option<ElementSyntax> {
+    // open_prefix bravo open_suffix XXXX close_prefix bravo close_suffix.
+    let m = map.trim();
+    let ib = m.find(ARG_B)?;
+    let open_prefix = &m[..ib];
+    let rest = &m[ib + ARG_B.len()..];
+    let iv = rest.find(VAL_A)?;
+    let open_suffix = rest[..iv].trim_end();
+    let close = rest[iv + VAL_A.len()..].trim_start();
+    let ic = close.find(ARG_B)?;
+    let (close_prefix, close_suffix) = (&close[..ic], &close[ic + ARG_B.len()..]);
+    let bracket = |s: &str| !s.is_empty() && !s.contains(char::is_alphanumeric) && !s.contains(char::is_whitespace);
+    if ![open_prefix, open_suffix, close_prefix, close_suffix].iter().all(|s| bracket(s)) || open_prefix == close_prefix {
+        return None;
+    }
+    let e = |item: &str| ElementSyntax {
+        open_prefix: open_prefix.to_owned(),
+        open_suffix: open_suffix.to_owned(),
+        close_prefix: close_prefix.to_owned(),
+        close_suffix: close_suffix.to_owned(),
+        item: item.to_owned(),
+        ..ElementSyntax::default()
+    };
+    // The items: open(item) XXXX close(item), open(item) YYYY close(item).
+    let l = list.trim().strip_prefix(open_prefix)?;
+    let item = &l[..l.find(open_suffix)?];
+    if item.is_empty() || !item.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '-') {
+        return None;
+    }
+    let mut syntax = e(item);
+    let items = |s: &str| -> Option<Vec<String>> {
+        let (open, close) = (syntax.open(item), syntax.close(item));
+        let mut out = Vec::new();
+        let mut rest = s.trim();
+        while !rest.is_empty() {
+            let r = rest.strip_prefix(open.as_str())?;
+            let k = r.find(close.as_str())?;
+            out.push(r[..k].trim().to_owned());
+            rest = r[k + close.len()..].trim_start();
+        }
+        Some(out)
+    };
+    if items(list)? != [VAL_A, VAL_B] {
+        return None;
+    }
+    let lits = items(literals)?;
+    let [t, f, n] = lits.as_slice() else { return None };
+    if [t, f, n].iter().any(|l| l.is_empty() || l.contains(char::is_whitespace)) {
+        return None;
+    }
+    (syntax.true_literal, syntax.false_literal, syntax.null_literal) = (t.clone(), f.clone(), n.clone());
+    Some(syntax)
+}
+
 /// A4: the value syntax of nested values; JSON (the default) when the template writes JSON or
 /// Python literals, which the JSON and Python parsers read.
 fn analyze_value_syntax(p: &Probe, t: &mut ToolAnalysis, r: &ReasoningAnalysis) {
@@ -575,6 +670,10 @@ fn analyze_value_syntax(p: &Probe, t: &mut ToolAnalysis, r: &ReasoningAnalysis) 
         serde_json::from_str::<Value>(s).is_ok() || s.trim_start().starts_with(['{', '[']) && s.contains('\'')
     };
     if [&list, &map].iter().all(|s| reads_as_literal(s)) {
+        return;
+    }
+    if let Some(e) = derive_element_syntax(&list, &map, &lits) {
+        t.arguments.elements = Some(e);
         return;
     }
     if let Some(mut vs) = derive_value_syntax(&list, &map, &lits).filter(|vs| !vs.is_json() && vs.string_open != "'") {
@@ -696,9 +795,13 @@ pub fn analyze_tools(p: &mut Probe, r: &ReasoningAnalysis, caps: &mut Capabiliti
     caps.supports_object_arguments = tp.object_args;
     caps.supports_parallel_tool_calls = tp.two.is_some();
     t.format.mode = classify(&tp.one);
+    let mut tp = tp;
     match t.format.mode {
         ToolFormat::JsonNative => analyze_json(&mut t, &tp)?,
-        _ => analyze_tagged(&mut t, &tp)?,
+        _ => {
+            slot_named_closes(&mut tp);
+            analyze_tagged(&mut t, &tp)?;
+        }
     }
     // Where content goes when a message has both.
     let mut both = Asst::calls(vec![Call::first()]);
@@ -795,7 +898,7 @@ mod tests {
     }
 
     fn analyzed(name: &str) -> TemplateAnalysis {
-        let path = crate::analysis::test_util::templates_dir().join(format!("{name}.jinja"));
+        let path = crate::analysis::test_util::template_path(name);
         let t = crate::analysis::test_util::template(&std::fs::read_to_string(path).unwrap()).unwrap();
         crate::analysis::analyze_template(&t).unwrap()
     }
@@ -845,6 +948,48 @@ mod tests {
         let mut old = serde_json::to_value(TemplateAnalysis::default()).unwrap();
         old.as_object_mut().unwrap().remove("parts");
         assert_eq!(serde_json::from_value::<TemplateAnalysis>(old).unwrap().parts, None);
+    }
+
+    #[test]
+    fn element_syntax_from_renders() {
+        // nested-tags-special: elements inline, Python words.
+        let e = derive_element_syntax("<item>XXXX</item><item>YYYY</item>", "<bravo>XXXX</bravo>", "<item>True</item><item>False</item><item>None</item>").unwrap();
+        assert_eq!((e.open("k"), e.close("k"), e.item.as_str()), ("<k>".to_owned(), "</k>".to_owned(), "item"));
+        assert_eq!((e.true_literal.as_str(), e.false_literal.as_str(), e.null_literal.as_str()), ("True", "False", "None"));
+        // nested-tags-words: one element a line.
+        let e = derive_element_syntax("\n<item>XXXX</item>\n<item>YYYY</item>\n", "\n<bravo>XXXX</bravo>\n", "\n<item>true</item>\n<item>false</item>\n<item>null</item>\n").unwrap();
+        assert_eq!(e, ElementSyntax::default());
+        // JSON, Gemma's literals, Python reprs: not elements.
+        assert_eq!(derive_element_syntax(r#"["XXXX", "YYYY"]"#, r#"{"bravo": "XXXX"}"#, "[true, false, null]"), None);
+        assert_eq!(derive_element_syntax("[<|\"|>XXXX<|\"|>,<|\"|>YYYY<|\"|>]", "{bravo:<|\"|>XXXX<|\"|>}", "[true,false,None]"), None);
+        assert_eq!(derive_element_syntax("['XXXX', 'YYYY']", "{'bravo': 'XXXX'}", "[True, False, None]"), None);
+        // Analyses cached before the field existed load without it.
+        let mut old = serde_json::to_value(ToolArgumentsAnalysis::default()).unwrap();
+        old.as_object_mut().unwrap().remove("elements");
+        assert_eq!(serde_json::from_value::<ToolArgumentsAnalysis>(old).unwrap().elements, None);
+    }
+
+    #[test]
+    fn nested_tag_templates() {
+        let slot = format!("</{NAME_SLOT}>");
+        let t = analyzed("nested-tags-special").tools;
+        assert_eq!((t.format.per_call_start.as_str(), t.format.per_call_end.as_str()), ("<|tool_call_start|>", "<|tool_call_end|>"));
+        assert_eq!((t.function.name_prefix.as_str(), t.function.name_suffix.as_str(), t.function.close.as_str()), ("<invoke name=\"", "\">", "</invoke>"));
+        assert_eq!((t.arguments.name_prefix.as_str(), t.arguments.name_suffix.as_str(), t.arguments.value_suffix.as_str()), ("<", ">", slot.as_str()));
+        let e = t.arguments.elements.unwrap();
+        assert_eq!((e.item.as_str(), e.true_literal.as_str(), e.null_literal.as_str()), ("item", "True", "None"));
+        let a = analyzed("nested-tags-words");
+        let t = &a.tools;
+        assert_eq!((t.format.section_start.as_str(), t.format.section_end.as_str()), ("<tool_calls>", "</tool_calls>"));
+        assert_eq!((t.function.name_prefix.as_str(), t.function.name_suffix.as_str(), t.function.close.as_str()), ("<", ">", slot.as_str()));
+        assert_eq!((t.arguments.name_prefix.as_str(), t.arguments.value_suffix.as_str()), ("<", slot.as_str()));
+        assert_eq!(t.arguments.elements, Some(ElementSyntax::default()));
+        assert!(a.preserved_tokens.iter().all(|m| !m.contains(NAME_SLOT)), "{:?}", a.preserved_tokens);
+        assert_eq!(with_name(&t.function.close, "get_time"), "</get_time>");
+        // Templates with one closing marker for every argument learn no elements.
+        for name in ["Qwen3-Coder", "MiniMax-M2", "GLM-4.6", "google-gemma-4-31B-it"] {
+            assert_eq!(analyzed(name).tools.arguments.elements, None, "{name}");
+        }
     }
 
     #[test]

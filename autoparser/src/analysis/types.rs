@@ -219,6 +219,75 @@ pub struct ToolArgumentsAnalysis {
     /// How the template writes nested values (lists, mappings, the strings inside them).
     #[serde(default)]
     pub value_syntax: ValueSyntax,
+    /// Mappings and lists written as nested elements (`<loc><city>Paris</city></loc>`), when
+    /// the template does so (A4); `value_suffix` then closes with the argument's name.
+    #[serde(default)]
+    pub elements: Option<ElementSyntax>,
+}
+
+/// Stands for the name of what a marker closes (`</` [`NAME_SLOT`] `>` is `</alpha>` after
+/// argument `alpha`): in `value_suffix` and `function.close` of element-style formats.
+pub const NAME_SLOT: &str = "\u{E001}";
+
+/// Puts `name` into a marker holding [`NAME_SLOT`].
+pub fn with_name(marker: &str, name: &str) -> String {
+    marker.replace(NAME_SLOT, name)
+}
+
+/// Nested values written as elements, learned by rendering a mapping and a list (A4): each
+/// member of a mapping is `open_prefix KEY open_suffix value close_prefix KEY close_suffix`,
+/// each item of a list the same with `item` for the key; scalars are raw text.
+///
+/// ```
+/// use autoparser::analysis::ElementSyntax;
+/// let e = ElementSyntax::default();
+/// assert_eq!((e.open("city"), e.close("city")), ("<city>".to_owned(), "</city>".to_owned()));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ElementSyntax {
+    /// Before an element's name in its opening tag (`<`).
+    pub open_prefix: String,
+    /// After the name in the opening tag (`>`).
+    pub open_suffix: String,
+    /// Before the name in the closing tag (`</`).
+    pub close_prefix: String,
+    /// After the name in the closing tag (`>`).
+    pub close_suffix: String,
+    /// The element name of list items (`item`).
+    pub item: String,
+    /// How `true` is written.
+    pub true_literal: String,
+    /// How `false` is written.
+    pub false_literal: String,
+    /// How `null` is written.
+    pub null_literal: String,
+}
+
+impl Default for ElementSyntax {
+    fn default() -> Self {
+        ElementSyntax {
+            open_prefix: "<".into(),
+            open_suffix: ">".into(),
+            close_prefix: "</".into(),
+            close_suffix: ">".into(),
+            item: "item".into(),
+            true_literal: "true".into(),
+            false_literal: "false".into(),
+            null_literal: "null".into(),
+        }
+    }
+}
+
+impl ElementSyntax {
+    /// The opening tag of element `name`.
+    pub fn open(&self, name: &str) -> String {
+        format!("{}{name}{}", self.open_prefix, self.open_suffix)
+    }
+    /// The closing tag of element `name`.
+    pub fn close(&self, name: &str) -> String {
+        format!("{}{name}{}", self.close_prefix, self.close_suffix)
+    }
 }
 
 /// The literal syntax of argument values, learned by rendering nested values (A4). The

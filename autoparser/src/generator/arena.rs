@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::literal::{LiteralSchema, PythonSpelling};
 use super::request::{ReasoningFormat, Request, ToolChoice};
-use crate::analysis::{AddressedParts, ContentMode, ReasoningMode, TemplateAnalysis, ToolFormat};
+use crate::analysis::{with_name, AddressedParts, ContentMode, ElementSyntax, ReasoningMode, TemplateAnalysis, ToolFormat};
 
 /// The semantic tags of the chat shapes (the chat mapper reads these).
 pub use peg_runtime::chat::tags;
@@ -187,6 +187,46 @@ fn is_scalar_schema(s: &Value) -> bool {
         Some(Value::String(_)) => scalar(&s["type"]),
         Some(Value::Array(ts)) => !ts.is_empty() && ts.iter().all(scalar),
         _ => false,
+    }
+}
+
+/// How an element-style value is read, by its schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ElementKind {
+    /// A mapping: member elements.
+    Object,
+    /// A list: item elements.
+    Array,
+    /// Only strings: raw text.
+    String,
+    /// Numbers, booleans, null: one token.
+    Scalar,
+    /// Untyped, or a union of nested and other values: any element value.
+    Any,
+    /// A top-level string or scalar: read as other formats' raw values.
+    Other,
+}
+
+impl ElementKind {
+    fn of(s: &Value) -> ElementKind {
+        let types: Vec<&str> = match s.get("type") {
+            Some(Value::String(t)) => vec![t.as_str()],
+            Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).filter(|t| *t != "null").collect(),
+            _ => Vec::new(),
+        };
+        let nested = |t: &&str| *t == "object" || *t == "array";
+        match types.as_slice() {
+            ["object"] => ElementKind::Object,
+            ["array"] => ElementKind::Array,
+            [] if s.get("properties").is_some() => ElementKind::Object,
+            [] if s.get("items").is_some() => ElementKind::Array,
+            [] if Admits::of(s) == Admits::default() => ElementKind::Any,
+            ts if ts.iter().any(nested) => ElementKind::Any,
+            ["string"] => ElementKind::String,
+            _ if !Admits::of(s).string && Admits::of(s).other => ElementKind::Scalar,
+            [] if Admits::of(s).string && !Admits::of(s).other => ElementKind::String,
+            _ => ElementKind::Other,
+        }
     }
 }
 
@@ -442,7 +482,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
         if t.call_id.pos == P::PostArgs {
             body = body + self.call_id();
         }
-        let close = if t.function.close.trim().is_empty() { b.eps() } else { lit(b, &t.function.close) };
+        let close = if t.function.close.trim().is_empty() { b.eps() } else { lit(b, &with_name(&t.function.close, name)) };
         b.tag(super::tags::TOOL, body + b.tag(super::tags::TOOL_CLOSE, close))
     }
 
@@ -458,7 +498,22 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let vs = ar.value_suffix.trim();
         let names: Vec<&str> = props.iter().map(|(k, _)| k.as_str()).collect();
         let one = |arg: &str, s: &Value| -> Parser<'b> {
+            // A value suffix naming its argument (`</alpha>`).
+            let vs_named = with_name(vs, arg);
+            let vs = vs_named.as_str();
             let open = opener(b, &ar.name_prefix) + b.tag(super::tags::TOOL_ARG_NAME, b.literal(arg)) + b.literal(ar.name_suffix.trim_end());
+            if let Some(e) = &ar.elements {
+                // Mappings and lists written as nested elements.
+                let kind = ElementKind::of(s);
+                if matches!(kind, ElementKind::Object | ElementKind::Array | ElementKind::Any) {
+                    let value = match kind {
+                        ElementKind::Any => b.choice([self.element_nested(e), b.space() + self.element_scalar(e, None)]),
+                        _ => self.element_value(e, s, vs, 0),
+                    };
+                    let close = b.space() + vs;
+                    return b.tag(super::tags::TOOL_ARG, b.tag(super::tags::TOOL_ARG_OPEN, open) + value + b.tag(super::tags::TOOL_ARG_CLOSE, close));
+                }
+            }
             // Without a value prefix, the whitespace the name suffix ends with (` ::: `) is
             // the template's, not the value's.
             let ns_space = &ar.name_suffix[ar.name_suffix.trim_end().len()..];
@@ -553,7 +608,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
             let raw = !vs.is_empty() || (!ar.value_is_literal && ar.value_prefix.trim().is_empty() && !ar.name_prefix.trim().is_empty());
             let value = if admits.string && raw {
                 // Without an opener of its own, a raw `null` (`None`) of a nullable string is null.
-                self.raw_string_value(&format!("{name}-{arg}"), s, admits.null && json_arg.is_none(), &names)
+                self.raw_string_value((name, arg), s, admits.null && json_arg.is_none(), &names)
             } else {
                 b.space() + json_value()
             };
@@ -579,12 +634,15 @@ impl<'a, 'b> Ctx<'a, 'b> {
     /// argument or the close of the arguments, function, call or section, or the end of the
     /// output), so a value may contain the closing tags of its own elements. `nullable`: a
     /// raw null word (`null`, `None`) there is null. `names`: the call's argument names.
-    fn raw_string_value(&self, id: &str, s: &Value, nullable: bool, names: &[&str]) -> Parser<'b> {
+    fn raw_string_value(&self, (fun, arg): (&str, &str), s: &Value, nullable: bool, names: &[&str]) -> Parser<'b> {
         let b = self.b;
         let t = &self.a.tools;
         let ar = &t.arguments;
-        let vs = ar.value_suffix.trim();
-        let vs_full = ar.value_suffix.trim_start_matches([' ', '\t']);
+        let id = &format!("{fun}-{arg}");
+        let vs_named = with_name(ar.value_suffix.trim(), arg);
+        let vs = vs_named.as_str();
+        let vs_full_named = with_name(ar.value_suffix.trim_start_matches([' ', '\t']), arg);
+        let vs_full = vs_full_named.as_str();
         let delims: Vec<String> = if vs_full != vs { vec![vs_full.to_owned(), vs.to_owned()] } else { vec![vs.to_owned()] };
         // What may follow the value suffix: the next argument (after the separator), a
         // closing marker, the end.
@@ -603,8 +661,9 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 }
             }
         }
+        let fun_close = with_name(&t.function.close, fun);
         let mut markers: Vec<&str> = Vec::new();
-        for m in [&ar.end, &t.function.close, &t.format.per_call_end, &t.format.section_end] {
+        for m in [&ar.end, &fun_close, &t.format.per_call_end, &t.format.section_end] {
             let m = m.trim();
             if !m.is_empty() && !markers.contains(&m) {
                 markers.push(m);
@@ -657,6 +716,95 @@ impl<'a, 'b> Ctx<'a, 'b> {
         // Read as a JSON (Python) literal once the lookahead has seen the whole value.
         let null = b.peek(word() + after()) + b.atomic(b.tag(super::tags::TOOL_ARG_JSON_VALUE, b.choice([b.json(), b.python()])));
         b.choice([b.constrained(null, word()), string])
+    }
+
+    /// The text between an element's tags, as `s` types it (`close` ends the element): a
+    /// mapping's member elements, a list's item elements, or a scalar, tagged for the chat
+    /// mapper. Members the schema does not name, and values it does not type, are read as
+    /// any element value.
+    fn element_value(&self, e: &ElementSyntax, s: &Value, close: &str, depth: usize) -> Parser<'b> {
+        let b = self.b;
+        let kind = if depth > 8 { ElementKind::Any } else { ElementKind::of(s) };
+        match kind {
+            ElementKind::Object => {
+                let mut members: Vec<Parser<'b>> = Vec::new();
+                for (k, ps) in s.get("properties").and_then(Value::as_object).into_iter().flatten() {
+                    let key = b.literal(&e.open_prefix) + b.tag(super::tags::TOOL_ARG_ELEMENT_KEY, b.literal(k)) + b.literal(&e.open_suffix);
+                    members.push(key + self.element_value(e, ps, &e.close(k), depth + 1) + b.space() + b.literal(&e.close(k)));
+                }
+                members.push(self.element_member(e));
+                b.tag(super::tags::TOOL_ARG_ELEMENT_OBJECT, b.space() + b.zero_or_more(b.choice(members) + b.space()))
+            }
+            ElementKind::Array => {
+                let items = s.get("items").cloned().unwrap_or(Value::Null);
+                let item = b.literal(&e.open(&e.item)) + self.element_value(e, &items, &e.close(&e.item), depth + 1) + b.space() + b.literal(&e.close(&e.item));
+                b.tag(super::tags::TOOL_ARG_ELEMENT_ARRAY, b.space() + b.zero_or_more(item + b.space()))
+            }
+            ElementKind::String => {
+                let string = b.tag(super::tags::TOOL_ARG_LITERAL_STRING, b.until(close));
+                if !Admits::of(s).null {
+                    return string;
+                }
+                // A nullable string: its null word alone is null.
+                let mut words = vec![e.null_literal.as_str(), "null", "None"];
+                words.dedup();
+                let word = b.tag(super::tags::TOOL_ARG_LITERAL_TOKEN, b.choice(words.iter().map(|w| b.literal(w)).collect::<Vec<_>>()));
+                b.choice([b.constrained(word.clone() + b.peek(b.space() + b.literal(close)), word), string])
+            }
+            ElementKind::Scalar => self.element_scalar(e, Some(s)),
+            ElementKind::Any | ElementKind::Other => self.element_any(e),
+        }
+    }
+
+    /// A member element of any name, holding any element value.
+    fn element_member(&self, e: &ElementSyntax) -> Parser<'b> {
+        let b = self.b;
+        let name = || b.chars("[A-Za-z0-9_.-]", 1, None);
+        let key = b.literal(&e.open_prefix) + b.tag(super::tags::TOOL_ARG_ELEMENT_KEY, name()) + b.literal(&e.open_suffix);
+        key + self.element_any(e) + b.space() + b.literal(&e.close_prefix) + name() + b.literal(&e.close_suffix)
+    }
+
+    /// One or more member elements (a mapping) or item elements (a list), any values.
+    fn element_nested(&self, e: &ElementSyntax) -> Parser<'b> {
+        if !self.b.has_rule("element-nested") {
+            self.element_any(e);
+        }
+        self.b.rule_ref("element-nested")
+    }
+
+    /// Any element value: nested elements or a scalar. Two mutually recursive rules,
+    /// `element-any` and `element-nested`.
+    fn element_any(&self, e: &ElementSyntax) -> Parser<'b> {
+        const RULE: &str = "element-any";
+        let b = self.b;
+        if b.has_rule(RULE) {
+            return b.rule_ref(RULE);
+        }
+        let r = b.rule(RULE, b.choice([b.rule_ref("element-nested"), self.element_scalar(e, None)]));
+        let item = b.literal(&e.open(&e.item)) + b.rule_ref(RULE) + b.space() + b.literal(&e.close(&e.item));
+        let list = b.tag(super::tags::TOOL_ARG_ELEMENT_ARRAY, b.one_or_more(b.space() + item) + b.space());
+        let map = b.tag(super::tags::TOOL_ARG_ELEMENT_OBJECT, b.one_or_more(b.space() + self.element_member(e)) + b.space());
+        b.rule("element-nested", b.choice([list, map]));
+        r
+    }
+
+    /// A scalar between element tags: a number or a true/false/null word where that is the
+    /// whole text (as `s` types it, when given), else a string.
+    fn element_scalar(&self, e: &ElementSyntax, s: Option<&Value>) -> Parser<'b> {
+        let b = self.b;
+        let mut words: Vec<&str> = vec![&e.true_literal, &e.false_literal, &e.null_literal, "true", "false", "null", "True", "False", "None"];
+        words.sort_by_key(|w| (std::cmp::Reverse(w.len()), w.to_string()));
+        words.dedup();
+        let word = || b.choice(words.iter().map(|w| b.literal(w)).collect::<Vec<_>>());
+        let ends = || b.peek(b.space() + b.literal(&e.close_prefix));
+        let token = b.tag(super::tags::TOOL_ARG_LITERAL_TOKEN, b.choice([b.json_number(), word()]));
+        let token = b.constrained(token.clone() + ends(), token);
+        let string = b.tag(super::tags::TOOL_ARG_LITERAL_STRING, b.until(&e.close_prefix));
+        match s {
+            // Typed by the schema: a string where it admits one, else the token.
+            Some(s) if !Admits::of(s).string => token,
+            _ => b.choice([token, string]),
+        }
     }
 
     /// A value in the template's own literal syntax (`{key:<|"|>text<|"|>,n:3}`), when it has
@@ -1197,7 +1345,7 @@ mod tagged_args_tests {
     use crate::generator::{generate, GeneratedParser, Request};
 
     fn generated(name: &str, params: Value) -> (GeneratedParser, TemplateAnalysis, ChatParser) {
-        let src = std::fs::read_to_string(crate::analysis::test_util::templates_dir().join(format!("{name}.jinja"))).unwrap();
+        let src = std::fs::read_to_string(crate::analysis::test_util::template_path(name)).unwrap();
         let t = template(&src).unwrap();
         let a = analyze_template(&t).unwrap();
         let tools = json!([{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": params}}}]);

@@ -49,6 +49,15 @@ pub mod tags {
     /// Inside a literal-syntax value: one whole token, `{ } [ ] , :`, a number, a JSON string
     /// or a literal (`true`/`True`, `false`/`False`, `null`/`None`), written as JSON.
     pub const TOOL_ARG_LITERAL_TOKEN: &str = "tool_arg_literal_token";
+    /// A mapping written as nested elements (`<city>Paris</city><zip>75001</zip>`): a JSON
+    /// object; its members are a `tool_arg_element_key` each, then the member's value
+    /// (literal tokens and strings, or nested elements).
+    pub const TOOL_ARG_ELEMENT_OBJECT: &str = "tool_arg_element_object";
+    /// A list written as repeated elements (`<item>a</item><item>b</item>`): a JSON array of
+    /// the values inside.
+    pub const TOOL_ARG_ELEMENT_ARRAY: &str = "tool_arg_element_array";
+    /// The name of a member element: a JSON key.
+    pub const TOOL_ARG_ELEMENT_KEY: &str = "tool_arg_element_key";
 }
 
 macro_rules! tag_methods {

@@ -270,6 +270,14 @@ impl LiteralToJson {
         }
     }
 
+    /// A new item right after a complete one inside a list or mapping: values written as
+    /// elements (`<item>1</item><item>2</item>`) have no separator token, so one is implied.
+    fn implied_comma(&mut self) {
+        if self.expect == Expect::More && !self.stack.is_empty() && self.string.is_none() {
+            self.comma = true;
+        }
+    }
+
     /// A whole token: punctuation, a number, a literal or a JSON string.
     pub(crate) fn token(&mut self, text: &str, out: &mut String) {
         let t = text.trim();
@@ -277,6 +285,9 @@ impl LiteralToJson {
             return;
         }
         self.any = true;
+        if !matches!(t, "," | "}" | "]" | ":") {
+            self.implied_comma();
+        }
         match t {
             "," => {
                 self.comma = true;
@@ -321,6 +332,9 @@ impl LiteralToJson {
     /// A piece of a raw string (or bare key); `first` and `sealed` mark its first and last.
     pub(crate) fn string(&mut self, text: &str, first: bool, sealed: bool, out: &mut String) {
         if first || self.string.is_none() {
+            if self.string.is_none() {
+                self.implied_comma();
+            }
             self.flush_comma(out);
             self.any = true;
             self.string = Some(self.expect == Expect::Key);
@@ -536,6 +550,14 @@ mod tests {
         assert_eq!(v(&[(true, "["), (true, "1"), (true, ","), (true, "]")]), json!([1]));
         assert_eq!(v(&[(true, "-1.5e3")]), json!(-1.5e3));
         assert_eq!(literal_to_json(&[]), "null");
+        // Values written as elements have no separators: items after a complete one imply them.
+        let pieces = [
+            (true, "{"), (false, "loc"), (true, ":"), (true, "{"), (false, "city"), (true, ":"), (false, "Paris"),
+            (false, "zip"), (true, ":"), (true, "75001"), (true, "}"),
+            (false, "stops"), (true, ":"), (true, "["), (true, "1"), (false, "x"), (true, "["), (true, "]"), (true, "{"), (true, "}"), (true, "None"), (true, "]"),
+            (true, "}"),
+        ];
+        assert_eq!(v(&pieces), json!({"loc": {"city": "Paris", "zip": 75001}, "stops": [1, "x", [], {}, null]}));
     }
 
     #[test]

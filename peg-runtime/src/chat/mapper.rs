@@ -36,6 +36,14 @@ pub(crate) enum Kind {
     LitString,
     /// A token inside a literal-syntax value.
     LitToken,
+    /// A mapping written as elements starts (`{`) or ends (`}`).
+    ObjOpen,
+    ObjClose,
+    /// A list written as elements starts (`[`) or ends (`]`).
+    ArrOpen,
+    ArrClose,
+    /// A member element's name.
+    ElemKey,
 }
 
 impl Kind {
@@ -115,11 +123,12 @@ impl Walk<'_> {
             }
         };
         match n.tag.as_deref() {
-            Some(tags::TOOL_NAME) | Some(tags::TOOL_ID) | Some(tags::TOOL_ARG_NAME) => {
+            Some(tags::TOOL_NAME) | Some(tags::TOOL_ID) | Some(tags::TOOL_ARG_NAME) | Some(tags::TOOL_ARG_ELEMENT_KEY) => {
                 if sealed {
                     out.push(ev(match n.tag.as_deref() {
                         Some(tags::TOOL_NAME) => Kind::ToolName,
                         Some(tags::TOOL_ID) => Kind::ToolId,
+                        Some(tags::TOOL_ARG_ELEMENT_KEY) => Kind::ElemKey,
                         _ => Kind::ArgName,
                     }));
                 }
@@ -139,6 +148,8 @@ impl Walk<'_> {
             Some(tags::TOOL) => self.scope(id, in_tool, Some(Kind::NewCall), Some(Kind::EndCall), out),
             Some(tags::TOOL_OPEN) if !in_tool => self.scope(id, in_tool, Some(Kind::NewCall), None, out),
             Some(tags::TOOL_ARG) => self.scope(id, in_tool, None, Some(Kind::EndArg), out),
+            Some(tags::TOOL_ARG_ELEMENT_OBJECT) => self.scope(id, in_tool, Some(Kind::ObjOpen), Some(Kind::ObjClose), out),
+            Some(tags::TOOL_ARG_ELEMENT_ARRAY) => self.scope(id, in_tool, Some(Kind::ArrOpen), Some(Kind::ArrClose), out),
             _ => children(in_tool, out),
         }
     }
@@ -153,7 +164,7 @@ impl Walk<'_> {
             out.push(Event { kind, start: n.start, end: n.start, sealed: true });
         }
         for &c in &n.children {
-            self.walk(c, in_tool || start.is_some(), out);
+            self.walk(c, in_tool || start == Some(Kind::NewCall), out);
         }
         if start.is_some() && out.len() == mark + 1 && !sealed {
             out.pop();
@@ -572,6 +583,14 @@ impl Fold {
                 }
             }
             Kind::LitToken => self.literal(None, text, cx, sink),
+            Kind::ObjOpen => self.literal(None, "{", cx, sink),
+            Kind::ObjClose => self.literal(None, "}", cx, sink),
+            Kind::ArrOpen => self.literal(None, "[", cx, sink),
+            Kind::ArrClose => self.literal(None, "]", cx, sink),
+            Kind::ElemKey => {
+                self.literal(Some((true, true)), text, cx, sink);
+                self.literal(None, ":", cx, sink);
+            }
             _ => {}
         }
     }
