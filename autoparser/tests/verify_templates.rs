@@ -11,8 +11,7 @@ use autoparser::verify::{verify_template, Verdict, VerifyOptions};
 
 /// Templates whose verification fails today, and why.
 const KNOWN_FAILURES: &[(&str, &str)] = &[
-    // Structures the analysis does not learn yet.
-    ("content-after-calls-words", "reasoning that only a line break ends (`Thought: ...`)"),
+    ("content-after-calls-words", "multi-line reasoning before calls: a `Thought:` block that only a line break ends stops at its first line"),
 ];
 
 /// Templates that render none of the cases (verified as such: the report says why).

@@ -43,6 +43,8 @@ fn markers_around(p: &Probe, d: &DiffSplit) -> Option<(String, String)> {
         let s = d.suffix.trim_start();
         match marker_len(s) {
             Some(n) if !s.starts_with(CONTENT) => s[..n].to_owned(),
+            // A plain-word line opener (`Thought: `) whose reasoning the line break ends.
+            _ if !start.is_empty() && !has_marker(&start) && !start.contains('\n') && d.right[i + REASONING.len()..].starts_with('\n') => "\n".to_owned(),
             _ => String::new(),
         }
     };

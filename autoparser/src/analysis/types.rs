@@ -88,6 +88,17 @@ pub struct ReasoningAnalysis {
     pub end: String,
 }
 
+impl ReasoningAnalysis {
+    /// The end marker as the parser matches it: trimmed, or a line break for reasoning that
+    /// only the end of its line ends (`Thought: ...`).
+    pub fn end_marker(&self) -> &str {
+        match self.end.trim() {
+            "" if self.end.contains('\n') => "\n",
+            e => e,
+        }
+    }
+}
+
 /// Content markers.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ContentAnalysis {

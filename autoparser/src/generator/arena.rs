@@ -254,10 +254,10 @@ impl<'a, 'b> Ctx<'a, 'b> {
     fn reasoning_before(&self, calls: Option<Parser<'b>>) -> Parser<'b> {
         let b = self.b;
         let r = &self.a.reasoning;
-        if r.mode == ReasoningMode::None || r.end.trim().is_empty() {
+        if r.mode == ReasoningMode::None || r.end_marker().is_empty() {
             return b.eps();
         }
-        let (s, e) = (r.start.trim(), r.end.trim());
+        let (s, e) = (r.start.trim(), r.end_marker());
         let mut s = s;
         if let Some(prefill) = self.prefill_for_grammar {
             let p = prefill.trim();

@@ -641,6 +641,16 @@ impl<'r> Session<'r> {
         if start.is_empty() && !end.is_empty() && !prose.is_empty() && !prose.ends_with(end) {
             want.reasoning_content = format!("{prose}\n{}", want.reasoning_content);
         }
+        // A template may render two messages alike (reasoning that only a line break ends):
+        // which one the output came from cannot be told, so the case is not judged.
+        if let Some((head, last)) = want.reasoning_content.rsplit_once('\n') {
+            let mut moved = msg.clone();
+            cases::set_reasoning(&mut moved, json!(head));
+            moved["content"] = json!(format!("{last}\n{}", want.content));
+            if self.render_with(req, &moved).is_ok_and(|s| s == rendered) {
+                return Err("ambiguous: the template renders it as it would with the reasoning's last line in the content".into());
+            }
+        }
         let calls = msg.get("tool_calls").and_then(Value::as_array).cloned().unwrap_or_default();
         if calls.is_empty() {
             return Ok(want);
