@@ -10,9 +10,7 @@ use autoparser::template::ChatTemplate;
 use autoparser::verify::{verify_template, Verdict, VerifyOptions};
 
 /// Templates whose verification fails today, and why.
-const KNOWN_FAILURES: &[(&str, &str)] = &[
-    ("content-after-calls-words", "multi-line reasoning before calls: a `Thought:` block that only a line break ends stops at its first line"),
-];
+const KNOWN_FAILURES: &[(&str, &str)] = &[];
 
 /// Templates that render none of the cases (verified as such: the report says why).
 const UNVERIFIED: &[(&str, &str)] = &[

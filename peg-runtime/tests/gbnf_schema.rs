@@ -24,7 +24,7 @@ fn check(schema: Value, accept: &[&str], reject: &[&str]) -> Grammar {
 fn primitive_types_and_unions() {
     check(json!({"type": "string"}), &[r#""""#, r#""a\"b\\c\u00e9\n""#, r#""é😀""#], &[r#""a"#, "\"a\nb\"", "1", r#""\x""#]);
     check(json!({"type": "integer"}), &["0", "-12", "1234567890123456"], &["01", "1.5", "-", "1e3", "12345678901234567"]);
-    check(json!({"type": "number"}), &["0", "-1.5", "3e10", "2.5E-3"], &["01", ".5", "1.", "+1"]);
+    check(json!({"type": "number"}), &["0", "-1.5", "3e10", "2.5E-3", "1.5e-05", "1E+007"], &["01", ".5", "1.", "+1", "1e"]);
     check(json!({"type": "boolean"}), &["true", "false"], &["True", "1"]);
     check(json!({"type": "null"}), &["null"], &["nul", "None"]);
     check(json!({"type": ["string", "null"]}), &[r#""x""#, "null"], &["1"]);

@@ -276,9 +276,17 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 (b.tag(super::tags::REASONING, body), b.literal(e))
             } else {
                 let mut d = vec![e.to_owned()];
-                d.extend(triggers);
+                d.extend(triggers.iter().cloned());
                 let inner = b.tag(super::tags::REASONING, b.until_one_of(d));
                 match calls {
+                    // Reasoning that only a line break ends (`Thought: ...`): its first line,
+                    // then more lines only where calls follow them (without calls they are
+                    // content). Held back whole until that is known, so no delta is retracted.
+                    Some(calls) if e == "\n" => {
+                        let first = b.tag(super::tags::REASONING, b.until("\n"));
+                        let more = b.atomic(b.tag(super::tags::REASONING, b.until_one_of(triggers)) + b.peek(calls));
+                        (first + b.optional(more), b.optional(b.literal(e)))
+                    }
                     // A trigger ends the reasoning only when the calls from it run to the end
                     // of the output; otherwise (a call quoted in the reasoning) the block goes
                     // on to its end marker. The lookahead tags nothing, so a stream only ever

@@ -482,7 +482,8 @@ impl<'b> SchemaConverter<'b> {
             "number" => {
                 let ip = self.prim("integral-part");
                 let dp = self.prim("decimal-part");
-                self.b.add_rule("number", &format!("(\"-\"? {ip}) (\".\" {dp})? ([eE] [-+]? {ip})?"))
+                // Exponent digits may lead with zeros (`1.5e-05`, as Python's json writes it).
+                self.b.add_rule("number", &format!("(\"-\"? {ip}) (\".\" {dp})? ([eE] [-+]? {dp})?"))
             }
             "integer" => {
                 let ip = self.prim("integral-part");
