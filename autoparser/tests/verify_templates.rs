@@ -41,7 +41,7 @@ fn every_template_round_trips_through_its_own_parser() {
         Some(dir) => templates.extend(jinja_files(&dir)),
         None => eprintln!("skipped the shared templates: ../shared/templates is not beside the checkout"),
     }
-    let opts = VerifyOptions { cases: 4, ..VerifyOptions::default() };
+    let opts = VerifyOptions { cases: 10, ..VerifyOptions::default() };
     let mut wrong = Vec::new();
     println!("{:<46} {:>7} {:>7} {:>8}  verdict", "template", "passed", "failed", "skipped");
     for (name, path) in &templates {
