@@ -7,8 +7,11 @@
 //! it (lazy grammars from their first trigger, as the corpus rule says). Each case is judged
 //! like a corpus case ([`compare_messages`], [`stream_message`], [`check_grammar`]).
 //!
-//! A feature the template cannot render (it raises, or the render does not change when the
-//! field is removed) is reported as such and not counted as a failure. The corpus judge
+//! A case the template cannot render is reported as such and not counted as a failure: the
+//! template raises, drops the field (the render does not change when it is removed), or
+//! renders the message exactly as it renders another one (reasoning that only a line break
+//! ends), so no parser could tell which was meant. Both thinking modes are tried, and a prompt
+//! that writes the turn's prefill itself (`<think>\n`) is accounted for. The corpus judge
 //! shares these checks.
 //!
 //! ```
