@@ -34,6 +34,7 @@ pub fn generated_json(g: &GeneratedParser) -> serde_json::Value {
         "grammar_triggers": g.grammar_triggers,
         "preserved_tokens": g.preserved_tokens,
         "additional_stops": g.additional_stops,
+        "warnings": g.warnings,
     })
 }
 

@@ -111,10 +111,12 @@ struct Admits {
 impl Admits {
     fn of(s: &Value) -> Admits {
         let mut a = Admits::default();
-        let mut ty = |t: &Value| match t.as_str() {
-            Some("string") => a.string = true,
-            Some("null") => a.null = true,
-            Some(_) => a.other = true,
+        let mut ty = |t: &Value| match t.as_str().map(peg_runtime::schema::json_type) {
+            Some(Some("string")) => a.string = true,
+            Some(Some("null")) => a.null = true,
+            Some(Some(_)) => a.other = true,
+            // An unknown type name: any value.
+            Some(None) => (a.string, a.null, a.other) = (true, true, true),
             None => {}
         };
         match s.get("type") {

@@ -47,6 +47,9 @@ pub struct GeneratedParser {
     pub generation_prompt: String,
     /// The whole rendered prompt.
     pub prompt: String,
+    /// What the request asked that generation could only approximate (a tool parameter of an
+    /// unknown type is left unconstrained), for the server to log.
+    pub warnings: Vec<String>,
 }
 
 impl GeneratedParser {
@@ -310,12 +313,64 @@ fn generate_inner(r: &dyn Render, a: &TemplateAnalysis, req: &Request) -> Result
         additional_stops: a.additional_stops.clone(),
         generation_prompt,
         prompt,
+        warnings: schema_warnings(&req.tool_schemas()),
     })
+}
+
+/// A warning for each `type` name in the tools' schemas that is no JSON type nor a known
+/// spelling of one ([`peg_runtime::schema::json_type`]): its values are left unconstrained.
+fn schema_warnings(tools: &[(String, serde_json::Value)]) -> Vec<String> {
+    fn walk(v: &serde_json::Value, tool: &str, path: &str, out: &mut Vec<String>) {
+        use serde_json::Value;
+        match v {
+            Value::Object(m) => {
+                let names: Vec<&str> = match m.get("type") {
+                    Some(Value::String(t)) => vec![t],
+                    Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+                    _ => Vec::new(),
+                };
+                for t in names.into_iter().filter(|t| peg_runtime::schema::json_type(t).is_none()) {
+                    out.push(format!("tool `{tool}`: unknown type `{t}` at `{path}`; its value is not constrained"));
+                }
+                for (k, x) in m {
+                    if k != "enum" && k != "const" && k != "default" && k != "examples" {
+                        walk(x, tool, &format!("{path}/{k}"), out);
+                    }
+                }
+            }
+            Value::Array(xs) => xs.iter().enumerate().for_each(|(i, x)| walk(x, tool, &format!("{path}/{i}"), out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for (name, schema) in tools {
+        walk(schema, name, "", &mut out);
+    }
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Tool schemas with Python-style or unknown type names still generate (issue: `"type":
+    /// "float"` failed the whole request); unknown names are reported.
+    #[test]
+    fn unknown_type_names_degrade_with_a_warning() {
+        let src = "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% for c in m.tool_calls or [] %}<tool_call>{{ c.function | tojson }}</tool_call>{% endfor %}<|end|>{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}";
+        let t = ChatTemplate::from_source(src, "", "").unwrap();
+        let a = analyze_template(&t).unwrap();
+        let inputs = serde_json::json!({"messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function", "function": {"name": "f",
+            "parameters": {"type": "object", "properties": {"x": {"type": "float"}, "y": {"type": "int"}, "z": {"type": "dict"}, "w": {"type": "tensor"}}, "required": ["x"]}}}]});
+        let g = generate(&TemplateRender(&t), &a, &Request::from_inputs(&inputs)).unwrap();
+        assert_eq!(g.warnings, ["tool `f`: unknown type `tensor` at `/properties/w`; its value is not constrained"]);
+        let grammar = peg_runtime::gbnf::Grammar::parse(g.grammar.as_ref().unwrap()).unwrap();
+        let call = |args: &str| format!(r#"<tool_call>{{"name": "f", "arguments": {args}}}</tool_call>"#);
+        assert!(grammar.accepts(&call(r#"{"x": 1.5, "y": 2, "z": {"a": 1}, "w": [1, "any"]}"#)));
+        assert!(!grammar.accepts(&call(r#"{"x": "not a float"}"#)));
+        let parsed = g.chat_parser(Request::from_inputs(&inputs).tools.iter().filter_map(ToolSpec::from_openai).collect(), false).parse(&call(r#"{"x": 1.5, "w": "t"}"#), false).unwrap();
+        assert_eq!(parsed.message.tool_calls[0].arguments, r#"{"x": 1.5, "w": "t"}"#);
+    }
     use crate::analysis::{analyze_template, TemplateRender};
     use crate::template::ChatTemplate;
 

@@ -192,10 +192,17 @@ impl ArgType {
         use serde_json::Value;
         let all_strings = |vals: &[Value]| !vals.is_empty() && vals.iter().all(Value::is_string);
         match schema.get("type") {
-            Some(Value::String(t)) => return Some(if t == "string" { ArgType::String } else { ArgType::Json }),
+            Some(Value::String(t)) => {
+                return match crate::schema::json_type(t) {
+                    Some("string") => Some(ArgType::String),
+                    Some(_) => Some(ArgType::Json),
+                    None => None, // an unknown type says nothing
+                }
+            }
             Some(Value::Array(ts)) => {
-                let non_null: Vec<&Value> = ts.iter().filter(|t| t.as_str() != Some("null")).collect();
-                if non_null.is_empty() || !non_null.iter().all(|t| t.as_str() == Some("string")) {
+                let ty = |t: &Value| t.as_str().and_then(crate::schema::json_type);
+                let non_null: Vec<&Value> = ts.iter().filter(|t| ty(t) != Some("null")).collect();
+                if non_null.is_empty() || !non_null.iter().all(|t| ty(t) == Some("string")) {
                     return Some(ArgType::Json);
                 }
                 return Some(if non_null.len() < ts.len() { ArgType::NullableString } else { ArgType::String });

@@ -56,6 +56,29 @@ fn schema_err(msg: impl Into<String>) -> Error {
     Error::new(ErrorKind::Schema, msg)
 }
 
+/// The JSON type a `type` name means: a JSON Schema type, or the Python-style name tool
+/// schemas often carry instead (`float`, `int`, `dict`, `list`, `bool`, `str`). `None` for any
+/// other name: such a value is unconstrained, never an error.
+///
+/// ```
+/// use peg_runtime::schema::json_type;
+/// assert_eq!(json_type("float"), Some("number"));
+/// assert_eq!(json_type("integer"), Some("integer"));
+/// assert_eq!(json_type("tensor"), None);
+/// ```
+pub fn json_type(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "string" | "str" | "text" => "string",
+        "integer" | "int" | "long" => "integer",
+        "number" | "float" | "double" | "decimal" => "number",
+        "boolean" | "bool" => "boolean",
+        "object" | "dict" | "map" | "mapping" => "object",
+        "array" | "list" | "tuple" => "array",
+        "null" | "none" | "None" | "NoneType" => "null",
+        _ => return None,
+    })
+}
+
 /// A complete grammar whose `root` accepts JSON instances of `schema`. The result is checked
 /// with [`Grammar::parse`](crate::gbnf::Grammar::parse).
 pub fn to_gbnf(schema: &Value) -> Result<String, Error> {
@@ -814,7 +837,11 @@ impl<'b> SchemaConverter<'b> {
             }
             "object" => self.object(obj, name),
             "array" => self.array(obj, name),
-            other => Err(schema_err(format!("unknown type `{other}` in `{name}`"))),
+            // Another spelling of a JSON type, or an unknown one: any value.
+            other => match json_type(other) {
+                Some(t) => self.typed(obj, t, name),
+                None => Ok(self.value("value")),
+            },
         }
     }
 
