@@ -142,7 +142,12 @@ fn refs_and_recursion() {
         &["[-1]"],
     );
     check(json!({"type": "object", "properties": {"self": {"$ref": "#"}}}), &[r#"{"self": {"self": {}}}"#], &[r#"{"self": 1}"#]);
-    for bad in [json!({"$ref": "#/nope"}), json!({"$ref": "http://x/schema.json"}), json!({"type": "frobnicate"}), json!({"enum": []}), json!(false), json!(12)] {
+    // An unknown type name is no error: its value is unconstrained (tool schemas carry such
+    // names, and one must not fail a request); Python-style names mean their JSON type.
+    check(json!({"type": "frobnicate"}), &["1", r#""s""#, r#"{"a": [null]}"#], &["nope"]);
+    check(json!({"type": "float"}), &["1.5", "-2"], &[r#""1.5""#]);
+    check(json!({"type": "dict", "properties": {"n": {"type": "int"}}}), &[r#"{"n": 3}"#], &[r#"{"n": 3.5}"#, "[]"]);
+    for bad in [json!({"$ref": "#/nope"}), json!({"$ref": "http://x/schema.json"}), json!({"enum": []}), json!(false), json!(12)] {
         let e = schema::to_gbnf(&bad).unwrap_err();
         assert_eq!(e.kind(), peg_runtime::ErrorKind::Schema, "{bad}");
     }
