@@ -161,15 +161,11 @@ fn regroup_cut(prefix: &mut String, left: &mut String, right: &mut String) {
 /// (`<|close|>response` / `<|close|>tools`) and the suffix took the marker that closes the
 /// group (`<|sep|>`). Moves it back into both middles.
 fn regroup_cut_end(left: &mut String, right: &mut String, suffix: &mut String) {
-    use super::segment::{last_marker, marker_len};
+    use super::text::ends_in_named_group;
     if left.is_empty() || right.is_empty() {
         return;
     }
-    let named_open = |m: &str| {
-        let word = m.len() - m.trim_end_matches(|c: char| c.is_alphanumeric() || c == '_').len();
-        word > 0 && last_marker(&m[..m.len() - word]).is_some_and(|(k, mk)| k + mk.len() == m.len() - word)
-    };
-    if let (true, true, Some(n)) = (named_open(left), named_open(right), marker_len(suffix)) {
+    if let (true, true, Some(n)) = (ends_in_named_group(left, suffix), ends_in_named_group(right, suffix), super::segment::marker_len(suffix)) {
         let moved: String = suffix.drain(..n).collect();
         left.push_str(&moved);
         right.push_str(&moved);

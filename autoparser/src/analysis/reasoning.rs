@@ -29,10 +29,10 @@ fn markers_around(p: &Probe, d: &DiffSplit) -> Option<(String, String)> {
         }
     };
     let end = if !post.is_empty() {
-        // The first marker (a following content opener belongs to content), with the name
-        // of what it closes when one follows (`<|close|>think<|sep|>`).
+        // The first marker, a whole group (`<|close|>think<|sep|>`); a following content
+        // opener belongs to content.
         let e = match first_marker(post) {
-            Some((k, m)) => &post[..k + m.len() + named_close_len(&post[k + m.len()..])],
+            Some((k, m)) => &post[..k + m.len()],
             None => post,
         };
         if e.contains(CONTENT) {
@@ -49,16 +49,6 @@ fn markers_around(p: &Probe, d: &DiffSplit) -> Option<(String, String)> {
         }
     };
     (!end.is_empty()).then_some((start, end))
-}
-
-/// After a closing marker, the length of `NAME<marker>` when that follows at once: markers
-/// that name what they close (`<|close|>` `think` `<|sep|>`) are one marker.
-pub(crate) fn named_close_len(after: &str) -> usize {
-    let word = after.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(after.len());
-    if word == 0 {
-        return 0;
-    }
-    marker_len(&after[word..]).map_or(0, |n| word + n)
 }
 
 /// R1-R3.
@@ -249,11 +239,8 @@ fn anchored_content_markers(p: &Probe, r: &ReasoningAnalysis, content: &str, cal
     }
     // Do not cut a closer that names what it closes (`<|close|>response` + `<|sep|>`).
     let rest = &post[end.len()..];
-    let word = end.len() - end.trim_end_matches(|c: char| c.is_alphanumeric() || c == '_').len();
-    if word > 0 && last_marker(&end[..end.len() - word]).is_some_and(|(k, m)| k + m.len() == end.len() - word) {
-        if let Some(n) = marker_len(rest) {
-            end = &post[..end.len() + n];
-        }
+    if ends_in_named_group(end, rest) {
+        end = &post[..end.len() + marker_len(rest).unwrap_or(0)];
     }
     Some((pre.to_owned(), end.trim().to_owned()))
 }
