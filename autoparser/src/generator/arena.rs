@@ -30,6 +30,12 @@ fn opener<'a>(b: &'a Builder, s: &str) -> Parser<'a> {
     }
 }
 
+/// Text up to one of `delims` where `real_end` (a parser from the delimiter on) matches: a
+/// delimiter not followed so is text, and the scan goes on past its first character.
+fn text_to_real_end<'a>(b: &'a Builder, delims: &[String], real_end: impl Fn() -> Parser<'a>) -> Parser<'a> {
+    b.until_one_of(delims) + b.zero_or_more(b.negate(real_end()) + b.any() + b.until_one_of(delims))
+}
+
 /// A marker string that may carry a call index (`:0`, `:1`): digits match any digits.
 fn lit_indexed<'a>(b: &'a Builder, s: &str) -> Parser<'a> {
     let t = s.trim();
@@ -594,7 +600,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
                     follow.push(close.to_owned());
                 }
                 let quote_end = || b.literal("'") + b.choice(follow.iter().map(|f| b.literal(f)).collect::<Vec<_>>());
-                let text = b.until("'") + b.zero_or_more(b.negate(quote_end()) + b.any() + b.until("'"));
+                let text = text_to_real_end(b, &["'".to_owned()], quote_end);
                 let grammar = b.until_one_of(follow.iter().map(|f| format!("'{f}")));
                 let raw = b.tag(super::tags::TOOL_ARG_STRING_VALUE, b.schema(b.constrained(text, grammar), &format!("{name}-{arg}-raw"), string_part(s), true));
                 let raw_arg = b.tag(super::tags::TOOL_ARG, b.tag(super::tags::TOOL_ARG_OPEN, open() + b.space() + "'") + raw + b.tag(super::tags::TOOL_ARG_CLOSE, b.literal("'")));
@@ -706,7 +712,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
             delims
         };
         // A suffix not followed so is text: the scan goes on past its first character.
-        let text = b.until_one_of(&delims) + b.zero_or_more(b.negate(after()) + b.any() + b.until_one_of(&delims));
+        let text = text_to_real_end(b, &delims, after);
         // The grammar has no lookahead: the text contains no suffix followed by a follower
         // (as the parser reads it, with or without a line break between).
         let grammar = if follow.is_empty() || vs.is_empty() {
