@@ -38,10 +38,12 @@ mod message;
 mod parser;
 mod predict;
 pub mod presets;
+mod recovery;
 mod stream;
 
 pub use builder::{tags, ConstructedBuilder, NativeBuilder, SimpleBuilder};
 pub use json_text::close_partial_json;
 pub use message::{ChatDelta, ChatMessage, ChatToolCall, DeltaBuffer, DeltaRef, ToolCallDelta};
 pub use parser::{ChatParseOptions, ChatParser, Diagnostic, ParsedMessage, ToolSpec};
+pub use recovery::{Recovery, RecoveryKind};
 pub use stream::{stream_pieces, ChatStream};

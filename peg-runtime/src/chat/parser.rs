@@ -10,6 +10,7 @@ use crate::chat::json_text::close_partial_json;
 use crate::chat::mapper::{ArgType, Context, Driver, Kind, MessageSink, Sink};
 use crate::chat::message::ChatMessage;
 use crate::chat::predict::{id_after_args, leading_literals, Predictor};
+use crate::chat::recovery::Recovery;
 use crate::chat::stream::ChatStream;
 use crate::error::{Error, ErrorKind};
 use crate::parse::{Outcome, ParseOutput};
@@ -97,6 +98,10 @@ pub struct ParsedMessage {
     pub message: ChatMessage,
     /// Set when part of the output did not fit the grammar and was kept as content.
     pub diagnostic: Option<Diagnostic>,
+    /// What lenient parsing read as what the model meant, in output order (empty in strict
+    /// mode, where a recovery is an error).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recoveries: Vec<Recovery>,
 }
 
 #[derive(Debug)]
@@ -235,7 +240,7 @@ impl ChatParser {
                 }
             }
         }
-        Ok(ParsedMessage { message, diagnostic })
+        Ok(ParsedMessage { message, diagnostic, recoveries: Vec::new() })
     }
 
     /// A streaming parser: feed chunks, get deltas.

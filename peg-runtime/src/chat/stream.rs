@@ -206,7 +206,7 @@ impl ChatStream {
         self.driver.fold.finish(&self.inner.cx, out);
         self.state = State::Finished;
         self.record(out);
-        Ok(ParsedMessage { message: self.message.clone(), diagnostic: self.diagnostic.clone() })
+        Ok(ParsedMessage { message: self.message.clone(), diagnostic: self.diagnostic.clone(), recoveries: Vec::new() })
     }
 
     /// The fast path: if the text node the input ends in is known to take `chunk` (after the

@@ -1,0 +1,139 @@
+//! What lenient parsing recovered: output that deviates from the template, read as what the
+//! model meant, and reported so a server can log and count it.
+//!
+//! A grammar marks a recovery by wrapping the parser of the deviation in the tag of its kind
+//! ([`RecoveryKind::tag`]). The mapper reports each such node once it can no longer change; the
+//! mapper itself reports calls that do not fit the request ([`RecoveryKind::UnknownTool`],
+//! [`RecoveryKind::ArgumentsOutsideSchema`]). In strict mode a recovery is an error.
+
+use serde::{Deserialize, Serialize};
+
+/// The prefix of the recovery tags.
+pub const TAG_PREFIX: &str = "recovered.";
+
+/// A kind of deviation from the template that lenient parsing reads as what the model meant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecoveryKind {
+    /// A JSON call whose keys come in another order, under synonym keys (`parameters` for
+    /// `arguments`), or inside an extra `{"function": ...}` wrapper.
+    CallShape,
+    /// Several calls joined otherwise than the template joins them (`;`, line breaks, each in
+    /// its own wrapper), or where the template renders one call per turn.
+    CallSeparator,
+    /// A JSON call of a declared tool after prose, where the template writes calls at the
+    /// start of the turn.
+    CallInProse,
+    /// Arguments given as a JSON string holding the object (`"arguments": "{\"a\": 1}"`).
+    ArgumentsAsString,
+    /// Calls inside a markdown code fence.
+    CodeFence,
+    /// A closing tag the model left out: an argument closed by the next one's opening, or a
+    /// call or section left open at the end of the output.
+    MissingClose,
+    /// Text between two calls or after the tool section, kept as content.
+    TextAroundCalls,
+    /// A reasoning start marker written again although the prompt opened reasoning, or
+    /// reasoning that a tool call ends without its end marker.
+    ReasoningMarker,
+    /// Wrapper tokens the template never renders around calls (`<|python_tag|>`,
+    /// `<|python_start|>...<|python_end|>`, `<tool_call>` around a JSON list).
+    ExtraWrapper,
+    /// A call of a tool the request does not declare (kept).
+    UnknownTool,
+    /// A call whose arguments are not a JSON object that fits the tool's schema (kept).
+    ArgumentsOutsideSchema,
+}
+
+impl RecoveryKind {
+    /// Every kind, in declaration order.
+    pub const ALL: [RecoveryKind; 11] = [
+        RecoveryKind::CallShape,
+        RecoveryKind::CallSeparator,
+        RecoveryKind::CallInProse,
+        RecoveryKind::ArgumentsAsString,
+        RecoveryKind::CodeFence,
+        RecoveryKind::MissingClose,
+        RecoveryKind::TextAroundCalls,
+        RecoveryKind::ReasoningMarker,
+        RecoveryKind::ExtraWrapper,
+        RecoveryKind::UnknownTool,
+        RecoveryKind::ArgumentsOutsideSchema,
+    ];
+
+    /// The kind's name, as serialized (`call_shape`).
+    pub fn name(self) -> &'static str {
+        match self {
+            RecoveryKind::CallShape => "call_shape",
+            RecoveryKind::CallSeparator => "call_separator",
+            RecoveryKind::CallInProse => "call_in_prose",
+            RecoveryKind::ArgumentsAsString => "arguments_as_string",
+            RecoveryKind::CodeFence => "code_fence",
+            RecoveryKind::MissingClose => "missing_close",
+            RecoveryKind::TextAroundCalls => "text_around_calls",
+            RecoveryKind::ReasoningMarker => "reasoning_marker",
+            RecoveryKind::ExtraWrapper => "extra_wrapper",
+            RecoveryKind::UnknownTool => "unknown_tool",
+            RecoveryKind::ArgumentsOutsideSchema => "arguments_outside_schema",
+        }
+    }
+
+    /// The tag a grammar wraps a recovering parser in (`recovered.call_shape`).
+    pub fn tag(self) -> &'static str {
+        match self {
+            RecoveryKind::CallShape => "recovered.call_shape",
+            RecoveryKind::CallSeparator => "recovered.call_separator",
+            RecoveryKind::CallInProse => "recovered.call_in_prose",
+            RecoveryKind::ArgumentsAsString => "recovered.arguments_as_string",
+            RecoveryKind::CodeFence => "recovered.code_fence",
+            RecoveryKind::MissingClose => "recovered.missing_close",
+            RecoveryKind::TextAroundCalls => "recovered.text_around_calls",
+            RecoveryKind::ReasoningMarker => "recovered.reasoning_marker",
+            RecoveryKind::ExtraWrapper => "recovered.extra_wrapper",
+            RecoveryKind::UnknownTool => "recovered.unknown_tool",
+            RecoveryKind::ArgumentsOutsideSchema => "recovered.arguments_outside_schema",
+        }
+    }
+
+    /// The kind of a recovery tag.
+    pub fn of_tag(tag: &str) -> Option<RecoveryKind> {
+        let name = tag.strip_prefix(TAG_PREFIX)?;
+        RecoveryKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+}
+
+impl std::fmt::Display for RecoveryKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One recovery: its kind and where in the model output (after the prefill) it happened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Recovery {
+    /// What was recovered.
+    pub kind: RecoveryKind,
+    /// Byte offset of the recovered text in the model output.
+    pub offset: usize,
+    /// Its length in bytes (0 for something missing, such as a closing tag).
+    pub len: usize,
+    /// For calls the mapper flags: which call (its index) and why.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub detail: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_and_names_agree() {
+        for k in RecoveryKind::ALL {
+            assert_eq!(k.tag(), format!("{TAG_PREFIX}{}", k.name()));
+            assert_eq!(RecoveryKind::of_tag(k.tag()), Some(k));
+            assert_eq!(serde_json::to_value(k).unwrap(), serde_json::Value::String(k.name().into()));
+        }
+        assert_eq!(RecoveryKind::of_tag("recovered.nothing"), None);
+        assert_eq!(RecoveryKind::of_tag("content"), None);
+    }
+}
