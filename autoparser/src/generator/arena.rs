@@ -7,6 +7,14 @@ use super::literal::{LiteralSchema, PythonSpelling};
 use super::request::{ReasoningFormat, Request, ToolChoice};
 use crate::analysis::{with_name, AddressedParts, ContentMode, ElementSyntax, ReasoningMode, TemplateAnalysis, ToolFormat};
 
+mod recovery;
+
+use peg_runtime::chat::RecoveryKind;
+use recovery::Names;
+
+/// The rule of the tool section (a grammar trigger rule).
+const SECTION_RULE: &str = "tool-calls";
+
 /// The semantic tags of the chat shapes (the chat mapper reads these).
 pub use peg_runtime::chat::tags;
 
@@ -301,13 +309,19 @@ impl<'a, 'b> Ctx<'a, 'b> {
                     // extends the reasoning.
                     Some(calls) => {
                         let quoted = b.tag(super::tags::REASONING, b.until(e)) + e;
-                        (inner, b.choice([b.literal(e), b.peek(calls), b.end(), quoted]))
+                        let unclosed = self.recovered(RecoveryKind::ReasoningMarker, b.peek(calls));
+                        (inner, b.choice([b.literal(e), unclosed, b.end(), quoted]))
                     }
                     None => (inner, b.optional(b.literal(e))),
                 }
             };
             if s.is_empty() {
                 inner + close
+            } else if self.recovering() {
+                // Models write the start marker again after the prompt's.
+                // A block holding only the marker is kept as written (nothing to recover).
+                let again = b.optional(self.recovered(RecoveryKind::ReasoningMarker, b.space() + s + b.negate(b.space() + r.end_marker())));
+                b.space() + s + again + inner + close
             } else {
                 b.space() + s + inner + close
             }
@@ -360,6 +374,11 @@ impl<'a, 'b> Ctx<'a, 'b> {
             kept.push(open_tok);
             kept.push(end);
         }
+        // JSON calls of declared tools the model wrote inside its text.
+        let embedded = self.recovering() && self.json_calls();
+        if embedded {
+            kept.extend(self.embedded_starts());
+        }
         let plain = c.mode == ContentMode::Plain || cs.is_empty();
         if plain && !eot.is_empty() && stops.is_empty() && self.prefill_for_grammar.is_none() {
             // Models write the end-of-turn marker the template puts after the content (not
@@ -367,16 +386,22 @@ impl<'a, 'b> Ctx<'a, 'b> {
             drops.push(b.literal(eot) + b.space() + b.end());
             kept.push(eot.to_owned());
         }
-        let body = if drops.is_empty() {
+        let body = if drops.is_empty() && !embedded {
             b.tag(super::tags::CONTENT, if delims.is_empty() { b.rest() } else { b.until_one_of(delims) })
         } else {
             let mut d = delims.clone();
             d.extend(kept.iter().cloned());
             let piece = || b.tag(super::tags::CONTENT, b.until_one_of(d.clone()));
             let mut alts = drops.clone();
+            if embedded {
+                // Text after a call is reported; the call is in prose unless it comes first.
+                let text_after = || b.optional(self.recovered(RecoveryKind::TextAroundCalls, b.space() + b.negate(b.end()) + piece()));
+                drops.push(self.embedded_calls(false) + text_after());
+                alts.push(self.embedded_calls(true) + text_after());
+            }
             alts.extend(kept.iter().map(|k| b.tag(super::tags::CONTENT, b.literal(k))));
             let mut more = b.choice(alts) + piece();
-            let stops: Vec<Parser<'b>> = stops.iter().filter(|s| !s.is_empty()).map(|s| b.literal(s)).collect();
+            let stops: Vec<Parser<'b>> = delims.iter().map(|s| b.literal(s)).collect();
             if !stops.is_empty() {
                 // A kept token may begin a stop (`<|open|>` of `<|open|>call<|sep|>`): the stop wins.
                 more = b.negate(b.choice(stops)) + more;
@@ -409,9 +434,15 @@ impl<'a, 'b> Ctx<'a, 'b> {
     /// One call of `name`, JSON-native.
     fn json_call(&self, name: &str, schema: &Value) -> Parser<'b> {
         let b = self.b;
-        let f = &self.a.tools.format;
         let args = b.tag(super::tags::TOOL_ARGS, b.schema(b.json(), &format!("{name}-args"), schema.clone(), false));
-        let quoted_name = || "\"" + b.tag(super::tags::TOOL_NAME, b.literal(name)) + "\"";
+        self.json_call_shaped(Names::One(name), args)
+    }
+
+    /// One JSON-native call in the template's shape: a name as `names` allows, arguments `args`.
+    fn json_call_shaped(&self, names: Names<'_>, args: Parser<'b>) -> Parser<'b> {
+        let b = self.b;
+        let f = &self.a.tools.format;
+        let quoted_name = || "\"" + self.name_parser(names) + "\"";
         if f.fun_name_is_key {
             let open = b.tag(super::tags::TOOL_OPEN, b.literal("{"));
             return b.tag(
@@ -868,11 +899,25 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let b = self.b;
         let f = &self.a.tools.format;
         let tools = self.tools();
-        let calls: Vec<Parser<'b>> = tools
-            .iter()
-            .map(|(n, s)| if f.mode == ToolFormat::JsonNative { self.json_call(n, s) } else { self.tag_call(n, s) })
-            .collect();
-        let one = b.choice(calls);
+        let one = if self.recovering() && self.json_calls() {
+            // After a marker any name is a call (the mapper flags unknown ones); without one
+            // only a declared tool's name tells a call from JSON content.
+            let names = if trigger_words(self.a).is_empty() { Names::Declared } else { Names::Any };
+            let call = self.json_call_any_shape(names);
+            if f.tools_array_wrapped {
+                call
+            } else {
+                // A JSON list of calls where the template writes one call per marker.
+                let list = "[" + b.space() + call + b.zero_or_more(b.space() + "," + b.space() + call) + b.space() + "]";
+                b.choice([call, self.recovered(RecoveryKind::ExtraWrapper, list)])
+            }
+        } else {
+            let calls: Vec<Parser<'b>> = tools
+                .iter()
+                .map(|(n, s)| if f.mode == ToolFormat::JsonNative { self.json_call(n, s) } else { self.tag_call(n, s) })
+                .collect();
+            b.choice(calls)
+        };
         // Models drop per-call wrappers when the function has its own marker (`<function=`).
         let own_marker = f.mode != ToolFormat::JsonNative && !self.a.tools.function.name_prefix.trim().is_empty();
         let pcs = lit(b, &f.per_call_start);
@@ -896,7 +941,26 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let call = self.any_call();
         let sep = f.call_separator.trim();
         let more = if sep.is_empty() { b.space() + call } else { b.space() + sep + b.space() + call };
-        let calls = if self.req.parallel_tool_calls { call + b.zero_or_more(more) } else { call };
+        let calls = if !self.recovering() {
+            if self.req.parallel_tool_calls {
+                call + b.zero_or_more(more)
+            } else {
+                call
+            }
+        } else {
+            // Models join calls with `;`, `,` or line breaks whatever the template does, and
+            // write several where the template (or the request) has one.
+            let mut seps = vec![b.literal(";"), b.literal(",")];
+            if !sep.is_empty() {
+                seps.insert(0, b.literal(sep));
+            }
+            let joined = self.recovered(RecoveryKind::CallSeparator, b.space() + b.optional(b.choice(seps)) + b.space()) + call;
+            if self.req.parallel_tool_calls {
+                call + b.zero_or_more(b.choice([more, joined]))
+            } else {
+                call + b.zero_or_more(joined)
+            }
+        };
         let calls = if f.tools_array_wrapped { b.space() + "[" + b.space() + calls + b.space() + "]" } else { calls };
         let ss = lit(b, &f.section_start);
         let has_per_call = !f.per_call_start.trim().is_empty();
@@ -904,7 +968,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
         if !f.section_end.trim().is_empty() {
             sec = sec + b.optional(lit(b, &f.section_end));
         }
-        b.trigger_rule("tool-calls", sec + self.after_calls() + after)
+        b.trigger_rule(SECTION_RULE, sec + self.after_calls() + after)
     }
 
     /// What may follow the last call: whitespace only where the template writes some there.
@@ -1029,7 +1093,16 @@ impl<'a, 'b> Ctx<'a, 'b> {
         // allows trailing whitespace even where the output may not end with any: in a stream,
         // `space` at the end of the input waits for more, so a call quoted in the reasoning is
         // not announced before the text after it is seen.
-        let reasoning = if self.prefill_for_grammar.is_none() { self.reasoning_before(Some(section + b.space() + b.end())) } else { reasoning };
+        let reasoning = if !self.recovering() {
+            reasoning
+        } else if triggers.is_empty() {
+            self.reasoning_before(Some(section + b.space() + b.end()))
+        } else {
+            // Text may follow the calls (recovered), but not the reasoning's end marker.
+            let e = self.a.reasoning.end_marker();
+            let no_end = if e.is_empty() { b.eps() } else { b.negate(b.until(e) + e) };
+            self.reasoning_before(Some(no_end + section + b.zero_or_more(self.after_section(&triggers)) + b.space() + b.end()))
+        };
         if self.req.tool_choice == ToolChoice::Required {
             // Calls are required; a short preamble before a marked call is still content.
             if triggers.is_empty() {
@@ -1041,7 +1114,21 @@ impl<'a, 'b> Ctx<'a, 'b> {
             // No marker announces calls: either the output is calls, or it is content.
             return reasoning + b.choice([b.space() + section + b.end(), self.content(&[]) + b.end()]);
         }
-        reasoning + self.content(&triggers) + b.optional(section) + b.end()
+        if !self.recovering() {
+            return reasoning + self.content(&triggers) + b.optional(section) + b.end();
+        }
+        reasoning + self.content(&triggers) + b.optional(section + b.zero_or_more(self.after_section(&triggers))) + b.end()
+    }
+
+    /// After a tool section, where the template ends the turn: another section (each call in
+    /// a wrapper of its own), or text and perhaps more calls.
+    fn after_section(&self, triggers: &[String]) -> Parser<'b> {
+        let b = self.b;
+        let text = b.peek(b.space() + b.negate(b.end())) + self.content(triggers);
+        b.choice([
+            self.recovered(RecoveryKind::CallSeparator, b.space() + b.peek(b.choice(triggers.iter().map(|t| b.literal(t)).collect::<Vec<_>>()))) + b.rule_ref(SECTION_RULE),
+            self.recovered(RecoveryKind::TextAroundCalls, text) + b.optional(b.rule_ref(SECTION_RULE)),
+        ])
     }
 }
 

@@ -1,0 +1,215 @@
+//! What the parse arena accepts beyond the template, so that lenient parsing recovers what a
+//! model meant: JSON calls in another shape, calls in prose, code fences, extra wrappers. Only
+//! the parse arena has these (the grammar constrains generation to the template's form), and
+//! each is tagged with its [`RecoveryKind`] so the parse result reports it.
+
+use peg_runtime::chat::RecoveryKind;
+use peg_runtime::Parser;
+
+use super::Ctx;
+use crate::analysis::ToolFormat;
+
+/// Keys models write a JSON call's function name under, beside the template's own.
+const NAME_KEYS: &[&str] = &["name", "function", "function_name", "tool_name", "tool"];
+/// Keys models write a JSON call's arguments under, beside the template's own.
+const ARGS_KEYS: &[&str] = &["arguments", "parameters", "args", "params", "input", "tool_input"];
+/// Keys of a call id.
+const ID_KEYS: &[&str] = &["id", "call_id", "tool_call_id"];
+/// The key of an extra wrapper object around a call (`{"type": "function", "function": {...}}`).
+const WRAPPER_KEY: &str = "function";
+
+/// How a call's function name may be written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Names<'n> {
+    /// Exactly this tool.
+    One(&'n str),
+    /// Any tool of the request.
+    Declared,
+    /// Any name (a call after a marker that announces calls; the mapper flags unknown ones).
+    Any,
+}
+
+impl<'b> Ctx<'_, 'b> {
+    /// Whether this arena parses (not generates): recoveries are for parsing only.
+    pub(super) fn recovering(&self) -> bool {
+        self.prefill_for_grammar.is_none()
+    }
+
+    /// `p`, reported as a recovery of `kind`.
+    pub(super) fn recovered(&self, kind: RecoveryKind, p: Parser<'b>) -> Parser<'b> {
+        self.b.tag(kind.tag(), p)
+    }
+
+    /// The function name, tagged, as `names` allows (without quotes).
+    pub(super) fn name_parser(&self, names: Names<'_>) -> Parser<'b> {
+        let b = self.b;
+        let inner = match names {
+            Names::One(n) => b.literal(n),
+            // Longest first: a name that is a prefix of another must not win.
+            Names::Declared => b.choice(self.tools().iter().map(|(n, _)| b.literal(n)).collect::<Vec<_>>()),
+            Names::Any => b.json_string_content(),
+        };
+        b.tag(super::tags::TOOL_NAME, inner)
+    }
+
+    /// `"k": ` for any key `k` of `keys` (whitespace around the colon optional).
+    fn key_of(&self, keys: &[&str]) -> Parser<'b> {
+        let b = self.b;
+        let mut keys: Vec<String> = keys.iter().map(|k| (*k).to_owned()).collect();
+        keys.sort_by_key(|k| std::cmp::Reverse(k.len()));
+        keys.dedup();
+        let alts: Vec<Parser<'b>> = keys.iter().map(|k| b.literal(&format!("\"{k}\""))).collect();
+        b.choice(alts) + b.space() + ":" + b.space()
+    }
+
+    fn name_keys(&self) -> Vec<&str> {
+        let f = &self.a.tools.format;
+        let mut keys = NAME_KEYS.to_vec();
+        if !f.name_field.is_empty() {
+            keys.push(&f.name_field);
+        }
+        keys
+    }
+
+    fn args_keys(&self) -> Vec<&str> {
+        let f = &self.a.tools.format;
+        let mut keys = ARGS_KEYS.to_vec();
+        if !f.args_field.is_empty() {
+            keys.push(&f.args_field);
+        }
+        keys
+    }
+
+    fn id_keys(&self) -> Vec<&str> {
+        let f = &self.a.tools.format;
+        let mut keys = ID_KEYS.to_vec();
+        for k in [&f.id_field, &f.gen_id_field] {
+            if !k.is_empty() {
+                keys.push(k);
+            }
+        }
+        keys
+    }
+
+    /// The arguments value of a call in any shape: an object (or, flagged by the mapper, any
+    /// JSON), or a JSON string holding the object.
+    pub(super) fn loose_args(&self) -> Parser<'b> {
+        let b = self.b;
+        let as_string = b.peek("\"" + b.space() + "{") + b.tag("tool_args_string", b.json_string());
+        b.choice([
+            b.tag(super::tags::TOOL_ARGS, b.json_object()),
+            self.recovered(RecoveryKind::ArgumentsAsString, as_string),
+            b.tag(super::tags::TOOL_ARGS, b.json()),
+        ])
+    }
+
+    /// A call object whose members come in any order under any of the usual keys, perhaps
+    /// inside an extra `{"function": {...}}` wrapper: `{"arguments": {...}, "name": "f"}`,
+    /// `{"type": "function", "function": {"name": "f", "parameters": {...}}}`. The object must
+    /// name a tool as `names` allows (checked by lookahead before anything is tagged).
+    pub(super) fn loose_json_call(&self, names: Names<'_>) -> Parser<'b> {
+        let b = self.b;
+        let name_keys = self.name_keys();
+        let args_keys = self.args_keys();
+        let id_keys = self.id_keys();
+        let mut special = name_keys.clone();
+        special.extend(args_keys.iter().copied());
+        special.extend(id_keys.iter().copied());
+        special.push(WRAPPER_KEY);
+        let other = || b.negate(self.key_of(&special)) + b.json_string() + b.space() + ":" + b.space() + b.json();
+        let quoted_name = |tagged: bool| {
+            let n = self.name_parser(names);
+            "\"" + if tagged { n } else { b.atomic(n) } + "\""
+        };
+        // Lookahead: the object (or its wrapper's) has a name member naming a tool.
+        let any_but_name = || b.negate(self.key_of(&name_keys)) + b.json_string() + b.space() + ":" + b.space() + b.json();
+        let skip = || b.zero_or_more(any_but_name() + b.space() + "," + b.space());
+        let named_flat = || "{" + b.space() + skip() + self.key_of(&name_keys) + quoted_name(false);
+        let named = b.choice([named_flat(), "{" + b.space() + skip() + self.key_of(&[WRAPPER_KEY]) + named_flat()]);
+        let id = self.key_of(&id_keys)
+            + b.choice(["\"" + b.tag(super::tags::TOOL_ID, b.json_string_content()) + "\"", b.tag(super::tags::TOOL_ID, b.json_number())]);
+        let members = |wrapper: Option<Parser<'b>>| {
+            let mut alts = vec![self.key_of(&name_keys) + quoted_name(true), self.key_of(&args_keys) + self.loose_args()];
+            if let Some(w) = wrapper {
+                alts.push(w);
+            }
+            alts.push(id.clone());
+            alts.push(other());
+            let member = b.choice(alts);
+            "{" + b.space() + member.clone() + b.zero_or_more(b.space() + "," + b.space() + member) + b.space()
+        };
+        let inner = members(None) + "}";
+        let wrapper = self.key_of(&[WRAPPER_KEY]) + inner;
+        let body = b.tag(super::tags::TOOL_OPEN, b.eps()) + members(Some(wrapper)) + b.tag(super::tags::TOOL_CLOSE, b.literal("}"));
+        b.peek(named) + b.tag(super::tags::TOOL, body)
+    }
+
+    /// Whether calls are JSON objects with the name inside, so that one is recognizable
+    /// wherever it appears.
+    pub(super) fn json_calls(&self) -> bool {
+        let f = &self.a.tools.format;
+        f.mode == ToolFormat::JsonNative && !f.fun_name_is_key && self.tools_on()
+    }
+
+    /// One JSON call of `names` in the template's shape or (recovered) any other.
+    pub(super) fn json_call_any_shape(&self, names: Names<'_>) -> Parser<'b> {
+        let b = self.b;
+        let mut alts: Vec<Parser<'b>> = match names {
+            Names::One(n) => {
+                let schema = self.tools().into_iter().find(|(t, _)| t == n).map(|(_, s)| s).unwrap_or(serde_json::Value::Bool(true));
+                vec![self.json_call(n, &schema)]
+            }
+            _ => self.tools().iter().map(|(n, s)| self.json_call(n, s)).collect(),
+        };
+        // The template's shape with arguments outside the schema (the mapper flags them).
+        alts.push(self.json_call_shaped(names, self.loose_args()));
+        alts.push(self.recovered(RecoveryKind::CallShape, self.loose_json_call(names)));
+        b.choice(alts)
+    }
+
+    /// Calls one after another joined by `;`, `,` or whitespace, or a JSON list of them.
+    fn json_call_run(&self, names: Names<'_>) -> Parser<'b> {
+        let b = self.b;
+        let call = || self.json_call_any_shape(names);
+        let joined = b.space() + b.optional(b.choice([b.literal(";"), b.literal(",")])) + b.space();
+        let list = "[" + b.space() + call() + b.zero_or_more(b.space() + "," + b.space() + call()) + b.space() + "]";
+        b.choice([list, call() + b.zero_or_more(self.recovered(RecoveryKind::CallSeparator, joined) + call())])
+    }
+
+    /// Calls found inside content (JSON formats): a run of complete calls of declared tools,
+    /// perhaps in a markdown code fence and wrapper tokens the template never writes
+    /// (`<|python_tag|>`, `<|python_start|>...<|python_end|>`, `<tool_call>[...]</tool_call>`).
+    /// `in_prose`: text came before it (where the template writes calls at the turn's start).
+    pub(super) fn embedded_calls(&self, in_prose: bool) -> Parser<'b> {
+        let b = self.b;
+        let word = |class: &str| b.chars(class, 1, None);
+        let wrapper_open = b.choice([
+            "<|" + word("[a-zA-Z0-9_]") + "|>",
+            "<" + word("[a-zA-Z0-9_]") + ">",
+            "[" + word("[A-Z_]") + "]",
+        ]);
+        let wrapper_close = b.choice(["<|" + word("[a-zA-Z0-9_]") + "|>", "</" + word("[a-zA-Z0-9_]") + ">", "[/" + word("[A-Z_]") + "]"]);
+        let fence_open = b.literal("```") + b.optional(word("[a-zA-Z]")) + b.space();
+        let fence_close = b.literal("```");
+        let calls = self.json_call_run(Names::Declared);
+        let opt = |kind: RecoveryKind, p: Parser<'b>| b.optional(self.recovered(kind, p));
+        let inner = opt(RecoveryKind::CodeFence, fence_open)
+            + b.space()
+            + calls
+            + b.optional(b.space() + self.recovered(RecoveryKind::CodeFence, fence_close));
+        let whole = opt(RecoveryKind::ExtraWrapper, wrapper_open + b.space())
+            + inner
+            + b.optional(b.space() + self.recovered(RecoveryKind::ExtraWrapper, wrapper_close));
+        let whole = b.space() + whole;
+        if in_prose {
+            self.recovered(RecoveryKind::CallInProse, whole)
+        } else {
+            whole
+        }
+    }
+
+    /// The characters content stops at to look for an embedded call.
+    pub(super) fn embedded_starts(&self) -> Vec<String> {
+        ["{", "[", "<", "`"].iter().map(|s| (*s).to_owned()).collect()
+    }
+}
