@@ -499,6 +499,33 @@ impl<'a, 'b> Ctx<'a, 'b> {
     /// One call of `name`, tag-based.
     fn tag_call(&self, name: &str, schema: &Value) -> Parser<'b> {
         let b = self.b;
+        let args = if self.a.tools.format.mode == ToolFormat::TagWithJson {
+            b.space() + b.tag(super::tags::TOOL_ARGS, b.schema(b.json(), &format!("{name}-args"), schema.clone(), false))
+        } else {
+            self.tagged_args(name, schema)
+        };
+        self.tag_call_with(self.name_parser(Names::One(name)), name, args)
+    }
+
+    /// A tag-based call of a tool the request does not declare (the mapper flags it), where
+    /// its close does not hold its name.
+    fn undeclared_tag_call(&self) -> Option<Parser<'b>> {
+        let b = self.b;
+        if self.a.tools.function.close.contains(crate::analysis::NAME_SLOT) {
+            return None;
+        }
+        let args = if self.a.tools.format.mode == ToolFormat::TagWithJson {
+            b.space() + b.choice([b.tag(super::tags::TOOL_ARGS, b.json()), b.tag(super::tags::TOOL_ARGS, b.eps())])
+        } else {
+            self.tagged_args("", &Value::Null)
+        };
+        Some(self.tag_call_with(self.name_parser(Names::Any), "", args))
+    }
+
+    /// A tag-based call: its name parser `name` (the name for a close marker holding it:
+    /// `close_name`) and its arguments.
+    fn tag_call_with(&self, name: Parser<'b>, close_name: &str, args: Parser<'b>) -> Parser<'b> {
+        let b = self.b;
         let t = &self.a.tools;
         use crate::analysis::CallIdPosition as P;
         let mut open = b.eps();
@@ -508,28 +535,22 @@ impl<'a, 'b> Ctx<'a, 'b> {
         if t.function.indexed {
             // `functions.NAME:0` is the call id, with the name inside.
             let np = t.function.name_prefix.trim();
-            let id = b.literal(np) + b.tag(super::tags::TOOL_NAME, b.literal(name)) + lit_indexed(b, &t.function.name_suffix);
+            let id = b.literal(np) + name + lit_indexed(b, &t.function.name_suffix);
             // Atomic: the name inside is announced only with the whole id.
             open = open + b.space() + b.atomic(b.tag(super::tags::TOOL_ID, id));
         } else {
-            open = open + opener(b, &t.function.name_prefix) + b.tag(super::tags::TOOL_NAME, b.literal(name));
+            open = open + opener(b, &t.function.name_prefix) + name;
             open = open + lit_indexed(b, &t.function.name_suffix);
         }
         if t.call_id.pos == P::BetweenFuncAndArgs {
             open = open + self.call_id();
         }
-        let mut body = b.tag(super::tags::TOOL_OPEN, open) + lit(b, &t.arguments.start);
-        if t.format.mode == ToolFormat::TagWithJson {
-            let args = b.schema(b.json(), &format!("{name}-args"), schema.clone(), false);
-            body = body + b.space() + b.tag(super::tags::TOOL_ARGS, args);
-        } else {
-            body = body + self.tagged_args(name, schema);
-        }
-        body = body + lit(b, &t.arguments.end);
+        let mut body = b.tag(super::tags::TOOL_OPEN, open) + lit(b, &t.arguments.start) + args;
+        body = body + if t.arguments.end.trim().is_empty() { lit(b, &t.arguments.end) } else { self.closing(lit(b, &t.arguments.end), false) };
         if t.call_id.pos == P::PostArgs {
             body = body + self.call_id();
         }
-        let close = if t.function.close.trim().is_empty() { b.eps() } else { lit(b, &with_name(&t.function.close, name)) };
+        let close = if t.function.close.trim().is_empty() { b.eps() } else { self.closing(lit(b, &with_name(&t.function.close, close_name)), false) };
         b.tag(super::tags::TOOL, body + b.tag(super::tags::TOOL_CLOSE, close))
     }
 
@@ -653,27 +674,56 @@ impl<'a, 'b> Ctx<'a, 'b> {
             }
             // Raw strings end at their suffix, or (without one) at the next argument line.
             let raw = !vs.is_empty() || (!ar.value_is_literal && ar.value_prefix.trim().is_empty() && !ar.name_prefix.trim().is_empty());
-            let value = if admits.string && raw {
+            let (value, unclosed) = if admits.string && raw {
                 // Without an opener of its own, a raw `null` (`None`) of a nullable string is null.
                 self.raw_string_value((name, arg), s, admits.null && json_arg.is_none(), &names)
             } else {
-                b.space() + json_value()
+                (b.space() + json_value(), None)
             };
             let close = if vs.is_empty() { b.eps() } else { b.space() + vs };
+            let close = match unclosed {
+                Some(u) => b.choice([close, self.recovered(RecoveryKind::MissingClose, u)]),
+                None => close,
+            };
             let arg = b.tag(super::tags::TOOL_ARG, b.tag(super::tags::TOOL_ARG_OPEN, open) + vp + value + b.tag(super::tags::TOOL_ARG_CLOSE, close));
             match json_arg {
                 Some(json_arg) => b.choice([arg, json_arg]),
                 None => arg,
             }
         };
-        if props.is_empty() {
+        let mut alts: Vec<Parser<'b>> = props.iter().map(|(k, v)| one(k, v)).collect();
+        alts.extend(self.undeclared_tagged_arg());
+        if alts.is_empty() {
             return b.eps();
         }
-        let alts: Vec<Parser<'b>> = props.iter().map(|(k, v)| one(k, v)).collect();
         let sep = ar.separator.trim();
         let item = b.choice(alts);
         let rest = if sep.is_empty() { b.space() + item } else { b.space() + b.optional(b.literal(sep)) + b.space() + item };
         b.optional(b.space() + item + b.zero_or_more(rest))
+    }
+
+    /// An argument the schema does not name, where arguments are closed by a fixed marker:
+    /// its value as a raw string (the mapper flags the arguments as outside the schema).
+    fn undeclared_tagged_arg(&self) -> Option<Parser<'b>> {
+        let b = self.b;
+        let ar = &self.a.tools.arguments;
+        let vs = ar.value_suffix.trim();
+        if !self.recovering() || vs.is_empty() || vs.contains(crate::analysis::NAME_SLOT) || ar.elements.is_some() || ar.value_is_literal {
+            return None;
+        }
+        let (np, ns) = (ar.name_prefix.trim(), ar.name_suffix.trim());
+        if np.is_empty() || ns.is_empty() {
+            return None;
+        }
+        let name = b.tag(super::tags::TOOL_ARG_NAME, b.chars("[A-Za-z0-9_.-]", 1, None));
+        let open = opener(b, &ar.name_prefix) + name + b.literal(ns);
+        let vp = ar.value_prefix.trim();
+        let vp = if vp.is_empty() { b.optional(b.literal("\n")) } else { b.space() + vp + b.optional(b.literal("\n")) };
+        // The line break before the suffix is the template's (as for declared arguments).
+        let vs_full = ar.value_suffix.trim_start_matches([' ', '\t']);
+        let value = b.tag(super::tags::TOOL_ARG_STRING_VALUE, b.until_one_of([vs_full, vs]));
+        let close = b.tag(super::tags::TOOL_ARG_CLOSE, b.space() + vs);
+        Some(b.tag(super::tags::TOOL_ARG, b.tag(super::tags::TOOL_ARG_OPEN, open) + vp + value + close))
     }
 
     /// A raw string argument value, up to the value suffix, tagged. The value suffix ends the
@@ -681,7 +731,10 @@ impl<'a, 'b> Ctx<'a, 'b> {
     /// argument or the close of the arguments, function, call or section, or the end of the
     /// output), so a value may contain the closing tags of its own elements. `nullable`: a
     /// raw null word (`null`, `None`) there is null. `names`: the call's argument names.
-    fn raw_string_value(&self, (fun, arg): (&str, &str), s: &Value, nullable: bool, names: &[&str]) -> Parser<'b> {
+    ///
+    /// Also, when recovering: the lookahead where a value the model left unclosed ends (the
+    /// next argument's opening or a closing marker on a line of its own, or the end).
+    fn raw_string_value(&self, (fun, arg): (&str, &str), s: &Value, nullable: bool, names: &[&str]) -> (Parser<'b>, Option<Parser<'b>>) {
         let b = self.b;
         let t = &self.a.tools;
         let ar = &t.arguments;
@@ -742,8 +795,30 @@ impl<'a, 'b> Ctx<'a, 'b> {
         } else {
             delims
         };
+        // Recovery: the next argument's whole opening, or a closing marker, on a line of its
+        // own ends a value whose suffix the model left out.
+        let unclosed_at: Vec<String> = if self.recovering() && !vs.is_empty() {
+            let mut v: Vec<String> = names.iter().filter(|_| !np.is_empty()).map(|n| format!("{np}{n}{}", ar.name_suffix.trim_end())).collect();
+            v.extend(markers.iter().map(|m| m.to_string()));
+            v
+        } else {
+            Vec::new()
+        };
+        let unclosed = || {
+            let mut alts: Vec<Parser<'b>> = unclosed_at.iter().map(|o| b.literal(o)).collect();
+            alts.push(b.end());
+            b.peek(b.space() + b.choice(alts))
+        };
+        let (delims, real_end) = if unclosed_at.is_empty() {
+            (delims, b.eps())
+        } else {
+            let mut d = delims;
+            d.extend(unclosed_at.iter().map(|o| format!("\n{o}")));
+            (d, unclosed())
+        };
+        let real_end = || if unclosed_at.is_empty() { after() } else { b.choice([after(), real_end]) };
         // A suffix not followed so is text: the scan goes on past its first character.
-        let text = text_to_real_end(b, &delims, after);
+        let text = text_to_real_end(b, &delims, real_end);
         // The grammar has no lookahead: the text contains no suffix followed by a follower
         // (as the parser reads it, with or without a line break between).
         let grammar = if follow.is_empty() || vs.is_empty() {
@@ -752,8 +827,9 @@ impl<'a, 'b> Ctx<'a, 'b> {
             b.until_one_of(follow.iter().flat_map(|f| [format!("{vs}{f}"), format!("{vs}\n{f}")]))
         };
         let string = b.tag(super::tags::TOOL_ARG_STRING_VALUE, b.schema(b.constrained(text, grammar), id, string_part(s), true));
+        let unclosed = (!unclosed_at.is_empty()).then(unclosed);
         if !nullable {
-            return string;
+            return (string, unclosed);
         }
         let mut words: Vec<&str> = vec!["null", "None", ar.value_syntax.null_literal.trim()];
         words.retain(|w| !w.is_empty());
@@ -762,7 +838,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let word = || b.choice(words.iter().map(|w| b.literal(w)).collect::<Vec<_>>());
         // Read as a JSON (Python) literal once the lookahead has seen the whole value.
         let null = b.peek(word() + after()) + b.atomic(b.tag(super::tags::TOOL_ARG_JSON_VALUE, b.choice([b.json(), b.python()])));
-        b.choice([b.constrained(null, word()), string])
+        (b.choice([b.constrained(null, word()), string]), unclosed)
     }
 
     /// The text between an element's tags, as `s` types it (`close` ends the element): a
@@ -912,10 +988,13 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 b.choice([call, self.recovered(RecoveryKind::ExtraWrapper, list)])
             }
         } else {
-            let calls: Vec<Parser<'b>> = tools
+            let mut calls: Vec<Parser<'b>> = tools
                 .iter()
                 .map(|(n, s)| if f.mode == ToolFormat::JsonNative { self.json_call(n, s) } else { self.tag_call(n, s) })
                 .collect();
+            if self.recovering() && f.mode != ToolFormat::JsonNative && !trigger_words(self.a).is_empty() {
+                calls.extend(self.undeclared_tag_call());
+            }
             b.choice(calls)
         };
         // Models drop per-call wrappers when the function has its own marker (`<function=`).
@@ -924,7 +1003,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let mut p = if own_marker { b.optional(pcs) } else { pcs } + b.space() + one;
         if !f.per_call_end.trim().is_empty() {
             let pce = lit(b, &f.per_call_end);
-            p = p + if own_marker { b.optional(pce) } else { pce };
+            p = p + self.closing(pce, own_marker);
         }
         p
     }
@@ -966,7 +1045,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let has_per_call = !f.per_call_start.trim().is_empty();
         let mut sec = if has_per_call && !f.section_start.trim().is_empty() { b.optional(ss) } else { ss } + calls;
         if !f.section_end.trim().is_empty() {
-            sec = sec + b.optional(lit(b, &f.section_end));
+            sec = sec + self.closing(lit(b, &f.section_end), true);
         }
         b.trigger_rule(SECTION_RULE, sec + self.after_calls() + after)
     }
@@ -1100,7 +1179,8 @@ impl<'a, 'b> Ctx<'a, 'b> {
         } else {
             // Text may follow the calls (recovered), but not the reasoning's end marker.
             let e = self.a.reasoning.end_marker();
-            let no_end = if e.is_empty() { b.eps() } else { b.negate(b.until(e) + e) };
+            // (A line break ending reasoning is no marker: calls span lines.)
+            let no_end = if e.trim().is_empty() { b.eps() } else { b.negate(b.until(e) + e) };
             self.reasoning_before(Some(no_end + section + b.zero_or_more(self.after_section(&triggers)) + b.space() + b.end()))
         };
         if self.req.tool_choice == ToolChoice::Required {

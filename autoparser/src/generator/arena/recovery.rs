@@ -40,6 +40,25 @@ impl<'b> Ctx<'_, 'b> {
         self.b.tag(kind.tag(), p)
     }
 
+    /// A closing marker; when recovering, also none where the output ends (reported).
+    /// `optional`: the template's form may leave it out anyway.
+    pub(super) fn closing(&self, close: Parser<'b>, optional: bool) -> Parser<'b> {
+        let b = self.b;
+        let mut alts = vec![close];
+        if self.recovering() {
+            alts.push(self.recovered(RecoveryKind::MissingClose, b.peek(b.space() + b.end())));
+        }
+        if optional {
+            // Left out mid-output: reported too, the template writes it.
+            alts.push(if self.recovering() { self.recovered(RecoveryKind::MissingClose, b.eps()) } else { b.eps() });
+        }
+        if alts.len() == 1 {
+            close
+        } else {
+            b.choice(alts)
+        }
+    }
+
     /// The function name, tagged, as `names` allows (without quotes).
     pub(super) fn name_parser(&self, names: Names<'_>) -> Parser<'b> {
         let b = self.b;
@@ -47,7 +66,8 @@ impl<'b> Ctx<'_, 'b> {
             Names::One(n) => b.literal(n),
             // Longest first: a name that is a prefix of another must not win.
             Names::Declared => b.choice(self.tools().iter().map(|(n, _)| b.literal(n)).collect::<Vec<_>>()),
-            Names::Any => b.json_string_content(),
+            Names::Any if self.a.tools.format.mode == ToolFormat::JsonNative => b.json_string_content(),
+            Names::Any => b.chars("[A-Za-z0-9_.-]", 1, None),
         };
         b.tag(super::tags::TOOL_NAME, inner)
     }
