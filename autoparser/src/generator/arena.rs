@@ -376,8 +376,14 @@ impl<'a, 'b> Ctx<'a, 'b> {
         }
         // JSON calls of declared tools the model wrote inside its text.
         let embedded = self.recovering() && self.json_calls();
-        if embedded {
+        // Code fences and wrapper tokens before a call's marker.
+        let decorated = self.recovering() && self.tools_on() && !stops.is_empty();
+        if embedded || decorated {
             kept.extend(self.embedded_starts());
+        }
+        if decorated {
+            let stop_marks: Vec<Parser<'b>> = stops.iter().filter(|s| !s.is_empty()).map(|s| b.literal(s)).collect();
+            drops.push(self.decoration_before(b.choice(stop_marks)));
         }
         let plain = c.mode == ContentMode::Plain || cs.is_empty();
         if plain && !eot.is_empty() && stops.is_empty() && self.prefill_for_grammar.is_none() {
@@ -500,7 +506,12 @@ impl<'a, 'b> Ctx<'a, 'b> {
     fn tag_call(&self, name: &str, schema: &Value) -> Parser<'b> {
         let b = self.b;
         let args = if self.a.tools.format.mode == ToolFormat::TagWithJson {
-            b.space() + b.tag(super::tags::TOOL_ARGS, b.schema(b.json(), &format!("{name}-args"), schema.clone(), false))
+            let json = || b.tag(super::tags::TOOL_ARGS, b.schema(b.json(), &format!("{name}-args"), schema.clone(), false));
+            if self.recovering() {
+                b.choice([b.space() + json(), self.fenced(json()), b.space() + self.loose_args()])
+            } else {
+                b.space() + json()
+            }
         } else {
             self.tagged_args(name, schema)
         };
@@ -515,7 +526,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
             return None;
         }
         let args = if self.a.tools.format.mode == ToolFormat::TagWithJson {
-            b.space() + b.choice([b.tag(super::tags::TOOL_ARGS, b.json()), b.tag(super::tags::TOOL_ARGS, b.eps())])
+            b.choice([self.fenced(self.loose_args()), b.space() + self.loose_args(), b.space() + b.tag(super::tags::TOOL_ARGS, b.eps())])
         } else {
             self.tagged_args("", &Value::Null)
         };
@@ -616,7 +627,14 @@ impl<'a, 'b> Ctx<'a, 'b> {
                         return b.tag(super::tags::TOOL_ARG_JSON_VALUE, b.constrained(value, b.choice([schema_json, g])));
                     }
                 }
-                b.tag(super::tags::TOOL_ARG_JSON_VALUE, value)
+                // Recovering, a value that turns out not to fit is read another way, so it is
+                // announced only whole (a partial `t` may not become `true`).
+                let tagged = b.tag(super::tags::TOOL_ARG_JSON_VALUE, value);
+                if self.recovering() {
+                    b.atomic(tagged)
+                } else {
+                    tagged
+                }
             };
             if ar.value_is_literal {
                 // Literal syntax: JSON or Python (`'x'`, `True`, `None`).
@@ -976,9 +994,9 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let f = &self.a.tools.format;
         let tools = self.tools();
         let one = if self.recovering() && self.json_calls() {
-            // After a marker any name is a call (the mapper flags unknown ones); without one
-            // only a declared tool's name tells a call from JSON content.
-            let names = if trigger_words(self.a).is_empty() { Names::Declared } else { Names::Any };
+            // Any name is a call (the mapper flags unknown ones) where calls are expected.
+            // (Calls in prose take declared tools only: `embedded_calls`.)
+            let names = Names::Any;
             let call = self.json_call_any_shape(names);
             if f.tools_array_wrapped {
                 call
@@ -1206,6 +1224,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let b = self.b;
         let text = b.peek(b.space() + b.negate(b.end())) + self.content(triggers);
         b.choice([
+            self.decoration_after(),
             self.recovered(RecoveryKind::CallSeparator, b.space() + b.peek(b.choice(triggers.iter().map(|t| b.literal(t)).collect::<Vec<_>>()))) + b.rule_ref(SECTION_RULE),
             self.recovered(RecoveryKind::TextAroundCalls, text) + b.optional(b.rule_ref(SECTION_RULE)),
         ])

@@ -146,6 +146,14 @@ impl<'b> Ctx<'_, 'b> {
         let skip = || b.zero_or_more(any_but_name() + b.space() + "," + b.space());
         let named_flat = || "{" + b.space() + skip() + self.key_of(&name_keys) + quoted_name(false);
         let named = b.choice([named_flat(), "{" + b.space() + skip() + self.key_of(&[WRAPPER_KEY]) + named_flat()]);
+        // ... and arguments (an object with a name alone is not a call).
+        let any_but_args = || {
+            b.negate(self.key_of(&args_keys)) + b.negate(self.key_of(&[WRAPPER_KEY]) + "{") + b.json_string() + b.space() + ":" + b.space() + b.json()
+        };
+        let skip_args = || b.zero_or_more(any_but_args() + b.space() + "," + b.space());
+        let with_args_flat = || "{" + b.space() + skip_args() + self.key_of(&args_keys);
+        let with_args = b.choice([with_args_flat(), "{" + b.space() + skip_args() + self.key_of(&[WRAPPER_KEY]) + with_args_flat()]);
+        let named = b.peek(with_args) + named;
         let id = self.key_of(&id_keys)
             + b.choice(["\"" + b.tag(super::tags::TOOL_ID, b.json_string_content()) + "\"", b.tag(super::tags::TOOL_ID, b.json_number())]);
         let members = |wrapper: Option<Parser<'b>>| {
@@ -200,26 +208,65 @@ impl<'b> Ctx<'_, 'b> {
     /// perhaps in a markdown code fence and wrapper tokens the template never writes
     /// (`<|python_tag|>`, `<|python_start|>...<|python_end|>`, `<tool_call>[...]</tool_call>`).
     /// `in_prose`: text came before it (where the template writes calls at the turn's start).
-    pub(super) fn embedded_calls(&self, in_prose: bool) -> Parser<'b> {
+    /// A special token or tag that may wrap calls: `<|python_start|>`, `<tool_call>`, `[CALLS]`.
+    fn wrapper_open(&self) -> Parser<'b> {
         let b = self.b;
         let word = |class: &str| b.chars(class, 1, None);
-        let wrapper_open = b.choice([
-            "<|" + word("[a-zA-Z0-9_]") + "|>",
-            "<" + word("[a-zA-Z0-9_]") + ">",
-            "[" + word("[A-Z_]") + "]",
+        b.choice(["<|" + word("[a-zA-Z0-9_]") + "|>", "<" + word("[a-zA-Z0-9_]") + ">", "[" + word("[A-Z_]") + "]"])
+    }
+
+    /// What closes a wrapper: `<|python_end|>`, `</tool_call>`, `[/CALLS]`.
+    fn wrapper_close(&self) -> Parser<'b> {
+        let b = self.b;
+        let word = |class: &str| b.chars(class, 1, None);
+        b.choice(["<|" + word("[a-zA-Z0-9_]") + "|>", "</" + word("[a-zA-Z0-9_]") + ">", "[/" + word("[A-Z_]") + "]"])
+    }
+
+    /// A markdown code fence's opening line start (```` ```json ````).
+    fn fence_open(&self) -> Parser<'b> {
+        let b = self.b;
+        b.literal("```") + b.chars("[a-zA-Z]", 0, None)
+    }
+
+    /// A fence or wrapper token right before `what` (reported, not content).
+    pub(super) fn decoration_before(&self, what: Parser<'b>) -> Parser<'b> {
+        let b = self.b;
+        let one = b.choice([
+            self.recovered(RecoveryKind::CodeFence, self.fence_open()),
+            self.recovered(RecoveryKind::ExtraWrapper, self.wrapper_open()),
         ]);
-        let wrapper_close = b.choice(["<|" + word("[a-zA-Z0-9_]") + "|>", "</" + word("[a-zA-Z0-9_]") + ">", "[/" + word("[A-Z_]") + "]"]);
-        let fence_open = b.literal("```") + b.optional(word("[a-zA-Z]")) + b.space();
-        let fence_close = b.literal("```");
+        b.one_or_more(b.space() + one) + b.peek(b.space() + what)
+    }
+
+    /// A fence close or wrapper close after calls (reported, not content).
+    pub(super) fn decoration_after(&self) -> Parser<'b> {
+        let b = self.b;
+        b.space()
+            + b.choice([
+                self.recovered(RecoveryKind::CodeFence, b.literal("```")),
+                self.recovered(RecoveryKind::ExtraWrapper, self.wrapper_close()),
+            ])
+    }
+
+    /// Arguments in a code fence (```` ```json {...} ``` ````), the fence reported.
+    pub(super) fn fenced(&self, args: Parser<'b>) -> Parser<'b> {
+        let b = self.b;
+        let open = self.recovered(RecoveryKind::CodeFence, self.fence_open());
+        let close = self.recovered(RecoveryKind::CodeFence, b.space() + "```");
+        b.space() + open + b.space() + args + close
+    }
+
+    pub(super) fn embedded_calls(&self, in_prose: bool) -> Parser<'b> {
+        let b = self.b;
         let calls = self.json_call_run(Names::Declared);
         let opt = |kind: RecoveryKind, p: Parser<'b>| b.optional(self.recovered(kind, p));
-        let inner = opt(RecoveryKind::CodeFence, fence_open)
+        let inner = opt(RecoveryKind::CodeFence, self.fence_open() + b.space())
             + b.space()
             + calls
-            + b.optional(b.space() + self.recovered(RecoveryKind::CodeFence, fence_close));
-        let whole = opt(RecoveryKind::ExtraWrapper, wrapper_open + b.space())
+            + b.optional(b.space() + self.recovered(RecoveryKind::CodeFence, b.literal("```")));
+        let whole = opt(RecoveryKind::ExtraWrapper, self.wrapper_open() + b.space())
             + inner
-            + b.optional(b.space() + self.recovered(RecoveryKind::ExtraWrapper, wrapper_close));
+            + b.optional(b.space() + self.recovered(RecoveryKind::ExtraWrapper, self.wrapper_close()));
         let whole = b.space() + whole;
         if in_prose {
             self.recovered(RecoveryKind::CallInProse, whole)
