@@ -1223,9 +1223,10 @@ impl<'a, 'b> Ctx<'a, 'b> {
     fn after_section(&self, triggers: &[String]) -> Parser<'b> {
         let b = self.b;
         let text = b.peek(b.space() + b.negate(b.end())) + self.content(triggers);
+        let marker = || b.choice(triggers.iter().map(|t| b.literal(t)).collect::<Vec<_>>());
         b.choice([
-            self.decoration_after(),
-            self.recovered(RecoveryKind::CallSeparator, b.space() + b.peek(b.choice(triggers.iter().map(|t| b.literal(t)).collect::<Vec<_>>()))) + b.rule_ref(SECTION_RULE),
+            self.decoration_after(marker()),
+            self.recovered(RecoveryKind::CallSeparator, b.space() + b.peek(marker())) + b.rule_ref(SECTION_RULE),
             self.recovered(RecoveryKind::TextAroundCalls, text) + b.optional(b.rule_ref(SECTION_RULE)),
         ])
     }

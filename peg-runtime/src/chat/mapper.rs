@@ -772,6 +772,17 @@ impl Driver {
         linearize(ast, input.len(), final_input, &mut events);
         let mut i = self.done;
         let key = |e: &Event| (e.kind, e.start);
+        // Mid-stream, a parse may not have reached what was folded yet: another alternative
+        // of an ordered choice that is still looking ahead (a lookahead tags nothing until it
+        // is decided). Wait for a parse that does; the final one must.
+        let short = match self.growing {
+            Some(_) => events.len() <= i,
+            None => events.len() < i,
+        };
+        if short && !final_input {
+            self.events = events;
+            return true;
+        }
         let agrees = i <= events.len()
             && (i == 0 || Some(key(&events[i - 1])) == self.last)
             && match self.growing {

@@ -231,17 +231,20 @@ impl<'b> Ctx<'_, 'b> {
     /// A fence or wrapper token right before `what` (reported, not content).
     pub(super) fn decoration_before(&self, what: Parser<'b>) -> Parser<'b> {
         let b = self.b;
-        let one = b.choice([
-            self.recovered(RecoveryKind::CodeFence, self.fence_open()),
-            self.recovered(RecoveryKind::ExtraWrapper, self.wrapper_open()),
-        ]);
+        let one = b.negate(what)
+            + b.choice([
+                self.recovered(RecoveryKind::CodeFence, self.fence_open()),
+                self.recovered(RecoveryKind::ExtraWrapper, self.wrapper_open()),
+            ]);
         b.one_or_more(b.space() + one) + b.peek(b.space() + what)
     }
 
-    /// A fence close or wrapper close after calls (reported, not content).
-    pub(super) fn decoration_after(&self) -> Parser<'b> {
+    /// A fence close or wrapper close after calls (reported, not content), not `marker` (what
+    /// starts more calls).
+    pub(super) fn decoration_after(&self, marker: Parser<'b>) -> Parser<'b> {
         let b = self.b;
         b.space()
+            + b.negate(marker)
             + b.choice([
                 self.recovered(RecoveryKind::CodeFence, b.literal("```")),
                 self.recovered(RecoveryKind::ExtraWrapper, self.wrapper_close()),
