@@ -408,11 +408,14 @@ impl<'a, 'b> Ctx<'a, 'b> {
             alts.extend(kept.iter().map(|k| b.tag(super::tags::CONTENT, b.literal(k))));
             let mut more = b.choice(alts) + piece();
             let stops: Vec<Parser<'b>> = delims.iter().map(|s| b.literal(s)).collect();
+            let mut lead = b.choice(drops);
             if !stops.is_empty() {
-                // A kept token may begin a stop (`<|open|>` of `<|open|>call<|sep|>`): the stop wins.
-                more = b.negate(b.choice(stops)) + more;
+                // A kept token may begin a stop (`<|open|>` of `<|open|>call<|sep|>`): the stop
+                // wins, as it does over a wrapper token around embedded calls.
+                more = b.negate(b.choice(stops.clone())) + more;
+                lead = b.negate(b.space() + b.choice(stops)) + lead;
             }
-            b.zero_or_more(b.choice(drops)) + piece() + b.zero_or_more(more)
+            b.zero_or_more(lead) + piece() + b.zero_or_more(more)
         };
         // Models repeat the turn header the generation prompt ends with.
         let th = self.a.turn_header.trim();
