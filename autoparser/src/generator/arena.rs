@@ -1218,7 +1218,8 @@ impl<'a, 'b> Ctx<'a, 'b> {
         if !self.recovering() {
             return reasoning + self.content(&triggers) + b.optional(section) + b.end();
         }
-        reasoning + self.content(&triggers) + b.optional(section + b.zero_or_more(self.after_section(&triggers))) + b.end()
+        // (Trailing whitespace is no deviation worth a report.)
+        reasoning + self.content(&triggers) + b.optional(section + b.zero_or_more(self.after_section(&triggers))) + b.space() + b.end()
     }
 
     /// After a tool section, where the template ends the turn: another section (each call in
