@@ -31,6 +31,7 @@
 //! [`ChatParser::parse`] of the whole output. Partial parses are monotone: the message of a
 //! longer prefix extends that of a shorter one.
 
+mod args_schema;
 mod builder;
 mod json_text;
 mod mapper;
