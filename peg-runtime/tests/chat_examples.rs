@@ -302,10 +302,14 @@ fn ids_after_the_arguments_are_kept() {
         r#"{"name": "search", "arguments": {"q": "a \"b\" <c>\nü"}},"#,
         r#"{"name": "get_weather", "arguments": {}, "id": "abcdefghi"}]"#,
     );
+    let mut tools = options().tools;
+    tools.push(ToolSpec::new("search", json!({"type": "object", "properties": {"q": {"type": "string"}}})));
     for strict in [false, true] {
-        let parser = id_last_parser(ChatParseOptions { strict, ..options() });
+        // Strict: every call fits the request's tools.
+        let parser = id_last_parser(ChatParseOptions { strict, tools: tools.clone(), ..options() });
         let m = check_streaming(&parser, out);
         assert_eq!(m.diagnostic, None);
+        assert_eq!(m.recoveries, []);
         assert_eq!(m.message.content, "Calling.");
         let calls: Vec<_> = m.message.tool_calls.iter().map(|c| (c.id.as_str(), c.name.as_str(), c.arguments.as_str())).collect();
         assert_eq!(

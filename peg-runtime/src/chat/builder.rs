@@ -29,6 +29,11 @@ pub mod tags {
     pub const TOOL_NAME: &str = "tool_name";
     /// The arguments as one JSON (or Python-literal) object.
     pub const TOOL_ARGS: &str = "tool_args";
+    /// The arguments written as a JSON string literal holding their JSON text
+    /// (`"{\"city\": \"Paris\"}"`): the whole literal, quotes included. Decoded once
+    /// complete, then mapped as `tool_args` text; a literal that does not decode is kept as
+    /// the arguments as it is.
+    pub const TOOL_ARGS_STRING: &str = "tool_args_string";
     /// One argument: name and value.
     pub const TOOL_ARG: &str = "tool_arg";
     /// The start of an argument.
@@ -197,6 +202,9 @@ impl NativeBuilder {
     tag_methods! {
         /// Tags the arguments object (JSON or a Python dict).
         tool_args => tags::TOOL_ARGS;
+        /// Tags a JSON string literal holding the arguments' JSON text (see
+        /// [`tags::TOOL_ARGS_STRING`]).
+        tool_args_string => tags::TOOL_ARGS_STRING;
     }
 }
 

@@ -13,10 +13,13 @@
 //! parses continue from there. Such a structural node (a name, a close) is not folded yet.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use crate::ast::{Ast, AstId};
+use crate::chat::args_schema::ArgsSchema;
 use crate::chat::builder::tags;
 use crate::chat::json_text::{escape_into, escapes, py_to_json, quote, unquote, LiteralToJson, PyToJson};
+use crate::chat::recovery::{Recovery, RecoveryKind, TAG_PREFIX};
 
 /// What an event does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,6 +47,10 @@ pub(crate) enum Kind {
     ArrClose,
     /// A member element's name.
     ElemKey,
+    /// Arguments written as a JSON string literal holding them.
+    ArgsString,
+    /// A node the grammar tags as a recovery, placed after its children's events.
+    Recovered(RecoveryKind),
 }
 
 impl Kind {
@@ -139,6 +146,12 @@ impl Walk<'_> {
                     out.push(ev(Kind::LitToken));
                 }
             }
+            // Decoded whole, so only once sealed; what is inside is the literal, not tags.
+            Some(tags::TOOL_ARGS_STRING) => {
+                if sealed {
+                    out.push(ev(Kind::ArgsString));
+                }
+            }
             Some(tags::TOOL_CLOSE) | Some(tags::TOOL_ARG_CLOSE) => {
                 if sealed {
                     let kind = if n.tag.as_deref() == Some(tags::TOOL_CLOSE) { Kind::EndCall } else { Kind::EndArg };
@@ -150,6 +163,14 @@ impl Walk<'_> {
             Some(tags::TOOL_ARG) => self.scope(id, in_tool, None, Some(Kind::EndArg), out),
             Some(tags::TOOL_ARG_ELEMENT_OBJECT) => self.scope(id, in_tool, Some(Kind::ObjOpen), Some(Kind::ObjClose), out),
             Some(tags::TOOL_ARG_ELEMENT_ARRAY) => self.scope(id, in_tool, Some(Kind::ArrOpen), Some(Kind::ArrClose), out),
+            Some(tag) if tag.starts_with(TAG_PREFIX) => {
+                children(in_tool, out);
+                // After the children, so that the events of a partial parse stay a prefix of
+                // those of a later one.
+                if let (Some(kind), true) = (RecoveryKind::of_tag(tag), sealed) {
+                    out.push(ev(Kind::Recovered(kind)));
+                }
+            }
             _ => children(in_tool, out),
         }
     }
@@ -250,6 +271,11 @@ pub(crate) struct Context {
     /// Literals some parsers of a text kind start with: a growing node of that kind whose
     /// text is still a prefix of one may vanish (the literal may fail), so it is not folded.
     pub leading: Vec<(Kind, String)>,
+    /// Length of the prefill: recovery offsets are into the model output after it.
+    pub prefill: usize,
+    /// The request's tools, each with the schema its arguments are checked against (`None`:
+    /// not checked). Empty when the request declares none: calls are then not checked.
+    pub tools: HashMap<String, Option<Arc<ArgsSchema>>>,
 }
 
 impl Context {
@@ -341,6 +367,11 @@ struct Call {
     /// Native arguments: normalizer and whitespace trim.
     py: PyToJson,
     trim: Trim,
+    /// The input span folded into the call so far.
+    start: usize,
+    end: usize,
+    /// All argument text written, kept to check the call against the request's tools.
+    written: Option<String>,
 }
 
 /// The mapper state: everything needed to continue folding where the last parse stopped.
@@ -354,6 +385,10 @@ pub(crate) struct Fold {
     pub pos: usize,
     /// Reused for escaped and normalized text, to spare an allocation per chunk.
     scratch: String,
+    /// Input span of the event being folded (set by the [`Driver`]).
+    pub at: (usize, usize),
+    /// What was recovered so far, by offset.
+    pub recoveries: Vec<Recovery>,
 }
 
 fn put_args(call: &mut Call, s: &str, sink: &mut dyn Sink) {
@@ -361,6 +396,9 @@ fn put_args(call: &mut Call, s: &str, sink: &mut dyn Sink) {
         return;
     }
     call.args_any = true;
+    if let Some(w) = &mut call.written {
+        w.push_str(s);
+    }
     match call.index {
         Some(i) => sink.args(i, s),
         None => call.buffer.push_str(s),
@@ -598,7 +636,58 @@ impl Fold {
                 self.literal(Some((true, true)), text, cx, sink);
                 self.literal(None, ":", cx, sink);
             }
+            Kind::ArgsString => {
+                let literal = text.trim();
+                let decoded = serde_json::from_str::<String>(literal).or_else(|_| serde_json::from_str(&py_to_json(literal)));
+                // A literal that does not decode is kept as written (never lose text).
+                self.text(Kind::ToolArgs, decoded.as_deref().unwrap_or(text), true, true, cx, sink);
+            }
+            Kind::Recovered(kind) => self.record(kind, self.at, String::new(), cx),
             _ => {}
+        }
+    }
+
+    /// Records a recovery over the input span `(start, end)`.
+    fn record(&mut self, kind: RecoveryKind, (start, end): (usize, usize), detail: String, cx: &Context) {
+        let start = start.max(cx.prefill);
+        let r = Recovery { kind, offset: start - cx.prefill, len: end.saturating_sub(start), detail };
+        let at = self.recoveries.partition_point(|x| x.offset <= r.offset);
+        self.recoveries.insert(at, r);
+    }
+
+    /// Extends the current call over the event being folded.
+    pub(crate) fn reach(&mut self) {
+        if let Some(call) = &mut self.call {
+            call.end = call.end.max(self.at.1);
+        }
+    }
+
+    /// Flags call `index` if it does not fit the request's tools: an unknown name, arguments
+    /// that are no JSON object or do not fit the tool's schema.
+    fn check_call(&mut self, index: usize, call: &Call, cx: &Context) {
+        let Some(args) = &call.written else { return };
+        let span = (call.start, call.end.max(call.start));
+        let name = call.name.as_deref().unwrap_or("");
+        let schema = match cx.tools.get(name) {
+            Some(schema) => schema.as_deref(),
+            None => {
+                let detail = match name {
+                    "" => format!("call {index} has no name"),
+                    _ => format!("call {index}: {name} is not a declared tool"),
+                };
+                self.record(RecoveryKind::UnknownTool, span, detail, cx);
+                None
+            }
+        };
+        let misfit = match serde_json::from_str::<serde_json::Value>(args) {
+            Ok(v) if v.is_object() => match schema {
+                Some(s) if !s.fits(&v, args) => Some(format!("do not fit the schema of {name}")),
+                _ => None,
+            },
+            _ => Some("are not a JSON object".to_owned()),
+        };
+        if let Some(why) = misfit {
+            self.record(RecoveryKind::ArgumentsOutsideSchema, span, format!("call {index}: the arguments {why}"), cx);
         }
     }
 
@@ -612,7 +701,8 @@ impl Fold {
 
     fn new_call(&mut self, cx: &Context, sink: &mut dyn Sink) {
         self.end_call(cx, sink);
-        self.call = Some(Call::default());
+        let written = (!cx.tools.is_empty()).then(String::new);
+        self.call = Some(Call { start: self.at.0, end: self.at.0, written, ..Call::default() });
     }
 
     fn end_call(&mut self, cx: &Context, sink: &mut dyn Sink) {
@@ -628,6 +718,9 @@ impl Fold {
             put_args(&mut call, "{}", sink);
         }
         Self::maybe_header(&mut self.headers, &mut call, cx, true, sink);
+        if let Some(index) = call.index {
+            self.check_call(index, &call, cx);
+        }
     }
 
     /// Announces the call once its name is known and its id is known or its arguments started
@@ -750,8 +843,9 @@ impl Driver {
     /// `plain`: `text` is known to hold no quote, control character or incomplete escape
     /// (a JSON string's content as `string_growth` accepts it).
     pub(crate) fn grow(&mut self, text: &str, plain: bool, cx: &Context, sink: &mut dyn Sink) {
-        if let Some((kind, _, read)) = &mut self.growing {
+        if let Some((kind, start, read)) = &mut self.growing {
             *read += text.len();
+            self.fold.at = (*start, *read);
             let fast = match *kind {
                 Kind::ToolArgs => plain && self.fold.plain_args(text, cx, sink),
                 Kind::ArgString | Kind::ArgJson => self.fold.string_value(text, cx, sink),
@@ -760,6 +854,7 @@ impl Driver {
             if !fast {
                 self.fold.text(*kind, text, false, false, cx, sink);
             }
+            self.fold.reach();
             self.fold.pos = self.fold.pos.max(*read);
         }
     }
@@ -809,7 +904,9 @@ impl Driver {
                 }
                 let to = if ev.sealed { ev.end } else { utf8_safe_end(input, from, ev.end) };
                 let text = String::from_utf8_lossy(&input[from..to]);
+                self.fold.at = (ev.start, to);
                 self.fold.text(ev.kind, &text, first, ev.sealed, cx, sink);
+                self.fold.reach();
                 self.fold.pos = self.fold.pos.max(to);
                 if !ev.sealed {
                     self.growing = Some((ev.kind, ev.start, to));
@@ -818,7 +915,15 @@ impl Driver {
                 self.growing = None;
             } else if ev.sealed {
                 let text = String::from_utf8_lossy(&input[ev.start..ev.end]);
+                self.fold.at = (ev.start, ev.end);
+                // A call's end belongs to it; a new call's start does not.
+                if ev.kind == Kind::EndCall {
+                    self.fold.reach();
+                }
                 self.fold.structural(ev.kind, &text, cx, sink);
+                if ev.kind != Kind::EndCall {
+                    self.fold.reach();
+                }
                 self.fold.pos = self.fold.pos.max(ev.end);
             } else {
                 break;
@@ -884,13 +989,23 @@ impl Driver {
         Some((kind, to))
     }
 
-    /// Records that the growing node took `n` more bytes, which the caller emitted as
+    /// Records that the growing node took the bytes `grown`, which the caller emitted as
     /// [`Driver::verbatim`] said (exactly what [`Driver::grow`] would have emitted).
     #[inline]
-    pub(crate) fn grew_verbatim(&mut self, n: usize) {
-        if let Some((_, _, read)) = &mut self.growing {
-            *read += n;
+    pub(crate) fn grew_verbatim(&mut self, grown: &[u8]) {
+        if let Some((kind, start, read)) = &mut self.growing {
+            *read += grown.len();
             self.fold.pos = self.fold.pos.max(*read);
+            self.fold.at = (*start, *read);
+            self.fold.reach();
+            if let Some(w) = self.fold.call.as_mut().and_then(|c| c.written.as_mut()) {
+                let text = String::from_utf8_lossy(grown);
+                match kind {
+                    Kind::ArgString => escape_into(w, &text),
+                    Kind::ToolArgs => w.push_str(&text),
+                    _ => {}
+                }
+            }
         }
     }
 }
@@ -1161,6 +1276,35 @@ mod tests {
         f.text(Kind::ToolArgs, "{\"a\"", true, false, &cx, &mut sink);
         let m = ChatMessage::from_deltas(&sink.deltas);
         assert_eq!((m.tool_calls[0].id.as_str(), m.tool_calls[0].arguments.as_str()), ("call_0", "{\"a\""));
+    }
+
+    /// A recovery node's event follows its children's, once the node is sealed; the report's
+    /// offset is into the output after the prefill, and a node is reported once.
+    #[test]
+    fn recoveries_are_reported_after_their_children_once_sealed() {
+        let input = "<p><think>Hmm";
+        let len = input.len();
+        let tree = ast(vec![T::N("recovered.reasoning_marker", 3, len, false, vec![T::N("reasoning", 10, len, false, vec![])])]);
+        let mut events = Vec::new();
+        linearize(&tree, len, false, &mut events);
+        let kinds: Vec<Kind> = events.iter().map(|e| e.kind).collect();
+        assert_eq!(kinds, [Kind::Reasoning], "not sealed at the end of partial input");
+        linearize(&tree, len, true, &mut events);
+        let kinds: Vec<Kind> = events.iter().map(|e| e.kind).collect();
+        assert_eq!(kinds, [Kind::Reasoning, Kind::Recovered(RecoveryKind::ReasoningMarker)]);
+
+        let cx = Context { prefill: 3, ..Context::default() };
+        let mut d = Driver::default();
+        let mut sink = MessageSink::default();
+        assert!(d.advance(&tree, input.as_bytes(), false, &cx, &mut sink));
+        assert_eq!(d.fold.recoveries, []);
+        for _ in 0..2 {
+            assert!(d.advance(&tree, input.as_bytes(), true, &cx, &mut sink));
+        }
+        d.fold.finish(&cx, &mut sink);
+        let expected = Recovery { kind: RecoveryKind::ReasoningMarker, offset: 0, len: 10, detail: String::new() };
+        assert_eq!(d.fold.recoveries, [expected]);
+        assert_eq!(sink.message.reasoning_content, "Hmm");
     }
 
     #[test]

@@ -13,7 +13,9 @@
 //!   grammar can put the id after the arguments, a call is announced with an empty id when its
 //!   arguments start (they stream live) and the id follows once read, or generated when the
 //!   call ends.
-//! - `tool_args` is JSON (a Python literal is normalized to JSON); constructed arguments are
+//! - `tool_args` is JSON (a Python literal is normalized to JSON); `tool_args_string`, a JSON
+//!   string literal holding the arguments' JSON text, is decoded once complete and mapped as
+//!   `tool_args` text (kept as written if it does not decode). Constructed arguments are
 //!   assembled as `{"name": value, ...}`: `tool_arg_string_value` becomes an escaped JSON string
 //!   unless the tool's schema types the parameter otherwise (then the text is kept as JSON if
 //!   it parses, else quoted; a nullable string's `null` is null); `tool_arg_json_value` stays
@@ -23,6 +25,12 @@
 //!   and what neither covers (quote markers, whitespace) is dropped.
 //! - Lenient by default: output the grammar does not match is kept as content from where the
 //!   parse stopped following it, with a [`Diagnostic`]; strict mode returns the error.
+//! - Recoveries: a node tagged [`RecoveryKind::tag`] (`recovered.<kind>`) maps what it holds
+//!   as usual and is reported as a [`Recovery`] (offset and length in the output after the
+//!   prefill) once it can no longer change, even if empty. With [`ChatParseOptions::tools`]
+//!   given, a call is also reported when its tool is not among them or its arguments are not
+//!   a JSON object fitting the tool's schema (the call is kept). Strict mode makes a recovery
+//!   an error.
 //!
 //! Streaming ([`ChatStream`]) folds each incremental parse of the runtime
 //! [`Session`](crate::Session) from where the previous one stopped: text is emitted once it can
@@ -31,6 +39,7 @@
 //! [`ChatParser::parse`] of the whole output. Partial parses are monotone: the message of a
 //! longer prefix extends that of a shorter one.
 
+mod args_schema;
 mod builder;
 mod json_text;
 mod mapper;

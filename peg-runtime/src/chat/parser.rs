@@ -5,6 +5,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::arena::{Arena, Node};
+use crate::chat::args_schema::ArgsSchema;
 use crate::chat::builder::tags;
 use crate::chat::json_text::close_partial_json;
 use crate::chat::mapper::{ArgType, Context, Driver, Kind, MessageSink, Sink};
@@ -55,9 +56,11 @@ impl ToolSpec {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChatParseOptions {
     /// The tools of the request: their schemas decide whether a raw argument value is a string.
+    /// When there are any, a call of another tool, or whose arguments are not a JSON object
+    /// that fits its tool's schema, is kept and reported as a [`Recovery`].
     pub tools: Vec<ToolSpec>,
-    /// Return an error when the output does not fit the grammar, instead of keeping the rest
-    /// as content.
+    /// Return an error when the output does not fit the grammar or needs a recovery, instead
+    /// of keeping the rest as content and reporting the recovery.
     pub strict: bool,
     /// Text the template put at the end of the prompt (e.g. `"<think>\n"`), parsed as if the
     /// model had written it before its output.
@@ -98,8 +101,9 @@ pub struct ParsedMessage {
     pub message: ChatMessage,
     /// Set when part of the output did not fit the grammar and was kept as content.
     pub diagnostic: Option<Diagnostic>,
-    /// What lenient parsing read as what the model meant, in output order (empty in strict
-    /// mode, where a recovery is an error).
+    /// What lenient parsing read as what the model meant, in output order (by offset; empty
+    /// in strict mode, where a recovery is an error). A partial parse reports only recoveries
+    /// that can no longer change.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub recoveries: Vec<Recovery>,
 }
@@ -153,9 +157,12 @@ impl ChatParser {
             has_scopes: has_tag(&[tags::TOOL, tags::TOOL_OPEN]),
             id_after_args: id_after_args(&arena),
             id_prefix: options.tool_id_prefix.clone(),
+            prefill: options.prefill.len(),
             ..Context::default()
         };
         for tool in &options.tools {
+            let schema = tool.parameters.is_object().then(|| Arc::new(ArgsSchema::new(&tool.parameters)));
+            cx.tools.insert(tool.name.clone(), schema);
             let Some(props) = tool.parameters.get("properties").and_then(|p| p.as_object()) else { continue };
             let types = props.iter().filter_map(|(k, v)| Some((k.clone(), ArgType::of(v)?))).collect();
             cx.arg_types.insert(tool.name.clone(), types);
@@ -178,8 +185,9 @@ impl ChatParser {
     ///
     /// A partial result holds only what can no longer change, so the message of a longer
     /// output always extends that of a shorter one. In lenient mode (the default) output that
-    /// does not fit the grammar is kept as content and a [`Diagnostic`] says where; strict mode
-    /// returns an [`ErrorKind::ParseFailed`] error instead.
+    /// does not fit the grammar is kept as content and a [`Diagnostic`] says where, and what
+    /// was recovered is reported in [`ParsedMessage::recoveries`]; strict mode returns an
+    /// [`ErrorKind::ParseFailed`] error instead.
     pub fn parse(&self, output: &str, partial: bool) -> Result<ParsedMessage, Error> {
         let arena = &self.inner.arena;
         self.parse_with(output, partial, |input, partial| arena.parse(input, partial))
@@ -231,6 +239,7 @@ impl ChatParser {
                 diagnostic = fold_parse(inner, &mut driver, &mut sink, bytes, out.as_ref().map_err(Error::clone), false, bytes.len())?;
             }
             driver.fold.finish(&inner.cx, &mut sink);
+            no_recovery_if_strict(inner, &driver)?;
         }
         let mut message = sink.message;
         if partial && inner.options.close_partial_arguments {
@@ -240,12 +249,27 @@ impl ChatParser {
                 }
             }
         }
-        Ok(ParsedMessage { message, diagnostic, recoveries: Vec::new() })
+        Ok(ParsedMessage { message, diagnostic, recoveries: driver.fold.recoveries })
     }
 
     /// A streaming parser: feed chunks, get deltas.
     pub fn stream(&self) -> ChatStream {
         ChatStream::new(self.inner.clone())
+    }
+}
+
+/// In strict mode, a recovery is an error.
+pub(crate) fn no_recovery_if_strict(inner: &Inner, driver: &Driver) -> Result<(), Error> {
+    match driver.fold.recoveries.first() {
+        Some(r) if inner.options.strict => {
+            let mut what = format!("the output needs recovery ({})", r.kind);
+            if !r.detail.is_empty() {
+                what.push_str(": ");
+                what.push_str(&r.detail);
+            }
+            Err(Error::new(ErrorKind::ParseFailed, what).with_offset(r.offset))
+        }
+        _ => Ok(()),
     }
 }
 
@@ -332,12 +356,14 @@ pub(crate) fn fold_parse(
             if !driver.advance(&out.ast, input, !partial, cx, sink) {
                 return diverged(driver, sink);
             }
+            no_recovery_if_strict(inner, driver)?;
             Ok(None)
         }
         Outcome::NeedMoreInput if partial => {
             if !driver.advance(&out.ast, input, false, cx, sink) {
                 return diverged(driver, sink);
             }
+            no_recovery_if_strict(inner, driver)?;
             Ok(None)
         }
         Outcome::Success => {

@@ -161,6 +161,7 @@ pub(crate) fn id_after_args(arena: &Arena) -> bool {
             Node::Tag { tag, child } => match tag.as_str() {
                 tags::TOOL_ID => ID | of(&sum, *child),
                 tags::TOOL_ARGS
+                | tags::TOOL_ARGS_STRING
                 | tags::TOOL_ARG
                 | tags::TOOL_ARG_NAME
                 | tags::TOOL_ARG_STRING_VALUE

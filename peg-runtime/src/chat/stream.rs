@@ -5,8 +5,9 @@ use std::sync::Arc;
 use crate::chat::json_text;
 use crate::chat::mapper::{Driver, Kind, Sink, Verbatim};
 use crate::chat::message::{push_token, ChatDelta, ChatMessage, DeltaBuffer, DeltaRef};
-use crate::chat::parser::{fold_parse, Diagnostic, Inner, ParsedMessage};
+use crate::chat::parser::{fold_parse, no_recovery_if_strict, Diagnostic, Inner, ParsedMessage};
 use crate::chat::predict::{string_growth, until_extends_with, Growth};
+use crate::chat::recovery::Recovery;
 use crate::error::{Error, ErrorKind};
 use crate::session::Session;
 
@@ -115,6 +116,12 @@ impl ChatStream {
         &self.message
     }
 
+    /// What was recovered so far, by offset: recoveries that can no longer change. After
+    /// [`finish`](ChatStream::finish), those of the one-shot parse.
+    pub fn recoveries(&self) -> &[Recovery] {
+        &self.driver.fold.recoveries
+    }
+
     /// Feeds the next chunk of model output; returns the deltas it made certain (often none).
     /// Lenient streams never fail here; strict ones return the parse error.
     ///
@@ -204,9 +211,15 @@ impl ChatStream {
             self.step(parsed, false, out)?;
         }
         self.driver.fold.finish(&self.inner.cx, out);
+        if let Err(e) = no_recovery_if_strict(&self.inner, &self.driver) {
+            out.clear();
+            self.state = State::Failed(e.clone());
+            return Err(e);
+        }
         self.state = State::Finished;
         self.record(out);
-        Ok(ParsedMessage { message: self.message.clone(), diagnostic: self.diagnostic.clone(), recoveries: Vec::new() })
+        let recoveries = self.driver.fold.recoveries.clone();
+        Ok(ParsedMessage { message: self.message.clone(), diagnostic: self.diagnostic.clone(), recoveries })
     }
 
     /// The fast path: if the text node the input ends in is known to take `chunk` (after the
@@ -343,7 +356,7 @@ impl ChatStream {
         if let Some(live) = self.live.take() {
             let len = self.session.input().len();
             if len > live.from {
-                self.driver.grew_verbatim(len - live.from);
+                self.driver.grew_verbatim(&self.session.input()[live.from..len]);
                 self.viable = len;
             }
         }
@@ -524,7 +537,7 @@ mod tests {
             serde_json::json!({"type": "object", "properties": {"a": {"type": "string"}, "n": {"type": "integer"}}}),
         );
         vec![
-            ChatParser::new(Arc::new(native), ChatParseOptions::default()),
+            ChatParser::new(Arc::new(native), ChatParseOptions { tools: vec![tool.clone()], ..Default::default() }),
             ChatParser::new(Arc::new(constructed), ChatParseOptions { tools: vec![tool], ..Default::default() }),
         ]
     }
@@ -573,6 +586,7 @@ mod tests {
             prop_assert_eq!(rf.is_ok(), rs.is_ok());
             prop_assert_eq!(bf.to_deltas(), bs.to_deltas(), "{:?} at {}..{}", output, i, j);
             prop_assert_eq!(fast.message(), slow.message());
+            prop_assert_eq!(fast.recoveries(), slow.recoveries());
             all.extend(bf.to_deltas());
         }
         let (wf, ws) = (fast.finish_into(&mut bf), slow.finish_into(&mut bs));
@@ -599,6 +613,19 @@ mod tests {
             "\u{1}", "\u{8}", "\u{c}", "\u{1f}", "\u{7f}", "\n</param", "\n</parameter", "<tool_", "</think", "{", "}",
         ]);
         prop::collection::vec(pieces, 0..40).prop_map(|v| v.concat())
+    }
+
+    /// [`with_reasoning`] whose start marker may come again and whose end marker may be
+    /// missing, both reported as recoveries.
+    fn recovering(strict: bool, prefill: &str) -> ChatParser {
+        use crate::chat::RecoveryKind;
+        let arena = crate::chat::SimpleBuilder::build(|p| {
+            let again = p.optional(p.tag(RecoveryKind::ReasoningMarker.tag(), p.literal("<think>")));
+            let close = p.literal("</think>") | p.tag(RecoveryKind::MissingClose.tag(), p.end());
+            p.optional("<think>" + again + p.reasoning(p.until("</think>")) + close) + p.content(p.until("<tool_call>")) + p.end()
+        })
+        .unwrap();
+        ChatParser::new(Arc::new(arena), ChatParseOptions { strict, prefill: prefill.into(), ..Default::default() })
     }
 
     fn with_reasoning(strict: bool, prefill: &str) -> ChatParser {
@@ -633,6 +660,10 @@ mod tests {
             fast_equals_slow(&p, &format!("<think>{a}</think>{b}"), &sizes)?;
             fast_equals_slow(&p, &format!("<think>{a}{b}"), &sizes)?;
             fast_equals_slow(&with_reasoning(strict, "<think>\n"), &format!("{a}</think>{b}"), &sizes)?;
+            let p = recovering(strict, "<think>");
+            for output in [format!("<think>{a}</think>{b}"), format!("{a}</think>{b}"), format!("<think>{a}"), format!("{a}<think>{b}{c}")] {
+                fast_equals_slow(&p, &output, &sizes)?;
+            }
             let rest = crate::chat::SimpleBuilder::build(|p| p.content(p.rest())).unwrap();
             fast_equals_slow(&ChatParser::new(Arc::new(rest), ChatParseOptions::default()), &format!("{a}{b}"), &sizes)?;
         }

@@ -1066,7 +1066,7 @@ fn num_bound(obj: &Map<String, Value>, inclusive: &str, exclusive: &str) -> Opti
 
 /// Merges two schemas for `allOf`: properties and required lists are united, other keys of
 /// `b` override those of `a`.
-fn merge_schemas(a: &Value, b: &Value) -> Value {
+pub(crate) fn merge_schemas(a: &Value, b: &Value) -> Value {
     let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else { return b.clone() };
     let mut out = a.clone();
     for (k, v) in b {
