@@ -4,7 +4,7 @@ use std::io::{Read, Write};
 use std::process::ExitCode;
 
 use clap::Args;
-use peg_runtime::chat::{ChatParser, ChatStream, ToolSpec};
+use peg_runtime::chat::{ChatParser, ChatStream, ParsedMessage, ToolSpec};
 
 use super::{print_json, RequestTarget};
 use crate::analysis::TemplateRender;
@@ -47,9 +47,7 @@ pub fn run(args: &ParseArgs) -> Result<ExitCode, String> {
     std::io::stdin().read_to_end(&mut raw).map_err(|e| format!("reading stdin: {e}"))?;
     let output = String::from_utf8_lossy(&raw);
     let parsed = parser.parse(&output, args.partial).map_err(|e| format!("parse failed: {e}"))?;
-    if let Some(d) = &parsed.diagnostic {
-        eprintln!("autoparser: the output left the grammar at byte {}: {} (the rest is content)", d.offset, d.message);
-    }
+    report(&parsed);
     print_json(&parsed.message)?;
     Ok(ExitCode::SUCCESS)
 }
@@ -83,10 +81,19 @@ fn stream(parser: &ChatParser, args: &ParseArgs) -> Result<ExitCode, String> {
     if args.final_message {
         writeln!(out, "{}", serde_json::to_string(&fin.message).map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
     }
-    if let Some(d) = &fin.diagnostic {
+    report(&fin);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What lenient parsing recovered, and where it stopped following the grammar, on stderr.
+fn report(parsed: &ParsedMessage) {
+    for r in &parsed.recoveries {
+        let detail = if r.detail.is_empty() { String::new() } else { format!(": {}", r.detail) };
+        eprintln!("autoparser: recovered {} at byte {} (+{}){detail}", r.kind, r.offset, r.len);
+    }
+    if let Some(d) = &parsed.diagnostic {
         eprintln!("autoparser: the output left the grammar at byte {}: {} (the rest is content)", d.offset, d.message);
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// Takes the complete UTF-8 text at the front of `pending`, leaving a cut character's bytes

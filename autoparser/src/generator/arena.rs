@@ -1054,7 +1054,8 @@ impl<'a, 'b> Ctx<'a, 'b> {
             if !sep.is_empty() {
                 seps.insert(0, b.literal(sep));
             }
-            let joined = self.recovered(RecoveryKind::CallSeparator, b.space() + b.optional(b.choice(seps)) + b.space()) + call;
+            // The report covers the call too: it is final only once the call is.
+            let joined = self.recovered(RecoveryKind::CallSeparator, b.space() + b.optional(b.choice(seps)) + b.space() + call);
             if self.req.parallel_tool_calls {
                 call + b.zero_or_more(b.choice([more, joined]))
             } else {
@@ -1218,8 +1219,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
         if !self.recovering() {
             return reasoning + self.content(&triggers) + b.optional(section) + b.end();
         }
-        // (Trailing whitespace is no deviation worth a report.)
-        reasoning + self.content(&triggers) + b.optional(section + b.zero_or_more(self.after_section(&triggers))) + b.space() + b.end()
+        reasoning + self.content(&triggers) + b.optional(section + b.zero_or_more(self.after_section(&triggers))) + b.end()
     }
 
     /// After a tool section, where the template ends the turn: another section (each call in
@@ -1230,7 +1230,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let marker = || b.choice(triggers.iter().map(|t| b.literal(t)).collect::<Vec<_>>());
         b.choice([
             self.decoration_after(marker()),
-            self.recovered(RecoveryKind::CallSeparator, b.space() + b.peek(marker())) + b.rule_ref(SECTION_RULE),
+            self.recovered(RecoveryKind::CallSeparator, b.space() + b.peek(marker()) + b.rule_ref(SECTION_RULE)),
             self.recovered(RecoveryKind::TextAroundCalls, text) + b.optional(b.rule_ref(SECTION_RULE)),
         ])
     }

@@ -46,7 +46,7 @@ impl<'b> Ctx<'_, 'b> {
         let b = self.b;
         let mut alts = vec![close];
         if self.recovering() {
-            alts.push(self.recovered(RecoveryKind::MissingClose, b.peek(b.space() + b.end())));
+            alts.push(self.recovered(RecoveryKind::MissingClose, b.space() + b.peek(b.end())));
         }
         if optional {
             // Left out mid-output: reported too, the template writes it.
@@ -115,7 +115,7 @@ impl<'b> Ctx<'_, 'b> {
     /// JSON), or a JSON string holding the object.
     pub(super) fn loose_args(&self) -> Parser<'b> {
         let b = self.b;
-        let as_string = b.peek("\"" + b.space() + "{") + b.tag("tool_args_string", b.json_string());
+        let as_string = b.peek("\"" + b.space() + "{") + b.tag(super::tags::TOOL_ARGS_STRING, b.json_string());
         b.choice([
             b.tag(super::tags::TOOL_ARGS, b.json_object()),
             self.recovered(RecoveryKind::ArgumentsAsString, as_string),
@@ -236,7 +236,8 @@ impl<'b> Ctx<'_, 'b> {
                 self.recovered(RecoveryKind::CodeFence, self.fence_open()),
                 self.recovered(RecoveryKind::ExtraWrapper, self.wrapper_open()),
             ]);
-        b.one_or_more(b.space() + one) + b.peek(b.space() + what)
+        // Atomic: a token is reported only once the marker after it is there.
+        b.atomic(b.one_or_more(b.space() + one) + b.peek(b.space() + what))
     }
 
     /// A fence close or wrapper close after calls (reported, not content), not `marker` (what
@@ -254,7 +255,7 @@ impl<'b> Ctx<'_, 'b> {
     /// Arguments in a code fence (```` ```json {...} ``` ````), the fence reported.
     pub(super) fn fenced(&self, args: Parser<'b>) -> Parser<'b> {
         let b = self.b;
-        let open = self.recovered(RecoveryKind::CodeFence, self.fence_open());
+        let open = self.recovered(RecoveryKind::CodeFence, self.fence_open() + b.peek(b.space() + "{"));
         let close = self.recovered(RecoveryKind::CodeFence, b.space() + "```");
         b.space() + open + b.space() + args + close
     }
@@ -270,7 +271,9 @@ impl<'b> Ctx<'_, 'b> {
         let whole = opt(RecoveryKind::ExtraWrapper, self.wrapper_open() + b.space())
             + inner
             + b.optional(b.space() + self.recovered(RecoveryKind::ExtraWrapper, self.wrapper_close()));
-        let whole = b.space() + whole;
+        // Atomic: a fence or token is reported only with the calls it holds (a fence in
+        // prose usually holds code).
+        let whole = b.atomic(b.space() + whole);
         if in_prose {
             self.recovered(RecoveryKind::CallInProse, whole)
         } else {
