@@ -444,7 +444,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
     fn json_call(&self, name: &str, schema: &Value) -> Parser<'b> {
         let b = self.b;
         let args = b.tag(super::tags::TOOL_ARGS, b.schema(b.json(), &format!("{name}-args"), schema.clone(), false));
-        self.json_call_shaped(Names::One(name), args)
+        self.json_call_shaped(Names::One(name), self.or_args_as_string(args))
     }
 
     /// One JSON-native call in the template's shape: a name as `names` allows, arguments `args`.
@@ -511,7 +511,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let args = if self.a.tools.format.mode == ToolFormat::TagWithJson {
             let json = || b.tag(super::tags::TOOL_ARGS, b.schema(b.json(), &format!("{name}-args"), schema.clone(), false));
             if self.recovering() {
-                b.choice([b.space() + json(), self.fenced(json()), b.space() + self.loose_args()])
+                b.choice([b.space() + self.args_as_string(), b.space() + json(), self.fenced(json()), b.space() + self.loose_args()])
             } else {
                 b.space() + json()
             }
@@ -996,7 +996,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let b = self.b;
         let f = &self.a.tools.format;
         let tools = self.tools();
-        let one = if self.recovering() && self.json_calls() {
+        let single = if self.recovering() && self.json_calls() {
             // Any name is a call (the mapper flags unknown ones) where calls are expected.
             // (Calls in prose take declared tools only: `embedded_calls`.)
             let names = Names::Any;
@@ -1020,6 +1020,13 @@ impl<'a, 'b> Ctx<'a, 'b> {
         };
         // Models drop per-call wrappers when the function has its own marker (`<function=`).
         let own_marker = f.mode != ToolFormat::JsonNative && !self.a.tools.function.name_prefix.trim().is_empty();
+        // Recovering: several calls inside one per-call wrapper, where a call's start says so.
+        let one = if self.recovering() && !f.per_call_start.trim().is_empty() && (own_marker || self.json_calls()) {
+            let joined = b.space() + b.optional(b.choice([b.literal(";"), b.literal(",")])) + b.space();
+            single + b.zero_or_more(self.recovered(RecoveryKind::CallSeparator, joined + single))
+        } else {
+            single
+        };
         let pcs = lit(b, &f.per_call_start);
         let mut p = if own_marker { b.optional(pcs) } else { pcs } + b.space() + one;
         if !f.per_call_end.trim().is_empty() {
@@ -1067,7 +1074,8 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let has_per_call = !f.per_call_start.trim().is_empty();
         let mut sec = if has_per_call && !f.section_start.trim().is_empty() { b.optional(ss) } else { ss } + calls;
         if !f.section_end.trim().is_empty() {
-            sec = sec + self.closing(lit(b, &f.section_end), true);
+            // Left out before text or more calls: that text (or call) is reported instead.
+            sec = sec + b.optional(self.closing(lit(b, &f.section_end), false));
         }
         b.trigger_rule(SECTION_RULE, sec + self.after_calls() + after)
     }

@@ -157,6 +157,8 @@ impl Walk<'_> {
                     let kind = if n.tag.as_deref() == Some(tags::TOOL_CLOSE) { Kind::EndCall } else { Kind::EndArg };
                     out.push(Event { kind, start: n.end, end: n.end, sealed });
                 }
+                // A close the model left out is a recovery node inside.
+                children(in_tool, out);
             }
             Some(tags::TOOL) => self.scope(id, in_tool, Some(Kind::NewCall), Some(Kind::EndCall), out),
             Some(tags::TOOL_OPEN) if !in_tool => self.scope(id, in_tool, Some(Kind::NewCall), None, out),

@@ -111,16 +111,32 @@ impl<'b> Ctx<'_, 'b> {
         keys
     }
 
+    /// Arguments written as a JSON string holding the object (`"{\"city\": \"Paris\"}"`),
+    /// reported unless the template writes them so.
+    pub(super) fn args_as_string(&self) -> Parser<'b> {
+        let b = self.b;
+        let p = b.peek("\"" + b.space() + "{") + b.tag(super::tags::TOOL_ARGS_STRING, b.json_string());
+        if self.a.tools.format.args_as_string {
+            p
+        } else {
+            self.recovered(RecoveryKind::ArgumentsAsString, p)
+        }
+    }
+
+    /// `args` (the template's arguments), or when recovering first a string holding them.
+    pub(super) fn or_args_as_string(&self, args: Parser<'b>) -> Parser<'b> {
+        if self.recovering() {
+            self.b.choice([self.args_as_string(), args])
+        } else {
+            args
+        }
+    }
+
     /// The arguments value of a call in any shape: an object (or, flagged by the mapper, any
     /// JSON), or a JSON string holding the object.
     pub(super) fn loose_args(&self) -> Parser<'b> {
         let b = self.b;
-        let as_string = b.peek("\"" + b.space() + "{") + b.tag(super::tags::TOOL_ARGS_STRING, b.json_string());
-        b.choice([
-            b.tag(super::tags::TOOL_ARGS, b.json_object()),
-            self.recovered(RecoveryKind::ArgumentsAsString, as_string),
-            b.tag(super::tags::TOOL_ARGS, b.json()),
-        ])
+        b.choice([b.tag(super::tags::TOOL_ARGS, b.json_object()), self.args_as_string(), b.tag(super::tags::TOOL_ARGS, b.json())])
     }
 
     /// A call object whose members come in any order under any of the usual keys, perhaps
@@ -244,20 +260,15 @@ impl<'b> Ctx<'_, 'b> {
     /// starts more calls).
     pub(super) fn decoration_after(&self, marker: Parser<'b>) -> Parser<'b> {
         let b = self.b;
-        b.space()
-            + b.negate(marker)
-            + b.choice([
-                self.recovered(RecoveryKind::CodeFence, b.literal("```")),
-                self.recovered(RecoveryKind::ExtraWrapper, self.wrapper_close()),
-            ])
+        // Not reported: the opening was (one deviation, one report).
+        b.space() + b.negate(marker) + b.choice([b.literal("```"), self.wrapper_close()])
     }
 
     /// Arguments in a code fence (```` ```json {...} ``` ````), the fence reported.
     pub(super) fn fenced(&self, args: Parser<'b>) -> Parser<'b> {
         let b = self.b;
         let open = self.recovered(RecoveryKind::CodeFence, self.fence_open() + b.peek(b.space() + "{"));
-        let close = self.recovered(RecoveryKind::CodeFence, b.space() + "```");
-        b.space() + open + b.space() + args + close
+        b.space() + open + b.space() + args + b.space() + "```"
     }
 
     pub(super) fn embedded_calls(&self, in_prose: bool) -> Parser<'b> {
@@ -267,10 +278,8 @@ impl<'b> Ctx<'_, 'b> {
         let inner = opt(RecoveryKind::CodeFence, self.fence_open() + b.space())
             + b.space()
             + calls
-            + b.optional(b.space() + self.recovered(RecoveryKind::CodeFence, b.literal("```")));
-        let whole = opt(RecoveryKind::ExtraWrapper, self.wrapper_open() + b.space())
-            + inner
-            + b.optional(b.space() + self.recovered(RecoveryKind::ExtraWrapper, self.wrapper_close()));
+            + b.optional(b.space() + "```");
+        let whole = opt(RecoveryKind::ExtraWrapper, self.wrapper_open() + b.space()) + inner + b.optional(b.space() + self.wrapper_close());
         // Atomic: a fence or token is reported only with the calls it holds (a fence in
         // prose usually holds code).
         let whole = b.atomic(b.space() + whole);
