@@ -1006,7 +1006,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
             } else {
                 // A JSON list of calls where the template writes one call per marker.
                 let list = "[" + b.space() + call + b.zero_or_more(b.space() + "," + b.space() + call) + b.space() + "]";
-                b.choice([call, self.recovered(RecoveryKind::ExtraWrapper, list)])
+                b.choice([call, self.recovered(RecoveryKind::ExtraWrapper, list), self.fenced(call)])
             }
         } else {
             let mut calls: Vec<Parser<'b>> = tools

@@ -654,6 +654,14 @@ impl Fold {
         let start = start.max(cx.prefill);
         let r = Recovery { kind, offset: start - cx.prefill, len: end.saturating_sub(start), detail };
         let at = self.recoveries.partition_point(|x| x.offset <= r.offset);
+        // Closes left out where the output ends (a value's, its call's, the section's) are one
+        // recovery: the output stopped.
+        if let Some(prev) = at.checked_sub(1).map(|i| &mut self.recoveries[i]) {
+            if kind == RecoveryKind::MissingClose && prev.kind == kind && r.offset <= prev.offset + prev.len && r.detail.is_empty() {
+                prev.len = prev.len.max(r.offset + r.len - prev.offset);
+                return;
+            }
+        }
         self.recoveries.insert(at, r);
     }
 
