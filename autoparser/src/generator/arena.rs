@@ -893,7 +893,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 let mut words = vec![e.null_literal.as_str(), "null", "None"];
                 words.dedup();
                 let word = b.tag(super::tags::TOOL_ARG_LITERAL_TOKEN, b.choice(words.iter().map(|w| b.literal(w)).collect::<Vec<_>>()));
-                b.choice([b.constrained(word.clone() + b.peek(b.space() + b.literal(close)), word), string])
+                b.choice([b.constrained(word + b.peek(b.space() + b.literal(close)), word), string])
             }
             ElementKind::Scalar => self.element_scalar(e, Some(s)),
             ElementKind::Any | ElementKind::Other => self.element_any(e),
@@ -942,7 +942,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let word = || b.choice(words.iter().map(|w| b.literal(w)).collect::<Vec<_>>());
         let ends = || b.peek(b.space() + b.literal(&e.close_prefix));
         let token = b.tag(super::tags::TOOL_ARG_LITERAL_TOKEN, b.choice([b.json_number(), word()]));
-        let token = b.constrained(token.clone() + ends(), token);
+        let token = b.constrained(token + ends(), token);
         let string = b.tag(super::tags::TOOL_ARG_LITERAL_STRING, b.until(&e.close_prefix));
         match s {
             // Typed by the schema: a string where it admits one, else the token.
@@ -1075,7 +1075,10 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let mut sec = if has_per_call && !f.section_start.trim().is_empty() { b.optional(ss) } else { ss } + calls;
         if !f.section_end.trim().is_empty() {
             // Left out before text or more calls: that text (or call) is reported instead.
-            sec = sec + b.optional(self.closing(lit(b, &f.section_end), false));
+            // A section end spelled as an opening (`<|tool_response>`) starts what follows the
+            // calls, where the model stops: missing at the end, it is no deviation.
+            let se = lit(b, &f.section_end);
+            sec = sec + if recovery::is_opening(&f.section_end) { b.optional(se) } else { b.optional(self.closing(se, false)) };
         }
         b.trigger_rule(SECTION_RULE, sec + self.after_calls() + after)
     }

@@ -18,6 +18,15 @@ const ID_KEYS: &[&str] = &["id", "call_id", "tool_call_id"];
 /// The key of an extra wrapper object around a call (`{"type": "function", "function": {...}}`).
 const WRAPPER_KEY: &str = "function";
 
+/// Whether marker `m` is spelled as an opening (`<|tool_response>`, `<result>`), not a close.
+pub(super) fn is_opening(m: &str) -> bool {
+    let m = m.trim();
+    let special = m.starts_with("<|") && m.ends_with('>') && !m.ends_with("|>");
+    let word_start = m.strip_prefix('<').and_then(|r| r.chars().next()).is_some_and(|c| c.is_alphanumeric() || c == '_');
+    let element = word_start && m.ends_with('>') && !m.ends_with("/>");
+    special || element
+}
+
 /// How a call's function name may be written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Names<'n> {
@@ -177,10 +186,10 @@ impl<'b> Ctx<'_, 'b> {
             if let Some(w) = wrapper {
                 alts.push(w);
             }
-            alts.push(id.clone());
+            alts.push(id);
             alts.push(other());
             let member = b.choice(alts);
-            "{" + b.space() + member.clone() + b.zero_or_more(b.space() + "," + b.space() + member) + b.space()
+            "{" + b.space() + member + b.zero_or_more(b.space() + "," + b.space() + member) + b.space()
         };
         let inner = members(None) + "}";
         let wrapper = self.key_of(&[WRAPPER_KEY]) + inner;
@@ -293,5 +302,20 @@ impl<'b> Ctx<'_, 'b> {
     /// The characters content stops at to look for an embedded call.
     pub(super) fn embedded_starts(&self) -> Vec<String> {
         ["{", "[", "<", "`"].iter().map(|s| (*s).to_owned()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_opening;
+
+    #[test]
+    fn openings_and_closes() {
+        for m in ["<|tool_response>", "<tool_response>", " <result>\n"] {
+            assert!(is_opening(m), "{m}");
+        }
+        for m in ["</minimax:tool_call>", "<|tool_calls_section_end|>", "<｜tool▁calls▁end｜>", "[/TOOL_CALLS]", "<br/>", "]"] {
+            assert!(!is_opening(m), "{m}");
+        }
     }
 }
