@@ -379,7 +379,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
         // Code fences and wrapper tokens before a call's marker.
         let decorated = self.recovering() && self.tools_on() && !stops.is_empty();
         if embedded || decorated {
-            kept.extend(self.embedded_starts());
+            kept.extend(self.embedded_starts(embedded));
         }
         if decorated {
             let stop_marks: Vec<Parser<'b>> = stops.iter().filter(|s| !s.is_empty()).map(|s| b.literal(s)).collect();
@@ -397,23 +397,29 @@ impl<'a, 'b> Ctx<'a, 'b> {
         } else {
             let mut d = delims.clone();
             d.extend(kept.iter().cloned());
-            let piece = || b.tag(super::tags::CONTENT, b.until_one_of(d.clone()));
-            let mut alts = drops.clone();
+            // Where text ends: a stop, or what follows text (noise, a call the model wrote in
+            // it). Kept tokens that start none of these are text.
+            let ends: Vec<Parser<'b>> = delims.iter().map(|s| b.literal(s)).collect();
+            let mut mids = drops.clone();
             if embedded {
-                // Text after a call is reported; the call is in prose unless it comes first.
-                let text_after = || b.optional(self.recovered(RecoveryKind::TextAroundCalls, b.space() + b.negate(b.end()) + piece()));
-                drops.push(self.embedded_calls(false) + text_after());
-                alts.push(self.embedded_calls(true) + text_after());
+                // Text after a call is reported (at its start); the call is in prose unless it
+                // comes first.
+                let around = || b.optional(self.recovered(RecoveryKind::TextAroundCalls, b.space() + b.negate(b.end())));
+                drops.push(self.embedded_calls(false) + around());
+                mids.push(self.embedded_calls(true) + around());
             }
-            alts.extend(kept.iter().map(|k| b.tag(super::tags::CONTENT, b.literal(k))));
-            let mut more = b.choice(alts) + piece();
-            let stops: Vec<Parser<'b>> = delims.iter().map(|s| b.literal(s)).collect();
+            let mut breaks = ends.clone();
+            breaks.extend(mids.iter().copied());
+            // One node per run of text, however many delimiters it holds: a stream re-reads the
+            // AST on each parse.
+            let piece = || b.tag(super::tags::CONTENT, text_to_real_end(b, &d, || b.choice(breaks.clone())));
+            let mut more = b.choice(mids) + piece();
             let mut lead = b.choice(drops);
-            if !stops.is_empty() {
+            if !ends.is_empty() {
                 // A kept token may begin a stop (`<|open|>` of `<|open|>call<|sep|>`): the stop
                 // wins, as it does over a wrapper token around embedded calls.
-                more = b.negate(b.choice(stops.clone())) + more;
-                lead = b.negate(b.space() + b.choice(stops)) + lead;
+                more = b.negate(b.choice(ends.clone())) + more;
+                lead = b.negate(b.space() + b.choice(ends)) + lead;
             }
             b.zero_or_more(lead) + piece() + b.zero_or_more(more)
         };

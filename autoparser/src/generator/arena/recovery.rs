@@ -262,7 +262,11 @@ impl<'b> Ctx<'_, 'b> {
                 self.recovered(RecoveryKind::ExtraWrapper, self.wrapper_open()),
             ]);
         // Atomic: a token is reported only once the marker after it is there.
-        b.atomic(b.one_or_more(b.space() + one) + b.peek(b.space() + what))
+        // At most a fence and a token (`` ```\n<|python_start|> ``): a run of tags in text
+        // is then looked at a bounded length from each position. The gate turns most text
+        // away at its first bytes (each position tried costs a stream memory).
+        let gate = b.space() + b.choice([b.literal("```"), "<" + b.chars("[a-zA-Z0-9_|]", 1, Some(40)) + ">", "[" + b.chars("[A-Z_]", 1, Some(40)) + "]"]);
+        b.peek(gate) + b.atomic(b.repeat(b.space() + one, 1, Some(2)) + b.peek(b.space() + what))
     }
 
     /// A fence close or wrapper close after calls (reported, not content), not `marker` (what
@@ -290,8 +294,17 @@ impl<'b> Ctx<'_, 'b> {
             + b.optional(b.space() + "```");
         let whole = opt(RecoveryKind::ExtraWrapper, self.wrapper_open() + b.space()) + inner + b.optional(b.space() + self.wrapper_close());
         // Atomic: a fence or token is reported only with the calls it holds (a fence in
-        // prose usually holds code).
-        let whole = b.atomic(b.space() + whole);
+        // prose usually holds code). The gate turns most text away at its first bytes: each
+        // position tried costs a stream memory for as long as it lives.
+        let opens = || b.choice([b.literal("{"), b.literal("["), b.literal("```")]);
+        let gate = b.space()
+            + b.choice([
+                "{" + b.space() + "\"",
+                "[" + b.space() + "{",
+                b.literal("```"),
+                "<" + b.chars("[a-zA-Z0-9_|]", 1, Some(40)) + ">" + b.space() + opens(),
+            ]);
+        let whole = b.peek(gate) + b.atomic(b.space() + whole);
         if in_prose {
             self.recovered(RecoveryKind::CallInProse, whole)
         } else {
@@ -299,9 +312,11 @@ impl<'b> Ctx<'_, 'b> {
         }
     }
 
-    /// The characters content stops at to look for an embedded call.
-    pub(super) fn embedded_starts(&self) -> Vec<String> {
-        ["{", "[", "<", "`"].iter().map(|s| (*s).to_owned()).collect()
+    /// The characters content stops at to look for a wrapper token or fence before calls,
+    /// and (`calls`) for a JSON call itself.
+    pub(super) fn embedded_starts(&self, calls: bool) -> Vec<String> {
+        let starts: &[&str] = if calls { &["{", "[", "<", "`"] } else { &["[", "<", "`"] };
+        starts.iter().map(|s| (*s).to_owned()).collect()
     }
 }
 
