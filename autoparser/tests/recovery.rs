@@ -48,6 +48,10 @@ const MINIMAX: &str = "MiniMax-M2";
 const DS_SECTIONS: &str = "recovery/deepseek-v3.1-sections";
 /// Fixture: Phi-4-mini style `functools[{"name": …, "arguments": …}]`.
 const PHI: &str = "recovery/phi-4-mini-functools";
+/// Fixture: a call id marker between name and arguments, special tokens.
+const CALL_ID_SPECIAL: &str = "recovery/call-id-special";
+/// Fixture: a call id marker between name and arguments, bracket words.
+const CALL_ID_WORDS: &str = "recovery/call-id-words";
 
 struct Row {
     name: &'static str,
@@ -370,6 +374,17 @@ fn table() -> Vec<Row> {
         row("phi-4-mini fixture: <tool_call>…</tool_call> around functools[…]", PHI,
             "<tool_call>\nfunctools[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]\n</tool_call>",
             calls(&[weather()]), &[(ExtraWrapper, "<tool_call>")]),
+
+        // missing_call_id (not in the list: models leave out ids the template writes)
+        row("mistral-small-3.2: call without its [CALL_ID]", MISTRAL,
+            "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\"}",
+            calls(&[weather()]), &[(MissingCallId, "[ARGS]")]),
+        row("call-id-special fixture: call without its <|call_id|>", CALL_ID_SPECIAL,
+            "<|call|>get_weather<|args|>{\"city\": \"Paris\"}<|/call|>",
+            calls(&[weather()]), &[(MissingCallId, "<|args|>")]),
+        row("call-id-words fixture: second call without its [ID]", CALL_ID_WORDS,
+            "[CALL]get_weather[ID]abcdefghi[ARGS]{\"city\": \"Paris\"}[/CALL][CALL]get_time[ARGS]{\"zone\": \"CET\"}[/CALL]",
+            calls(&[weather(), time()]), &[(MissingCallId, "[ARGS]{\"zone\"")]),
 
         // 10. unknown_tool / arguments_outside_schema
         row("hermes: call of a tool not in the request", HERMES,
@@ -695,6 +710,8 @@ const WELL_FORMED: &[(&str, Option<bool>)] = &[
     (MINIMAX, None),
     (DS_SECTIONS, Some(false)),
     (PHI, None),
+    (CALL_ID_SPECIAL, None),
+    (CALL_ID_WORDS, None),
 ];
 
 fn tool_call(id: &str, name: &str, args: Value) -> Value {

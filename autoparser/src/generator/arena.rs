@@ -508,7 +508,21 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let b = self.b;
         let id = &self.a.tools.call_id;
         let stop = if id.suffix.trim().is_empty() { "\n".to_owned() } else { id.suffix.trim().to_owned() };
-        lit(b, &id.prefix) + b.tag(super::tags::TOOL_ID, b.until(&stop)) + lit(b, &id.suffix)
+        let written = lit(b, &id.prefix) + b.tag(super::tags::TOOL_ID, b.until(&stop)) + lit(b, &id.suffix);
+        if !self.recovering() || id.prefix.trim().is_empty() {
+            return written;
+        }
+        // Models leave the id out (`[TOOL_CALLS]get_weather[ARGS]{...}`): one is generated.
+        // Reported where it belongs, once what follows shows it is missing.
+        let missing = if !id.suffix.trim().is_empty() {
+            // The suffix stays (`[ARGS]` after `[CALL_ID]...`).
+            self.recovered(RecoveryKind::MissingCallId, b.peek(lit(b, &id.suffix))) + lit(b, &id.suffix)
+        } else if id.pos == crate::analysis::CallIdPosition::BetweenFuncAndArgs {
+            self.recovered(RecoveryKind::MissingCallId, b.peek(lit(b, &self.a.tools.arguments.start)))
+        } else {
+            return written;
+        };
+        b.choice([written, missing])
     }
 
     /// One call of `name`, tag-based.

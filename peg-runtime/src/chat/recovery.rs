@@ -39,6 +39,8 @@ pub enum RecoveryKind {
     /// Wrapper tokens the template never renders around calls (`<|python_tag|>`,
     /// `<|python_start|>...<|python_end|>`, `<tool_call>` around a JSON list).
     ExtraWrapper,
+    /// A call without the id the template writes for it (`[CALL_ID]...`); one is generated.
+    MissingCallId,
     /// A call of a tool the request does not declare (kept).
     UnknownTool,
     /// A call whose arguments are not a JSON object that fits the tool's schema (kept).
@@ -47,7 +49,7 @@ pub enum RecoveryKind {
 
 impl RecoveryKind {
     /// Every kind, in declaration order.
-    pub const ALL: [RecoveryKind; 11] = [
+    pub const ALL: [RecoveryKind; 12] = [
         RecoveryKind::CallShape,
         RecoveryKind::CallSeparator,
         RecoveryKind::CallInProse,
@@ -57,6 +59,7 @@ impl RecoveryKind {
         RecoveryKind::TextAroundCalls,
         RecoveryKind::ReasoningMarker,
         RecoveryKind::ExtraWrapper,
+        RecoveryKind::MissingCallId,
         RecoveryKind::UnknownTool,
         RecoveryKind::ArgumentsOutsideSchema,
     ];
@@ -73,6 +76,7 @@ impl RecoveryKind {
             RecoveryKind::TextAroundCalls => "text_around_calls",
             RecoveryKind::ReasoningMarker => "reasoning_marker",
             RecoveryKind::ExtraWrapper => "extra_wrapper",
+            RecoveryKind::MissingCallId => "missing_call_id",
             RecoveryKind::UnknownTool => "unknown_tool",
             RecoveryKind::ArgumentsOutsideSchema => "arguments_outside_schema",
         }
@@ -90,6 +94,7 @@ impl RecoveryKind {
             RecoveryKind::TextAroundCalls => "recovered.text_around_calls",
             RecoveryKind::ReasoningMarker => "recovered.reasoning_marker",
             RecoveryKind::ExtraWrapper => "recovered.extra_wrapper",
+            RecoveryKind::MissingCallId => "recovered.missing_call_id",
             RecoveryKind::UnknownTool => "recovered.unknown_tool",
             RecoveryKind::ArgumentsOutsideSchema => "recovered.arguments_outside_schema",
         }
