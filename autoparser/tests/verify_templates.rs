@@ -37,6 +37,10 @@ fn jinja_files(dir: &Path) -> Vec<(String, PathBuf)> {
 fn every_template_round_trips_through_its_own_parser() {
     let mut templates = jinja_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/templates"));
     assert_eq!(templates.len(), 16, "two fixture templates per structure class");
+    // The recovery table's own fixtures (tests/recovery.rs) must be right in their own form.
+    let recovery = jinja_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/recovery"));
+    assert_eq!(recovery.len(), 4);
+    templates.extend(recovery);
     match shared_templates() {
         Some(dir) => templates.extend(jinja_files(&dir)),
         None => eprintln!("skipped the shared templates: ../shared/templates is not beside the checkout"),
