@@ -243,6 +243,26 @@ fn value_suffix_len(z1: &str, z2: &str) -> usize {
     }
 }
 
+/// A call id written after the arguments (`{...} <id>abc</id></call>`): its markers, the last
+/// marker before the id (with text glued to it) and the first after it, go to the call id; the
+/// rest of `tail` is returned.
+fn take_post_args_id(t: &mut ToolAnalysis, tail: String) -> String {
+    let Some(k) = tail.find(ID_MARK) else { return tail };
+    let (before, after) = (&tail[..k], &tail[k + ID_MARK.len()..]);
+    let segs = super::segment::segmentize_markers(before);
+    let prefix: String = match segs.iter().rposition(|s| s.kind == super::segment::SegmentKind::Marker) {
+        Some(i) => segs[i..].iter().map(|s| s.value.as_str()).collect(),
+        // Plain words: the line the id is written on, up to it (`Call ID: `).
+        None => before.rsplit('\n').next().unwrap_or(before).to_owned(),
+    };
+    let suffix = match super::segment::first_marker(after) {
+        Some((0, m)) => m.to_owned(),
+        _ => String::new(),
+    };
+    t.call_id = ToolCallIdAnalysis { pos: CallIdPosition::PostArgs, prefix: prefix.trim().to_owned(), suffix: suffix.clone() };
+    format!("{}{}", &before[..before.len() - prefix.len()], &after[suffix.len()..])
+}
+
 /// T2-T7, A1-A2 for tag-based formats.
 fn analyze_tagged(t: &mut ToolAnalysis, tp: &ToolProbe) -> Result<(), String> {
     let mode = t.format.mode;
@@ -398,6 +418,7 @@ fn analyze_tagged(t: &mut ToolAnalysis, tp: &ToolProbe) -> Result<(), String> {
         }
         None => rest1.clone(),
     };
+    let tail = take_post_args_id(t, tail);
     if !has_marker(&tail) && !tail.trim().is_empty() {
         t.function.close = tail.trim().to_owned();
         return Ok(());
