@@ -1,7 +1,9 @@
 //! The autoparser's costs over every template of `../shared/templates`: analyzing a template
 //! (done once per template and cached), and generating everything a request needs (prompt,
 //! arena, GBNF, triggers) from a cached analysis (done per request); and the grammar of a
-//! request offering 300 tools with realistic schemas.
+//! request offering 300 tools with realistic schemas; and streaming the parse of a long answer
+//! full of markup (code, tags, JSON examples) through generated parsers, where the lenient
+//! parser looks for calls the model may have written inside its text.
 //!
 //! Run: `cargo bench --bench autoparser -- --quick`
 
@@ -9,6 +11,7 @@ use std::hint::black_box;
 
 use chat_peg::autoparser::analysis::{analyze_template, TemplateAnalysis, TemplateRender};
 use chat_peg::autoparser::generator::{build_grammar_arena, generate, Request};
+use chat_peg::peg_runtime::chat::ToolSpec;
 use chat_peg::peg_runtime::gbnf::{self, GbnfOptions};
 use chat_peg::autoparser::template::ChatTemplate;
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -91,6 +94,48 @@ fn benches(c: &mut Criterion) {
     let arena = build_grammar_arena(hermes.1, &req, "").unwrap();
     g.bench_function("gbnf_lazy", |b| b.iter(|| gbnf::generate(black_box(&arena), &GbnfOptions { lazy: true, ..Default::default() }).unwrap().len()));
     g.finish();
+
+    // A 30 KB answer with code fences, HTML tags and JSON examples, streamed in 4-byte chunks.
+    let answer = markup_answer();
+    let req = request();
+    let tools: Vec<ToolSpec> = req.tools.iter().filter_map(ToolSpec::from_openai).collect();
+    let mut g = c.benchmark_group("autoparser_stream_markup_30kb");
+    g.sample_size(10);
+    g.throughput(criterion::Throughput::Bytes(answer.len() as u64));
+    for name in ["NousResearch-Hermes-3-Llama-3.1-8B-tool_use", "meta-llama-Llama-3.2-3B-Instruct", "Qwen3-Coder"] {
+        let at = names.iter().position(|n| n == name).expect("a shared template");
+        let parser = generate(&TemplateRender(&all[at]), &analyses[at], &req).unwrap().chat_parser(tools.clone(), false);
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                let mut s = parser.stream();
+                let mut n = 0;
+                for piece in answer.as_bytes().chunks(4) {
+                    n += s.push(std::str::from_utf8(piece).unwrap()).unwrap().len();
+                }
+                n + s.finish().unwrap().0.len()
+            })
+        });
+    }
+    g.finish();
+}
+
+/// Prose with markdown, code fences, HTML tags and JSON examples (ASCII, so 4-byte chunks
+/// never cut a character).
+fn markup_answer() -> String {
+    let mut out = String::new();
+    for i in 0..300 {
+        out.push_str(&format!("Here is some prose about item {i}, with a [link](http://x.y) and `code` spans. "));
+        if i % 5 == 0 {
+            out.push_str(&format!("\n```js\nfunction f{i}(a) {{ return {{x: a, y: [1,2,3]}}; }}\n```\n"));
+        }
+        if i % 7 == 0 {
+            out.push_str("<div class=\"c\"><b>bold</b> <i>it</i></div>\n");
+        }
+        if i % 11 == 0 {
+            out.push_str("Example JSON: {\"a\": 1, \"b\": {\"c\": [1, 2]}}.\n");
+        }
+    }
+    out
 }
 
 criterion_group!(group, benches);
