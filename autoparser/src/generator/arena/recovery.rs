@@ -85,39 +85,31 @@ impl<'b> Ctx<'_, 'b> {
     fn key_of(&self, keys: &[&str]) -> Parser<'b> {
         let b = self.b;
         let mut keys: Vec<String> = keys.iter().map(|k| (*k).to_owned()).collect();
-        keys.sort_by_key(|k| std::cmp::Reverse(k.len()));
+        // Longest first (a key that is a prefix of another must not win), then duplicates out.
+        keys.sort_by(|x, y| y.len().cmp(&x.len()).then(x.cmp(y)));
         keys.dedup();
         let alts: Vec<Parser<'b>> = keys.iter().map(|k| b.literal(&format!("\"{k}\""))).collect();
         b.choice(alts) + b.space() + ":" + b.space()
     }
 
-    fn name_keys(&self) -> Vec<&str> {
-        let f = &self.a.tools.format;
-        let mut keys = NAME_KEYS.to_vec();
-        if !f.name_field.is_empty() {
-            keys.push(&f.name_field);
-        }
+    /// The usual keys of a call member, and the template's own (`own`, where it names one).
+    fn keys<'k>(usual: &[&'k str], own: &[&'k String]) -> Vec<&'k str> {
+        let mut keys = usual.to_vec();
+        keys.extend(own.iter().filter(|k| !k.is_empty()).map(|k| k.as_str()));
         keys
     }
 
+    fn name_keys(&self) -> Vec<&str> {
+        Self::keys(NAME_KEYS, &[&self.a.tools.format.name_field])
+    }
+
     fn args_keys(&self) -> Vec<&str> {
-        let f = &self.a.tools.format;
-        let mut keys = ARGS_KEYS.to_vec();
-        if !f.args_field.is_empty() {
-            keys.push(&f.args_field);
-        }
-        keys
+        Self::keys(ARGS_KEYS, &[&self.a.tools.format.args_field])
     }
 
     fn id_keys(&self) -> Vec<&str> {
         let f = &self.a.tools.format;
-        let mut keys = ID_KEYS.to_vec();
-        for k in [&f.id_field, &f.gen_id_field] {
-            if !k.is_empty() {
-                keys.push(k);
-            }
-        }
-        keys
+        Self::keys(ID_KEYS, &[&f.id_field, &f.gen_id_field])
     }
 
     /// Arguments written as a JSON string holding the object (`"{\"city\": \"Paris\"}"`),
