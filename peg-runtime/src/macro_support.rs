@@ -42,13 +42,10 @@ pub fn tool_args(tool: &Tool) -> Vec<(&str, &Value)> {
     }
 }
 
-/// Whether an argument schema describes a plain string (written raw by XML-style formats).
+/// Whether an argument schema admits strings (written raw by XML-style formats), as
+/// [`Admits`](crate::schema::Admits) reads it.
 pub fn is_string_schema(schema: &Value) -> bool {
-    match schema.get("type") {
-        Some(Value::String(t)) => t == "string",
-        Some(Value::Array(ts)) => ts.len() == 1 && ts[0] == "string",
-        _ => false,
-    }
+    crate::schema::Admits::of(schema).string
 }
 
 // ---- parsing support: the leaf matchers of the engine, as free functions ----

@@ -1,5 +1,6 @@
 //! The parser arena for a request, built from the analysis with the Builder DSL.
 
+use peg_runtime::schema::Admits;
 use peg_runtime::{Arena, Builder, Error, Parser};
 use serde_json::Value;
 
@@ -111,54 +112,6 @@ pub fn part_triggers(pa: &AddressedParts, names: &[String]) -> Vec<super::Gramma
         }
     }
     out
-}
-
-/// What an argument schema admits: strings, `null`, other types (numbers, booleans, lists,
-/// mappings). A schema that says nothing admits nothing here (it is read as JSON).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct Admits {
-    string: bool,
-    null: bool,
-    other: bool,
-}
-
-impl Admits {
-    fn of(s: &Value) -> Admits {
-        let mut a = Admits::default();
-        let mut ty = |t: &Value| match t.as_str().map(peg_runtime::schema::json_type) {
-            Some(Some("string")) => a.string = true,
-            Some(Some("null")) => a.null = true,
-            Some(Some(_)) => a.other = true,
-            // An unknown type name: any value.
-            Some(None) => (a.string, a.null, a.other) = (true, true, true),
-            None => {}
-        };
-        match s.get("type") {
-            Some(Value::Array(ts)) => ts.iter().for_each(&mut ty),
-            Some(t) => ty(t),
-            None => {
-                let lits = match (s.get("const"), s.get("enum")) {
-                    (Some(c), _) => std::slice::from_ref(c),
-                    (None, Some(Value::Array(e))) => e.as_slice(),
-                    _ => &[],
-                };
-                for v in lits {
-                    match v {
-                        Value::String(_) => a.string = true,
-                        Value::Null => a.null = true,
-                        _ => a.other = true,
-                    }
-                }
-                for key in ["anyOf", "oneOf"] {
-                    for branch in s.get(key).and_then(Value::as_array).into_iter().flatten() {
-                        let b = Admits::of(branch);
-                        (a.string, a.null, a.other) = (a.string || b.string, a.null || b.null, a.other || b.other);
-                    }
-                }
-            }
-        }
-        a
-    }
 }
 
 /// A schema admitting strings (perhaps among other types, `["string", "null"]`,

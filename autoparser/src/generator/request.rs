@@ -1,5 +1,6 @@
 //! A chat request, as the generator needs it.
 
+use peg_runtime::chat::ToolSpec;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -76,16 +77,8 @@ impl Request {
     /// The request's functions as (name, parameters schema), longest name first: in an ordered
     /// choice a name that prefixes another (`f` vs `f_with_opt`) must come after it.
     pub fn tool_schemas(&self) -> Vec<(String, Value)> {
-        let mut tools: Vec<(String, Value)> = self
-            .tools
-            .iter()
-            .filter_map(|t| {
-                let f = t.get("function").unwrap_or(t);
-                let name = f.get("name")?.as_str()?.to_owned();
-                let params = f.get("parameters").cloned().unwrap_or_else(|| serde_json::json!({"type": "object"}));
-                Some((name, params))
-            })
-            .collect();
+        let mut tools: Vec<(String, Value)> =
+            self.tools.iter().filter_map(ToolSpec::from_openai).map(|t| (t.name, t.parameters)).collect();
         tools.sort_by_key(|t| std::cmp::Reverse(t.0.len()));
         tools
     }

@@ -248,14 +248,7 @@ fn object(schema: &Value, rng: &mut Rng, bias: Bias, depth: usize) -> Value {
 
 /// The tools as `(name, parameters)`.
 fn tool_list(tools: &[Value]) -> Vec<(String, Value)> {
-    tools
-        .iter()
-        .filter_map(|t| {
-            let f = t.get("function").unwrap_or(t);
-            let name = f.get("name")?.as_str()?.to_owned();
-            Some((name, f.get("parameters").cloned().unwrap_or(json!({"type": "object"}))))
-        })
-        .collect()
+    tools.iter().filter_map(peg_runtime::chat::ToolSpec::from_openai).map(|t| (t.name, t.parameters)).collect()
 }
 
 /// Whether a value of `schema` can hold what `feature` tests.

@@ -210,47 +210,15 @@ pub(crate) enum ArgType {
 }
 
 impl ArgType {
-    /// Reads a property schema; `None` when it does not say.
+    /// Reads a property schema ([`Admits`](crate::schema::Admits)); `None` when it does not say.
     pub(crate) fn of(schema: &serde_json::Value) -> Option<ArgType> {
-        use serde_json::Value;
-        let all_strings = |vals: &[Value]| !vals.is_empty() && vals.iter().all(Value::is_string);
-        match schema.get("type") {
-            Some(Value::String(t)) => {
-                return match crate::schema::json_type(t) {
-                    Some("string") => Some(ArgType::String),
-                    Some(_) => Some(ArgType::Json),
-                    None => None, // an unknown type says nothing
-                }
-            }
-            Some(Value::Array(ts)) => {
-                let ty = |t: &Value| t.as_str().and_then(crate::schema::json_type);
-                let non_null: Vec<&Value> = ts.iter().filter(|t| ty(t) != Some("null")).collect();
-                if non_null.is_empty() || !non_null.iter().all(|t| ty(t) == Some("string")) {
-                    return Some(ArgType::Json);
-                }
-                return Some(if non_null.len() < ts.len() { ArgType::NullableString } else { ArgType::String });
-            }
-            _ => {}
-        }
-        if let Some(Value::Array(e)) = schema.get("enum") {
-            return Some(if all_strings(e) { ArgType::String } else { ArgType::Json });
-        }
-        if let Some(c) = schema.get("const") {
-            return Some(if c.is_string() { ArgType::String } else { ArgType::Json });
-        }
-        for key in ["anyOf", "oneOf"] {
-            if let Some(Value::Array(vs)) = schema.get(key) {
-                let is_null = |v: &Value| v.get("type").and_then(Value::as_str) == Some("null");
-                let types: Vec<Option<ArgType>> = vs.iter().filter(|v| !is_null(v)).map(ArgType::of).collect();
-                if !types.is_empty() && types.iter().all(|t| *t == Some(ArgType::String)) {
-                    return Some(if types.len() < vs.len() { ArgType::NullableString } else { ArgType::String });
-                }
-                if types.iter().any(|t| t.is_some()) {
-                    return Some(ArgType::Json);
-                }
-            }
-        }
-        None
+        let a = crate::schema::Admits::of(schema);
+        Some(match (a.only_strings(), a.null) {
+            _ if a.says_nothing() => return None,
+            (true, false) => ArgType::String,
+            (true, true) => ArgType::NullableString,
+            (false, _) => ArgType::Json,
+        })
     }
 }
 

@@ -33,7 +33,8 @@ impl ToolSpec {
     }
 
     /// Reads an OpenAI tool entry, `{"type": "function", "function": {"name", "parameters"}}`
-    /// (or the bare function object).
+    /// (or the bare function object). Without `parameters` the tool takes an object of any
+    /// members (`{"type": "object"}`). The one reader of request tools in the workspace.
     ///
     /// ```
     /// use peg_runtime::chat::ToolSpec;
@@ -47,7 +48,7 @@ impl ToolSpec {
     pub fn from_openai(tool: &serde_json::Value) -> Option<ToolSpec> {
         let f = tool.get("function").unwrap_or(tool);
         let name = f.get("name")?.as_str()?.to_owned();
-        let parameters = f.get("parameters").cloned().unwrap_or(serde_json::Value::Null);
+        let parameters = f.get("parameters").filter(|p| !p.is_null()).cloned().unwrap_or_else(|| serde_json::json!({"type": "object"}));
         Some(ToolSpec { name, parameters })
     }
 }

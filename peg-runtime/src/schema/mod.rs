@@ -79,6 +79,80 @@ pub fn json_type(name: &str) -> Option<&'static str> {
     })
 }
 
+/// What an argument schema admits, by kind of value: strings, `null`, anything else (numbers,
+/// booleans, lists, mappings). The one reading of "is this argument a string" that the chat
+/// mapper, the generated grammars and `chat_peg!` share. A schema that says nothing (no `type`,
+/// `enum`, `const` or union) admits nothing here: its values are read as JSON. An unknown type
+/// name admits anything.
+///
+/// ```
+/// use peg_runtime::schema::Admits;
+/// use serde_json::json;
+/// assert!(Admits::of(&json!({"type": ["string", "null"]})).string);
+/// assert!(Admits::of(&json!({"enum": ["a", "b"]})).only_strings());
+/// assert!(!Admits::of(&json!({"anyOf": [{"type": "string"}, {"type": "integer"}]})).only_strings());
+/// assert!(Admits::of(&json!({"description": "x"})).says_nothing());
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Admits {
+    /// Strings.
+    pub string: bool,
+    /// `null`.
+    pub null: bool,
+    /// Numbers, booleans, lists or mappings.
+    pub other: bool,
+}
+
+impl Admits {
+    /// Reads `type` (a name or a list of names), else `const`/`enum` values, else the branches
+    /// of `anyOf`/`oneOf`.
+    pub fn of(schema: &Value) -> Admits {
+        let mut a = Admits::default();
+        let mut ty = |t: &Value| match t.as_str().map(json_type) {
+            Some(Some("string")) => a.string = true,
+            Some(Some("null")) => a.null = true,
+            Some(Some(_)) => a.other = true,
+            Some(None) => (a.string, a.null, a.other) = (true, true, true),
+            None => {}
+        };
+        match schema.get("type") {
+            Some(Value::Array(ts)) => ts.iter().for_each(&mut ty),
+            Some(t) => ty(t),
+            None => {
+                let literals = match (schema.get("const"), schema.get("enum")) {
+                    (Some(c), _) => std::slice::from_ref(c),
+                    (None, Some(Value::Array(e))) => e.as_slice(),
+                    _ => &[],
+                };
+                for v in literals {
+                    match v {
+                        Value::String(_) => a.string = true,
+                        Value::Null => a.null = true,
+                        _ => a.other = true,
+                    }
+                }
+                for key in ["anyOf", "oneOf"] {
+                    for branch in schema.get(key).and_then(Value::as_array).into_iter().flatten() {
+                        let b = Admits::of(branch);
+                        (a.string, a.null, a.other) = (a.string || b.string, a.null || b.null, a.other || b.other);
+                    }
+                }
+            }
+        }
+        a
+    }
+
+    /// Strings and perhaps `null`, nothing else: a raw value is text (`null` aside).
+    pub fn only_strings(self) -> bool {
+        self.string && !self.other
+    }
+
+    /// The schema types nothing.
+    pub fn says_nothing(self) -> bool {
+        !(self.string || self.null || self.other)
+    }
+}
+
 /// A complete grammar whose `root` accepts JSON instances of `schema`. The result is checked
 /// with [`Grammar::parse`](crate::gbnf::Grammar::parse).
 pub fn to_gbnf(schema: &Value) -> Result<String, Error> {
