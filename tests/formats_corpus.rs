@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use autoparser::check::compare_messages;
+use autoparser::verify::compare_messages;
 use autoparser::template::{ChatRequest, ChatTemplate};
 use chat_peg::formats::{self, gpt_oss, gpt_oss_inline_reasoning, hermes, qwen3_coder};
 use peg_runtime::chat::{stream_pieces, ChatMessage, ChatParseOptions, ChatParser, ToolSpec};

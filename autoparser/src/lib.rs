@@ -5,13 +5,12 @@
 //!
 //! The flow: [`template`] renders, [`analysis`] learns the markers once per template,
 //! [`generator`] builds the parser arena, grammar and prompt per request, [`registry`] holds
-//! the few model-specific builders, [`verify`] checks a template's parser against the
-//! template's own renders, [`check`] judges a corpus, and [`cli`] is the `autoparser` command.
+//! the few model-specific builders, and [`verify`] checks a template's parser against the
+//! template's own renders. The `autoparser` command and the corpus judge (`autoparser check`)
+//! are the `autoparser-cli` package; this library has no command-line dependency.
 #![warn(missing_docs)]
 
 pub mod analysis;
-pub mod check;
-pub mod cli;
 pub mod generator;
 pub mod registry;
 pub mod template;

@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use autoparser::analysis::{analyze_template, TemplateAnalysis, TemplateRender};
-use autoparser::check::compare_messages;
+use autoparser::verify::compare_messages;
 use autoparser::generator::{generate, render_conversation, GeneratedParser, Request};
 use autoparser::template::ChatTemplate;
 use peg_runtime::chat::{stream_pieces, ChatDelta, ChatMessage, ChatParser, ParsedMessage, RecoveryKind, ToolSpec};

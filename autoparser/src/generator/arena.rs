@@ -1297,9 +1297,9 @@ mod literal_value_tests {
         assert_eq!(one.diagnostic, None);
         assert_eq!(one.message.content, "");
         assert_eq!(args(&one.message), expected());
-        let streamed = crate::check::stream_message(&parser, OUTPUT, false, 1).unwrap();
+        let streamed = crate::verify::stream_message(&parser, OUTPUT, false, 1).unwrap();
         assert_eq!(streamed, one.message);
-        crate::check::check_grammar(&g, &a, OUTPUT).unwrap();
+        crate::verify::check_grammar(&g, &a, OUTPUT).unwrap();
     }
 
     #[test]
@@ -1353,7 +1353,7 @@ mod literal_value_tests {
         ];
         for written in valid {
             let out = call(written);
-            crate::check::check_grammar(&g, &a, &out).unwrap_or_else(|e| panic!("{out}: {e}"));
+            crate::verify::check_grammar(&g, &a, &out).unwrap_or_else(|e| panic!("{out}: {e}"));
             assert_eq!(parser.parse(&out, false).unwrap().diagnostic, None, "{out}");
         }
         let off_schema = [
@@ -1369,7 +1369,7 @@ mod literal_value_tests {
         ];
         for (written, filters) in off_schema {
             let out = call(written);
-            assert!(crate::check::check_grammar(&g, &a, &out).is_err(), "the grammar accepts {out}");
+            assert!(crate::verify::check_grammar(&g, &a, &out).is_err(), "the grammar accepts {out}");
             // Parsing is lenient: the call is read as written.
             let m = parser.parse(&out, false).unwrap();
             assert_eq!(m.diagnostic, None, "{out}");
@@ -1377,7 +1377,7 @@ mod literal_value_tests {
         }
         for written in ["points:[{x:1}]", "points:[{x:1,y:<|\"|>2<|\"|>}]", "mode:<|\"|>slow<|\"|>", "mode:true", "limit:True", "limit:1.5"] {
             let out = call(written);
-            assert!(crate::check::check_grammar(&g, &a, &out).is_err(), "the grammar accepts {out}");
+            assert!(crate::verify::check_grammar(&g, &a, &out).is_err(), "the grammar accepts {out}");
             assert_eq!(parser.parse(&out, false).unwrap().diagnostic, None, "{out}");
         }
     }
@@ -1447,7 +1447,7 @@ mod literal_value_tests {
             let prompt = t.render(&ctx).unwrap();
             let (i, j) = (prompt.find(open).unwrap(), prompt.find(close).unwrap());
             let written = &prompt[i..j + close.len()];
-            crate::check::check_grammar(&g, &a, written).unwrap_or_else(|e| panic!("{v}: {e}"));
+            crate::verify::check_grammar(&g, &a, written).unwrap_or_else(|e| panic!("{v}: {e}"));
             let m = parser.parse(written, false).unwrap();
             assert_eq!(m.diagnostic, None, "{written}");
             assert_eq!(args(&m.message), json!({"arg": v}), "{written}");
@@ -1474,12 +1474,12 @@ mod literal_value_tests {
         let call = |written: &str| format!("<|tool_call_start|>[f({written})]<|tool_call_end|>");
         for written in ["n=3, opts={'on': True}", "opts={\"on\": true, \"tag\": \"x\"}", "opts={'on': False, 'tag': 'it\\'s'}", "opts={\"on\": True}"] {
             let out = call(written);
-            crate::check::check_grammar(&g, &a, &out).unwrap_or_else(|e| panic!("{out}: {e}"));
+            crate::verify::check_grammar(&g, &a, &out).unwrap_or_else(|e| panic!("{out}: {e}"));
             assert_eq!(parser.parse(&out, false).unwrap().diagnostic, None, "{out}");
         }
         for written in ["n='3'", "n=True", "opts={'on': 'yes'}", "opts={'off': True}", "opts={'tag': 'x'}", "opts=[True]"] {
             let out = call(written);
-            assert!(crate::check::check_grammar(&g, &a, &out).is_err(), "the grammar accepts {out}");
+            assert!(crate::verify::check_grammar(&g, &a, &out).is_err(), "the grammar accepts {out}");
             let m = parser.parse(&out, false).unwrap();
             assert_eq!(m.diagnostic, None, "{out}");
             assert_eq!(m.message.tool_calls.len(), 1, "{out}");
@@ -1554,7 +1554,7 @@ mod tagged_args_tests {
         assert_eq!(m.message.content, "", "{output}");
         assert_eq!(m.message.tool_calls.len(), 1, "{output}");
         assert_eq!(serde_json::from_str::<Value>(&m.message.tool_calls[0].arguments).unwrap(), args, "{output}");
-        let streamed = crate::check::stream_message(parser, output, false, 1).unwrap();
+        let streamed = crate::verify::stream_message(parser, output, false, 1).unwrap();
         assert_eq!(streamed, m.message, "{output}");
         let mut last = String::new();
         for (cut, _) in output.char_indices().skip(1) {
@@ -1564,7 +1564,7 @@ mod tagged_args_tests {
             assert!(got.starts_with(&last), "{:?}: {got:?} does not extend {last:?}", &output[..cut]);
             last = got;
         }
-        crate::check::check_grammar(g, a, output).unwrap_or_else(|e| panic!("{output}: {e}"));
+        crate::verify::check_grammar(g, a, output).unwrap_or_else(|e| panic!("{output}: {e}"));
     }
 
     /// A string value may hold the closing tags of its own elements: the value suffix ends it
@@ -1621,8 +1621,8 @@ mod tagged_args_tests {
         let call = |v: &str| format!("<tool_call>\n<function=f>\n<parameter=mode>\n{v}\n</parameter>\n<parameter=text>\nx\n</parameter>\n</function>\n</tool_call>");
         round_trip(&g, &a, &parser, &call("fast"), json!({"mode": "fast", "text": "x"}));
         round_trip(&g, &a, &parser, &call("None"), json!({"mode": null, "text": "x"}));
-        assert!(crate::check::check_grammar(&g, &a, &call("medium")).is_err());
-        assert!(crate::check::check_grammar(&g, &a, &call("fast</parameter>")).is_err());
+        assert!(crate::verify::check_grammar(&g, &a, &call("medium")).is_err());
+        assert!(crate::verify::check_grammar(&g, &a, &call("fast</parameter>")).is_err());
     }
 
     #[test]
@@ -1672,8 +1672,8 @@ mod parts_tests {
             assert_eq!((m.reasoning_content.as_str(), m.content.as_str()), (reasoning, content), "{name}");
             let calls: Vec<(String, Value)> = m.tool_calls.iter().map(|c| (c.name.clone(), serde_json::from_str(&c.arguments).unwrap())).collect();
             assert_eq!(calls, [("get_weather".to_owned(), json!({"city": "Paris"})), ("get_time".to_owned(), json!({"zone": "CET"}))], "{name}");
-            assert_eq!(crate::check::stream_message(&parser, out, false, 1).unwrap(), m, "{name}");
-            crate::check::check_grammar(&g, &a, out).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(crate::verify::stream_message(&parser, out, false, 1).unwrap(), m, "{name}");
+            crate::verify::check_grammar(&g, &a, out).unwrap_or_else(|e| panic!("{name}: {e}"));
         }
     }
 
@@ -1695,8 +1695,8 @@ mod parts_tests {
         for (out, content, n) in [("f\n{\"n\": 1}>>>f\n{\"n\": 2}", "", 2), ("all\nSure >> ok.>>>f\n{\"n\": 1}", "Sure >> ok.", 1), ("all\nJust text.", "Just text.", 0)] {
             let m = parser.parse(out, false).unwrap().message;
             assert_eq!((m.content.as_str(), m.tool_calls.len()), (content, n), "{out}");
-            assert_eq!(crate::check::stream_message(&parser, out, false, 1).unwrap(), m, "{out}");
-            crate::check::check_grammar(&g, &a, out).unwrap_or_else(|e| panic!("{out}: {e}"));
+            assert_eq!(crate::verify::stream_message(&parser, out, false, 1).unwrap(), m, "{out}");
+            crate::verify::check_grammar(&g, &a, out).unwrap_or_else(|e| panic!("{out}: {e}"));
         }
     }
 }

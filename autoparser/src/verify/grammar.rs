@@ -145,7 +145,7 @@ pub fn check_grammar(g: &GeneratedParser, a: &TemplateAnalysis, output: &str) ->
 }
 
 /// A char-boundary window of `radius` bytes around `at` in `s`, for failure snippets.
-pub(crate) fn window(s: &str, at: usize, radius: usize) -> (usize, usize) {
+pub fn window(s: &str, at: usize, radius: usize) -> (usize, usize) {
     let mut lo = at.saturating_sub(radius).min(s.len());
     while !s.is_char_boundary(lo) {
         lo -= 1;

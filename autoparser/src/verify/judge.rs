@@ -15,7 +15,7 @@ pub fn arguments_value(text: &str) -> Option<Value> {
 /// a partial output can legitimately leave).
 ///
 /// ```
-/// use autoparser::check::compare_messages;
+/// use autoparser::verify::compare_messages;
 /// use peg_runtime::chat::ChatMessage;
 /// let want: ChatMessage = serde_json::from_value(serde_json::json!({
 ///     "content": "Hi", "tool_calls": [{"name": "f", "arguments": "{\"a\": 1}", "id": ""}]})).unwrap();

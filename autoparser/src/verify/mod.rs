@@ -12,7 +12,7 @@
 //! renders the message exactly as it renders another one (reasoning that only a line break
 //! ends), so no parser could tell which was meant. Both thinking modes are tried, and a prompt
 //! that writes the turn's prefill itself (`<think>\n`) is accounted for. The corpus judge
-//! shares these checks.
+//! (`autoparser check`, in the `autoparser-cli` package) shares these checks.
 //!
 //! ```
 //! use autoparser::template::ChatTemplate;
@@ -44,7 +44,7 @@ use crate::analysis::{AnalysisError, Render, TemplateAnalysis, TemplateRender};
 use crate::generator::{generate, render_conversation, GeneratedParser, Request};
 pub use cases::probe_tools;
 pub use grammar::{check_grammar, first_trigger};
-pub(crate) use grammar::window;
+pub use grammar::window;
 pub use judge::{arguments_value, compare_messages, stream_message};
 
 /// What one kind of generated message exercises.

@@ -3,12 +3,12 @@
 use std::io::{Read, Write};
 use std::process::ExitCode;
 
+use autoparser::analysis::TemplateRender;
+use autoparser::generator::{generate, Request};
 use clap::Args;
 use peg_runtime::chat::{ChatParser, ChatStream, ParsedMessage, ToolSpec};
 
 use super::{print_json, RequestTarget};
-use crate::analysis::TemplateRender;
-use crate::generator::{generate, Request};
 
 /// Arguments of `parse`.
 #[derive(Debug, Args)]

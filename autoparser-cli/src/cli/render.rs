@@ -2,10 +2,10 @@
 
 use std::process::ExitCode;
 
+use autoparser::template::ChatRequest;
 use clap::Args;
 
 use super::{print_json, RequestArg, TemplateArg};
-use crate::template::ChatRequest;
 
 /// Arguments of `render`.
 #[derive(Debug, Args)]

@@ -9,9 +9,11 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 use std::time::Instant;
 
+use autoparser::template::TemplateError;
+use autoparser::verify::window;
+
 use super::templates::TemplateStore;
 use super::{CaseResult, Status};
-use crate::template::TemplateError;
 
 /// Templates whose jinja2 output differs from any sane engine: a `safe` string concatenated
 /// with text is HTML-escaped by jinja2 (corpus README: "not goals").
@@ -85,7 +87,7 @@ pub fn judge_render(template: &str, got: &Result<String, TemplateError>, expecte
 pub fn first_diff(got: &str, want: &str) -> String {
     let i = got.bytes().zip(want.bytes()).take_while(|(x, y)| x == y).count();
     let snip = |s: &str| {
-        let (lo, hi) = crate::verify::window(s, i, 60);
+        let (lo, hi) = window(s, i, 60);
         format!("{:?}", &s[lo..hi])
     };
     format!("at byte {i}: got {} expected {}", snip(got), snip(want))

@@ -24,11 +24,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use autoparser::analysis::{analyze_template, TemplateAnalysis};
+use autoparser::template::{load_named, ChatTemplate};
 use clap::{Args, Parser, Subcommand};
 use serde_json::Value;
-
-use crate::analysis::TemplateAnalysis;
-use crate::template::ChatTemplate;
 
 /// Learn a model's output format from its chat template; render, generate, parse, check.
 #[derive(Debug, Parser)]
@@ -66,7 +65,7 @@ struct TemplateArg {
 
 impl TemplateArg {
     fn load(&self) -> Result<ChatTemplate, String> {
-        crate::template::load_named(&self.template, self.template_name.as_deref())
+        load_named(&self.template, self.template_name.as_deref())
             .map_err(|e| format!("{}: {e}", self.template.display()))
     }
 }
@@ -100,7 +99,7 @@ impl AnalysisArg {
                 let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
                 TemplateAnalysis::from_json(&text).map_err(|e| format!("{}: not an analysis: {e}", p.display()))
             }
-            None => crate::analysis::analyze_template(t).map_err(|e| e.to_string()),
+            None => analyze_template(t).map_err(|e| e.to_string()),
         }
     }
 }

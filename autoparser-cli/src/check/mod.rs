@@ -1,31 +1,31 @@
-//! The corpus judge: load a corpus directory, run every case, judge it, report.
+//! The corpus judge behind `autoparser check`: load a corpus directory, run every case, judge
+//! it, report.
 //!
 //! A corpus directory holds `chat-cases.jsonl` (one case per line, kinds `parse`, `prompt`,
 //! `generation_prompt`, `capability`) and `render/` (`scenarios/NAME.json`,
 //! `expected/TEMPLATE/NAME.txt` or `.err`); either may be missing. Cases name templates that
-//! are looked up in a templates directory ([`find_template`]). Judging follows the corpus
-//! README:
+//! are looked up in a templates directory ([`find_template`](templates::find_template)).
+//! Judging follows the corpus README:
 //!
 //! * `parse`: the template is analyzed once per run, a parser generated for the case's
-//!   `inputs`, the output parsed (prefill prepended) and compared ([`compare_messages`]);
+//!   `inputs`, the output parsed (prefill prepended) and compared
+//!   ([`compare_messages`](autoparser::verify::compare_messages));
 //!   `expect_failure` cases must fail in strict mode. Streaming: the output is fed in chunks
 //!   of each of [`CheckOptions::chunk_sizes`] bytes; no push may fail and the deltas must add
 //!   up to the final message, which is judged too. Grammar: for complete outputs of requests
 //!   with tools or a JSON schema, the generated grammar must accept the output under the lazy
-//!   rule ([`check_grammar`]).
-//! * `prompt` / `generation_prompt`: [`ChatTemplate::apply`](crate::template::ChatTemplate::apply)
+//!   rule ([`check_grammar`](autoparser::verify::check_grammar)).
+//! * `prompt` / `generation_prompt`: [`ChatTemplate::apply`](autoparser::template::ChatTemplate::apply)
 //!   and the case's `checks`.
-//! * `capability`: [`ChatTemplate::capabilities`](crate::template::ChatTemplate::capabilities).
-//! * `render`: byte-identical to jinja2, minus the README's jinja2 quirks ([`judge_render`]).
+//! * `capability`: [`ChatTemplate::capabilities`](autoparser::template::ChatTemplate::capabilities).
+//! * `render`: byte-identical to jinja2, minus the README's jinja2 quirks
+//!   ([`judge_render`](render::judge_render)).
 //!
-//! A malformed case is a failure with a reason, never a panic.
+//! A malformed case is a failure with a reason, never a panic. The per-case checks are the
+//! library's ([`autoparser::verify`]), which `autoparser verify` and servers use too.
 //!
-//! ```no_run
-//! use std::path::Path;
-//! use autoparser::check::{run, CheckOptions};
-//! let report = run(Path::new("../shared/corpus"), &CheckOptions::new("../shared/templates")).unwrap();
-//! print!("{}", report.text(false));
-//! assert_eq!(report.failed(), 0);
+//! ```text
+//! autoparser check --corpus ../shared/corpus --templates ../shared/templates
 //! ```
 
 mod cases;
@@ -41,13 +41,9 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::Value;
 
-pub use cases::{apply_check, judge_case};
-pub use crate::verify::{arguments_value, check_grammar, compare_messages, first_trigger, stream_message};
-pub use render::{
-    first_diff, judge_render, run_render, RenderExpectation, RenderVerdict, JINJA2_ERROR_QUIRKS,
-    JINJA2_QUIRK_TEMPLATES,
-};
-pub use templates::{find_template, LoadedTemplate, TemplateStore};
+use cases::judge_case;
+use render::run_render;
+use templates::TemplateStore;
 
 /// What to run and how.
 #[derive(Debug, Clone)]
@@ -228,11 +224,6 @@ impl Report {
             KIND_ORDER.iter().filter_map(|k| m.remove(k).map(|c| (k.to_string(), c))).collect();
         out.extend(m.into_iter().map(|(k, c)| (k.to_owned(), c)));
         out
-    }
-
-    /// Counts of one kind.
-    pub fn kind(&self, kind: &str) -> Counts {
-        self.counts().into_iter().find(|(k, _)| k == kind).map(|(_, c)| c).unwrap_or_default()
     }
 
     /// The last line: `N passed, M failed`.

@@ -3,15 +3,15 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use autoparser::analysis::{TemplateAnalysis, TemplateRender};
+use autoparser::generator::{generate, GeneratedParser, Request};
+use autoparser::template::ChatRequest;
+use autoparser::verify::{check_grammar, compare_messages, stream_message};
 use peg_runtime::chat::{ChatMessage, ChatParser, ToolSpec};
 use serde_json::Value;
 
-use crate::verify::{check_grammar, compare_messages, stream_message};
 use super::templates::{LoadedTemplate, TemplateStore};
 use super::{CheckOptions, Timings};
-use crate::analysis::TemplateRender;
-use crate::generator::{generate, Request};
-use crate::template::ChatRequest;
 
 /// The template a case names (`template`) or carries (`template_source`).
 fn case_template(case: &Value, store: &mut TemplateStore) -> Result<Arc<LoadedTemplate>, String> {
@@ -112,8 +112,8 @@ struct ParseCase<'c> {
     expect_failure: bool,
     expected: Option<ChatMessage>,
     inputs: &'c Value,
-    analysis: Arc<crate::analysis::TemplateAnalysis>,
-    generated: crate::generator::GeneratedParser,
+    analysis: Arc<TemplateAnalysis>,
+    generated: GeneratedParser,
     tools: Vec<ToolSpec>,
 }
 

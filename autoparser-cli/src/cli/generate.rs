@@ -3,12 +3,12 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
+use autoparser::analysis::TemplateRender;
+use autoparser::generator::{generate, GeneratedParser, Request};
 use clap::Args;
 use serde_json::json;
 
 use super::{print_json, RequestTarget};
-use crate::analysis::TemplateRender;
-use crate::generator::{generate, GeneratedParser, Request};
 
 /// Arguments of `generate`.
 #[derive(Debug, Args)]

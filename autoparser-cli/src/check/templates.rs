@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use crate::analysis::{analyze_template, TemplateAnalysis};
-use crate::template::ChatTemplate;
+use autoparser::analysis::{analyze_template, TemplateAnalysis};
+use autoparser::template::ChatTemplate;
 
 /// Finds the file of template `name` in `dir`: `NAME.jinja`, `NAME.json` (a
 /// `tokenizer_config.json`), `NAME.gguf`, or a directory `NAME/` holding

@@ -2,10 +2,10 @@
 
 use std::process::ExitCode;
 
+use autoparser::analysis::{analyze_template, TemplateRender};
+use autoparser::generator::Request;
+use autoparser::verify::{verify, VerifyOptions};
 use clap::Args;
-
-use crate::generator::Request;
-use crate::verify::{verify, VerifyOptions};
 
 /// Arguments of `verify`.
 #[derive(Debug, Args)]
@@ -33,9 +33,9 @@ pub fn run(args: &VerifyArgs) -> Result<ExitCode, String> {
         Some(p) => Some(Request::from_inputs(&super::read_json(p)?)),
         None => None,
     };
-    let analysis = crate::analysis::analyze_template(&t).map_err(|e| e.to_string())?;
+    let analysis = analyze_template(&t).map_err(|e| e.to_string())?;
     let opts = VerifyOptions { seed: args.seed, cases: args.cases, request, ..VerifyOptions::default() };
-    let report = verify(&crate::analysis::TemplateRender(&t), &analysis, &opts);
+    let report = verify(&TemplateRender(&t), &analysis, &opts);
     if args.json {
         super::print_json(&report)?;
     } else {
