@@ -11,9 +11,9 @@ use std::hint::black_box;
 
 use chat_peg::autoparser::analysis::{analyze_template, TemplateAnalysis, TemplateRender};
 use chat_peg::autoparser::generator::{build_grammar_arena, generate, Request};
+use chat_peg::autoparser::template::ChatTemplate;
 use chat_peg::peg_runtime::chat::ToolSpec;
 use chat_peg::peg_runtime::gbnf::{self, GbnfOptions};
-use chat_peg::autoparser::template::ChatTemplate;
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::json;
 

@@ -45,19 +45,14 @@ fn body() -> String {
 
 fn native() -> (ChatParser, String) {
     let arena = presets::hermes();
-    let output = format!(
-        "I will write the file.\n<tool_call>\n{}</tool_call>",
-        json!({"name": "write_file", "arguments": {"path": "src/main.rs", "content": body()}})
-    );
+    let output =
+        format!("I will write the file.\n<tool_call>\n{}</tool_call>", json!({"name": "write_file", "arguments": {"path": "src/main.rs", "content": body()}}));
     (ChatParser::new(Arc::new(arena), ChatParseOptions::default()), output)
 }
 
 fn constructed() -> (ChatParser, String) {
     let arena = presets::qwen3_coder();
-    let tool = ToolSpec::new(
-        "write_file",
-        json!({"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}}),
-    );
+    let tool = ToolSpec::new("write_file", json!({"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}}));
     let output = format!(
         "I will write the file.\n<tool_call>\n<function=write_file>\n<parameter=path>\nsrc/main.rs\n</parameter>\n<parameter=content>\n{}\n</parameter>\n</function>\n</tool_call>",
         body()
@@ -176,12 +171,8 @@ fn bench(c: &mut Criterion) {
         g.sample_size(10);
         g.bench_function("one_shot", |b| b.iter(|| parser.parse(black_box(&output), false).unwrap()));
         g.bench_function("stream_4b_chunks", |b| b.iter(|| stream_all(&parser, black_box(&pieces))));
-        g.bench_function("stream_4b_chunks_reused_buffer", |b| {
-            b.iter(|| stream_buffer(&parser, black_box(&pieces), &mut buf, false))
-        });
-        g.bench_function("stream_4b_chunks_reused_buffer_read", |b| {
-            b.iter(|| stream_buffer(&parser, black_box(&pieces), &mut buf, true))
-        });
+        g.bench_function("stream_4b_chunks_reused_buffer", |b| b.iter(|| stream_buffer(&parser, black_box(&pieces), &mut buf, false)));
+        g.bench_function("stream_4b_chunks_reused_buffer_read", |b| b.iter(|| stream_buffer(&parser, black_box(&pieces), &mut buf, true)));
         g.finish();
     }
 }

@@ -13,8 +13,13 @@ fn chat<'a>(p: &'a Builder) -> Parser<'a> {
     let name = "\"" + p.tag("tool_name", p.chars("[a-zA-Z0-9_]", 1, None)) + "\"";
     let call = p.tag(
         "tool",
-        "<tool_call>" << p.literal("{") << p.json_member("name", name) << "," << p.json_member("arguments", p.tag("tool_args", p.json()))
-            << "}" << "</tool_call>",
+        "<tool_call>"
+            << p.literal("{")
+            << p.json_member("name", name)
+            << ","
+            << p.json_member("arguments", p.tag("tool_args", p.json()))
+            << "}"
+            << "</tool_call>",
     );
     p.optional("<think>" + p.tag("reasoning", p.until("</think>")) + "</think>" + p.space())
         + p.tag("content", p.until("<tool_call>"))

@@ -8,8 +8,8 @@
 
 use std::sync::Arc;
 
-use autoparser::verify::compare_messages;
 use autoparser::template::{ChatRequest, ChatTemplate};
+use autoparser::verify::compare_messages;
 use chat_peg::formats::{self, gpt_oss, gpt_oss_inline_reasoning, hermes, qwen3_coder};
 use peg_runtime::chat::{stream_pieces, ChatMessage, ChatParseOptions, ChatParser, ToolSpec};
 use peg_runtime::{Arena, ParseOutput};
@@ -44,26 +44,18 @@ macro_rules! session_fn {
 /// The format of a template; `reasoning_none`: the request keeps reasoning in the content.
 fn format_of(template: &str, reasoning_none: bool) -> Option<Format> {
     Some(match template {
-        "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use" | "NousResearch-Hermes-3-Llama-3.1-8B-tool_use" => Format {
-            arena: hermes::arena,
-            parse: |t, x, p| hermes::Parser::new(t).parse(x, p).unwrap(),
-            session: session_fn!(hermes),
-        },
-        "Qwen3-Coder" => Format {
-            arena: qwen3_coder::arena,
-            parse: |t, x, p| qwen3_coder::Parser::new(t).parse(x, p).unwrap(),
-            session: session_fn!(qwen3_coder),
-        },
+        "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use" | "NousResearch-Hermes-3-Llama-3.1-8B-tool_use" => {
+            Format { arena: hermes::arena, parse: |t, x, p| hermes::Parser::new(t).parse(x, p).unwrap(), session: session_fn!(hermes) }
+        }
+        "Qwen3-Coder" => {
+            Format { arena: qwen3_coder::arena, parse: |t, x, p| qwen3_coder::Parser::new(t).parse(x, p).unwrap(), session: session_fn!(qwen3_coder) }
+        }
         "openai-gpt-oss-120b" if reasoning_none => Format {
             arena: gpt_oss_inline_reasoning::arena,
             parse: |t, x, p| gpt_oss_inline_reasoning::Parser::new(t).parse(x, p).unwrap(),
             session: session_fn!(gpt_oss_inline_reasoning),
         },
-        "openai-gpt-oss-120b" => Format {
-            arena: gpt_oss::arena,
-            parse: |t, x, p| gpt_oss::Parser::new(t).parse(x, p).unwrap(),
-            session: session_fn!(gpt_oss),
-        },
+        "openai-gpt-oss-120b" => Format { arena: gpt_oss::arena, parse: |t, x, p| gpt_oss::Parser::new(t).parse(x, p).unwrap(), session: session_fn!(gpt_oss) },
         _ => return None,
     })
 }
@@ -152,9 +144,8 @@ fn formats_pass_their_corpus_cases() {
             failures.push(format!("{id}: specialized parser and arena map to different messages"));
             continue;
         }
-        if let Some(end) = (0..=output.len())
-            .filter(|&e| output.is_char_boundary(e))
-            .find(|&e| specialized(&output[..e], true) != parser.parse(&output[..e], true).unwrap())
+        if let Some(end) =
+            (0..=output.len()).filter(|&e| output.is_char_boundary(e)).find(|&e| specialized(&output[..e], true) != parser.parse(&output[..e], true).unwrap())
         {
             failures.push(format!("{id}: specialized parser and arena map the prefix of {end} bytes to different messages"));
             continue;
@@ -200,12 +191,35 @@ mod fragments {
     use proptest::prelude::*;
 
     const HARMONY: &[&str] = &[
-        "<|channel|>", "analysis", "final", "commentary", "<|message|>", "<|end|>", "<|start|>assistant", "<|call|>",
-        " to=functions.get_weather", " to=python", " <|constrain|>json", "{\"city\": \"Paris\"}", "text", " ", "\n",
+        "<|channel|>",
+        "analysis",
+        "final",
+        "commentary",
+        "<|message|>",
+        "<|end|>",
+        "<|start|>assistant",
+        "<|call|>",
+        " to=functions.get_weather",
+        " to=python",
+        " <|constrain|>json",
+        "{\"city\": \"Paris\"}",
+        "text",
+        " ",
+        "\n",
     ];
     const QWEN: &[&str] = &[
-        "<tool_call>", "\n", "<function=get_weather>", "<function=other>", "<parameter=city>", "<parameter=days>",
-        "Paris", "3", "</parameter>", "</function>", "</tool_call>", "text ",
+        "<tool_call>",
+        "\n",
+        "<function=get_weather>",
+        "<function=other>",
+        "<parameter=city>",
+        "<parameter=days>",
+        "Paris",
+        "3",
+        "</parameter>",
+        "</function>",
+        "</tool_call>",
+        "text ",
     ];
     const HERMES: &[&str] = &["<tool_call>", "</tool_call>", "{", "}", "\"name\": \"get_weather\"", ",", "\"arguments\": ", "{\"city\": 1}", " ", "hi"];
 

@@ -25,13 +25,7 @@ fn tmp(name: &str, contents: &str) -> PathBuf {
 }
 
 fn run(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(BIN)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn autoparser");
+    let mut child = Command::new(BIN).args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn autoparser");
     child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
     child.wait_with_output().unwrap()
 }
@@ -65,10 +59,7 @@ fn analyze_prints_the_analysis() {
     let bare = run(&["analyze", "--bare", t.to_str().unwrap()], "");
     let path = tmp("analysis.json", &String::from_utf8(bare.stdout).unwrap());
     let req = weather_request();
-    let g = json_out(&run(
-        &["generate", t.to_str().unwrap(), "--request", req.to_str().unwrap(), "--analysis", path.to_str().unwrap()],
-        "",
-    ));
+    let g = json_out(&run(&["generate", t.to_str().unwrap(), "--request", req.to_str().unwrap(), "--analysis", path.to_str().unwrap()], ""));
     assert!(g["grammar"].is_string());
 }
 
@@ -102,12 +93,10 @@ fn parse_one_shot_partial_and_stream() {
 
     let o = run(&[&args[..], &["--stream", "--chunk", "3", "--final"]].concat(), CALL);
     assert!(o.status.success());
-    let lines: Vec<Value> =
-        String::from_utf8(o.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines: Vec<Value> = String::from_utf8(o.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert!(lines.len() > 2);
     let (last, deltas) = lines.split_last().unwrap();
-    let deltas: Vec<peg_runtime::chat::ChatDelta> =
-        deltas.iter().map(|d| serde_json::from_value(d.clone()).unwrap()).collect();
+    let deltas: Vec<peg_runtime::chat::ChatDelta> = deltas.iter().map(|d| serde_json::from_value(d.clone()).unwrap()).collect();
     let summed = peg_runtime::chat::ChatMessage::from_deltas(&deltas);
     assert_eq!(serde_json::to_value(&summed).unwrap(), *last);
     assert_eq!(*last, m);

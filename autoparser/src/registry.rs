@@ -170,11 +170,8 @@ impl ModelBuilder for KimiK2Unrendered {
     }
     fn adjust(&self, a: &mut TemplateAnalysis) {
         if a.reasoning.mode == crate::analysis::ReasoningMode::None {
-            a.reasoning = crate::analysis::ReasoningAnalysis {
-                mode: crate::analysis::ReasoningMode::TagBased,
-                start: "<think>".into(),
-                end: "</think>".into(),
-            };
+            a.reasoning =
+                crate::analysis::ReasoningAnalysis { mode: crate::analysis::ReasoningMode::TagBased, start: "<think>".into(), end: "</think>".into() };
         }
         if a.tools.format.mode != crate::analysis::ToolFormat::None {
             return;

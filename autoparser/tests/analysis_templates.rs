@@ -147,10 +147,24 @@ fn whitespace_after_calls_follows_the_template() {
 #[test]
 fn odd_templates_never_panic() {
     let pieces = [
-        "{% for m in messages %}", "{% endfor %}", "{{ m.content }}", "<think>", "</think>", "{{ m.reasoning_content }}",
+        "{% for m in messages %}",
+        "{% endfor %}",
+        "{{ m.content }}",
+        "<think>",
+        "</think>",
+        "{{ m.reasoning_content }}",
         "{% if m.tool_calls %}{% for c in m.tool_calls %}<tool_call>{{ c.function | tojson }}</tool_call>{% endfor %}{% endif %}",
-        "[TOOL_CALLS]", "<|im_start|>", "{{ m.role }}", "\n", "{% if add_generation_prompt %}<|assistant|>{% endif %}",
-        "{{ raise_exception('no') }}", "<", "[", "{{ c.function.name }}", "｜", "é",
+        "[TOOL_CALLS]",
+        "<|im_start|>",
+        "{{ m.role }}",
+        "\n",
+        "{% if add_generation_prompt %}<|assistant|>{% endif %}",
+        "{{ raise_exception('no') }}",
+        "<",
+        "[",
+        "{{ c.function.name }}",
+        "｜",
+        "é",
     ];
     // A small deterministic generator: every template is a sequence of pieces.
     let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
@@ -182,4 +196,3 @@ fn odd_templates_never_panic() {
         }
     }
 }
-

@@ -23,9 +23,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use autoparser::analysis::{analyze_template, TemplateAnalysis, TemplateRender};
-use autoparser::verify::compare_messages;
 use autoparser::generator::{generate, render_conversation, GeneratedParser, Request};
 use autoparser::template::ChatTemplate;
+use autoparser::verify::compare_messages;
 use peg_runtime::chat::{stream_pieces, ChatDelta, ChatMessage, ChatParser, ParsedMessage, RecoveryKind, ToolSpec};
 use serde_json::{json, Value};
 use RecoveryKind::*;
@@ -752,13 +752,22 @@ fn well_formed_outputs_report_no_recovery() {
         eprintln!("skipped the shared templates: ../shared/templates is not beside the checkout");
     }
     let messages = [
-        ("one call", json!({"role": "assistant", "content": "", "tool_calls": [
-            tool_call("abcdefghi", "get_weather", json!({"city": "Paris", "days": 2}))]})),
-        ("two calls", json!({"role": "assistant", "content": "", "tool_calls": [
-            tool_call("abcdefghi", "get_weather", json!({"city": "Paris"})), tool_call("bcdefghij", "get_time", json!({"zone": "CET"}))]})),
+        (
+            "one call",
+            json!({"role": "assistant", "content": "", "tool_calls": [
+            tool_call("abcdefghi", "get_weather", json!({"city": "Paris", "days": 2}))]}),
+        ),
+        (
+            "two calls",
+            json!({"role": "assistant", "content": "", "tool_calls": [
+            tool_call("abcdefghi", "get_weather", json!({"city": "Paris"})), tool_call("bcdefghij", "get_time", json!({"zone": "CET"}))]}),
+        ),
         ("content", json!({"role": "assistant", "content": "It is sunny in Paris."})),
-        ("content and a call", json!({"role": "assistant", "content": "Let me check.", "tool_calls": [
-            tool_call("abcdefghi", "get_weather", json!({"city": "Paris"}))]})),
+        (
+            "content and a call",
+            json!({"role": "assistant", "content": "Let me check.", "tool_calls": [
+            tool_call("abcdefghi", "get_weather", json!({"city": "Paris"}))]}),
+        ),
     ];
     let mut templates = Templates::default();
     let mut failures = Vec::new();

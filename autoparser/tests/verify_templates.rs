@@ -13,9 +13,7 @@ use autoparser::verify::{verify_template, Verdict, VerifyOptions};
 const KNOWN_FAILURES: &[(&str, &str)] = &[];
 
 /// Templates that render none of the cases (verified as such: the report says why).
-const UNVERIFIED: &[(&str, &str)] = &[
-    ("NVIDIA-Nemotron-Nano-v2", "the prompt opens reasoning that rendered turns never close"),
-];
+const UNVERIFIED: &[(&str, &str)] = &[("NVIDIA-Nemotron-Nano-v2", "the prompt opens reasoning that rendered turns never close")];
 
 fn shared_templates() -> Option<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/templates");
@@ -58,12 +56,7 @@ fn every_template_round_trips_through_its_own_parser() {
             }
         };
         let verdict = report.verdict();
-        println!(
-            "{name:<46} {:>7} {:>7} {:>8}  {verdict:?}",
-            report.passed_cases(),
-            report.failed_cases(),
-            report.unrendered_cases()
-        );
+        println!("{name:<46} {:>7} {:>7} {:>8}  {verdict:?}", report.passed_cases(), report.failed_cases(), report.unrendered_cases());
         let expected = if KNOWN_FAILURES.iter().any(|(n, _)| n == name) {
             Verdict::Fail
         } else if UNVERIFIED.iter().any(|(n, _)| n == name) {

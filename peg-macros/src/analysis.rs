@@ -42,10 +42,7 @@ pub fn analyze(g: &Grammar) -> Analysis {
 
     // Root.
     match g.root.len() {
-        0 => errors.push(syn::Error::new(
-            g.name.span(),
-            format!("grammar `{}` has no root: add `root = expr;`", g.name),
-        )),
+        0 => errors.push(syn::Error::new(g.name.span(), format!("grammar `{}` has no root: add `root = expr;`", g.name))),
         1 => {}
         _ => {
             for (span, _) in &g.root[1..] {
@@ -85,10 +82,7 @@ pub fn analyze(g: &Grammar) -> Analysis {
             let min = *cycle.iter().min().expect("non-empty cycle");
             if min == start && reported.insert(min) {
                 let names: Vec<String> = cycle.iter().chain(std::iter::once(&cycle[0])).map(|&i| g.rules[i].name.to_string()).collect();
-                errors.push(syn::Error::new(
-                    span,
-                    format!("left recursive rules create an infinite loop: {}", names.join(" -> ")),
-                ));
+                errors.push(syn::Error::new(span, format!("left recursive rules create an infinite loop: {}", names.join(" -> "))));
             }
         }
     }
@@ -124,11 +118,7 @@ pub fn analyze(g: &Grammar) -> Analysis {
         }
         for (i, r) in g.rules.iter().enumerate() {
             if !reach.contains(&i) {
-                warnings.push(Warning {
-                    span: r.name.span(),
-                    name: r.name.to_string(),
-                    message: format!("rule `{}` is unreachable from the root", r.name),
-                });
+                warnings.push(Warning { span: r.name.span(), name: r.name.to_string(), message: format!("rule `{}` is unreachable from the root", r.name) });
             }
         }
     }
@@ -275,13 +265,7 @@ fn find_cycle(
     None
 }
 
-fn find_lookahead(
-    e: &Expr,
-    g: &Grammar,
-    index: &HashMap<String, usize>,
-    seen: &mut HashSet<usize>,
-    path: &mut Vec<String>,
-) -> Option<(Sp, Vec<String>)> {
+fn find_lookahead(e: &Expr, g: &Grammar, index: &HashMap<String, usize>, seen: &mut HashSet<usize>, path: &mut Vec<String>) -> Option<(Sp, Vec<String>)> {
     match &e.kind {
         ExprKind::Peek(_) | ExprKind::Negate(_) => Some((e.span, path.clone())),
         // These emit their own grammar instead of their child's.

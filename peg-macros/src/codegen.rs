@@ -67,11 +67,7 @@ impl Gen<'_> {
             }
             ExprKind::Chars { class, min, max } => {
                 let cc = char_class(class);
-                let pats: Vec<TokenStream> = cc
-                    .ranges
-                    .iter()
-                    .map(|&(lo, hi)| if lo == hi { quote!(#lo) } else { quote!(#lo..=#hi) })
-                    .collect();
+                let pats: Vec<TokenStream> = cc.ranges.iter().map(|&(lo, hi)| if lo == hi { quote!(#lo) } else { quote!(#lo..=#hi) }).collect();
                 let test = if pats.is_empty() { quote!(false) } else { quote!(matches!(c, #(#pats)|*)) };
                 let test = if cc.negated { quote!(!(#test)) } else { test };
                 let max = opt_u32(max);
@@ -90,12 +86,9 @@ impl Gen<'_> {
                 let target = quote!(#k::json::Target::from(#kind));
                 self.scan(quote!(#s::json(input, partial, #pos, #kind)), quote!(#k::json::Dialect::Json), target, pos)
             }
-            ExprKind::JsonStringContent => self.scan(
-                quote!(#s::json_string_content(input, partial, #pos)),
-                quote!(#k::json::Dialect::Json),
-                quote!(#k::json::Target::StringContent),
-                pos,
-            ),
+            ExprKind::JsonStringContent => {
+                self.scan(quote!(#s::json_string_content(input, partial, #pos)), quote!(#k::json::Dialect::Json), quote!(#k::json::Target::StringContent), pos)
+            }
             ExprKind::Python(kind) => {
                 let kind = gen_python_kind(k, *kind);
                 let target = quote!(#k::json::Target::from(#kind));
@@ -226,9 +219,7 @@ impl Gen<'_> {
                     #r
                 })
             }
-            ExprKind::Schema { expr, .. } | ExprKind::Gbnf(expr, _) | ExprKind::ToolSchema(expr) | ExprKind::ArgSchema(expr) => {
-                self.expr(expr, pos)
-            }
+            ExprKind::Schema { expr, .. } | ExprKind::Gbnf(expr, _) | ExprKind::ToolSchema(expr) | ExprKind::ArgSchema(expr) => self.expr(expr, pos),
             ExprKind::EachTool(c) => {
                 let l = self.label();
                 let r = self.fresh("r");

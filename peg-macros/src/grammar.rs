@@ -73,20 +73,33 @@ pub enum ExprKind {
     Marker,
     Literal(String),
     /// `["a-z"]`: the class body as written (the literal's span is the expression's span).
-    Chars { class: String, min: u32, max: Option<u32> },
+    Chars {
+        class: String,
+        min: u32,
+        max: Option<u32>,
+    },
     Until(Vec<LitStr>),
     Json(JsonKind),
     JsonStringContent,
     Python(PythonKind),
     Seq(Vec<Expr>),
     Choice(Vec<Expr>),
-    Repeat { expr: Box<Expr>, min: u32, max: Option<u32> },
+    Repeat {
+        expr: Box<Expr>,
+        min: u32,
+        max: Option<u32>,
+    },
     Peek(Box<Expr>),
     Negate(Box<Expr>),
     Ref(Ident),
     Tag(String, Box<Expr>),
     Atomic(Box<Expr>),
-    Schema { expr: Box<Expr>, name: String, schema: LitStr, raw: bool },
+    Schema {
+        expr: Box<Expr>,
+        name: String,
+        schema: LitStr,
+        raw: bool,
+    },
     Gbnf(Box<Expr>, String),
     /// `json_member("key", value)`: `"key"` `:` value with optional whitespace between.
     JsonMember(String, Box<Expr>),
@@ -122,11 +135,44 @@ mod kw {
 
 /// Names a user rule may not take, because they are builtins.
 pub const BUILTINS: &[&str] = &[
-    "eps", "start", "end", "any", "rest", "space", "marker", "until", "json", "json_object", "json_array",
-    "json_string", "json_number", "json_bool", "json_null", "json_string_content", "json_member", "python",
-    "python_dict", "python_list", "python_str", "python_number", "python_bool", "python_none", "atomic",
-    "schema", "schema_raw", "gbnf", "each_tool", "tool_name", "tool_schema", "each_arg", "arg_name",
-    "arg_schema", "if_string_arg", "root", "rule", "trigger",
+    "eps",
+    "start",
+    "end",
+    "any",
+    "rest",
+    "space",
+    "marker",
+    "until",
+    "json",
+    "json_object",
+    "json_array",
+    "json_string",
+    "json_number",
+    "json_bool",
+    "json_null",
+    "json_string_content",
+    "json_member",
+    "python",
+    "python_dict",
+    "python_list",
+    "python_str",
+    "python_number",
+    "python_bool",
+    "python_none",
+    "atomic",
+    "schema",
+    "schema_raw",
+    "gbnf",
+    "each_tool",
+    "tool_name",
+    "tool_schema",
+    "each_arg",
+    "arg_name",
+    "arg_schema",
+    "if_string_arg",
+    "root",
+    "rule",
+    "trigger",
 ];
 
 impl Parse for Grammars {
@@ -146,7 +192,9 @@ impl Parse for Grammars {
                 match out.iter().find(|g| g.name == base) {
                     Some(g) => Some(g),
                     None => {
-                        let msg = format!("no grammar `{base}` before this one in this `chat_peg!` invocation: a grammar extends one defined earlier in the same invocation");
+                        let msg = format!(
+                            "no grammar `{base}` before this one in this `chat_peg!` invocation: a grammar extends one defined earlier in the same invocation"
+                        );
                         return Err(syn::Error::new(base.span(), msg));
                     }
                 }
@@ -324,9 +372,7 @@ fn parse_postfixed(input: ParseStream) -> syn::Result<Expr> {
                 let close: Token![>] = input.parse()?;
                 if let Some(max) = max {
                     if max < min {
-                        return Err(join(open.span, close.span).error(
-                            format!("repetition bounds are inverted: minimum {min} is greater than maximum {max}"),
-                        ));
+                        return Err(join(open.span, close.span).error(format!("repetition bounds are inverted: minimum {min} is greater than maximum {max}")));
                     }
                 }
                 (min, max, close.span)
@@ -382,11 +428,7 @@ fn parse_atom(input: ParseStream) -> syn::Result<Expr> {
     }
     if input.peek(Token![#]) {
         let hash: Token![#] = input.parse()?;
-        let tag = if input.peek(LitStr) {
-            input.parse::<LitStr>()?.value()
-        } else {
-            input.call(Ident::parse_any)?.unraw().to_string()
-        };
+        let tag = if input.peek(LitStr) { input.parse::<LitStr>()?.value() } else { input.call(Ident::parse_any)?.unraw().to_string() };
         if !input.peek(token::Paren) {
             return Err(input.error(format!("expected `(` after the tag: `#{tag}(expr)`")));
         }
@@ -418,7 +460,12 @@ fn parse_args(input: ParseStream) -> syn::Result<(Vec<Arg>, Sp)> {
     while !inner.is_empty() {
         // A lone string literal followed by `,` or `)` is a string argument; parsers that need a
         // parser there accept it as a literal (see `expect_expr`).
-        if inner.peek(LitStr) && (inner.peek2(Token![,]) || { let f = inner.fork(); f.parse::<LitStr>().is_ok() && f.is_empty() }) {
+        if inner.peek(LitStr)
+            && (inner.peek2(Token![,]) || {
+                let f = inner.fork();
+                f.parse::<LitStr>().is_ok() && f.is_empty()
+            })
+        {
             args.push(Arg::Str(inner.parse()?));
         } else {
             args.push(Arg::Expr(parse_choice(&inner)?));
@@ -467,8 +514,9 @@ fn parse_ident_atom(ident: Ident, input: ParseStream) -> syn::Result<Expr> {
         "json_string_content" => return simple(ExprKind::JsonStringContent),
         "tool_name" => return simple(ExprKind::ToolName),
         "arg_name" => return simple(ExprKind::ArgName),
-        "until" | "atomic" | "schema" | "schema_raw" | "gbnf" | "json_member" | "each_tool" | "tool_schema"
-        | "each_arg" | "arg_schema" | "if_string_arg" => name.as_str(),
+        "until" | "atomic" | "schema" | "schema_raw" | "gbnf" | "json_member" | "each_tool" | "tool_schema" | "each_arg" | "arg_schema" | "if_string_arg" => {
+            name.as_str()
+        }
         // A rule reference never takes arguments: `name (a b)` is `name` followed by a group.
         _ => return Ok(Expr::new(ExprKind::Ref(ident), span)),
     };

@@ -72,9 +72,7 @@ fn lower(b: &Builder, e: &Expr, tools: &[Tool], ctx: Ctx<'_>) -> NodeId {
             let value = lower(b, c, tools, ctx);
             return b.json_member(key, b.parser(value)).id();
         }
-        ExprKind::EachTool(c) => Node::Choice {
-            children: tools.iter().map(|t| lower(b, c, tools, Ctx { tool: Some(t), ..ctx })).collect(),
-        },
+        ExprKind::EachTool(c) => Node::Choice { children: tools.iter().map(|t| lower(b, c, tools, Ctx { tool: Some(t), ..ctx })).collect() },
         ExprKind::ToolName => Node::Literal { text: ctx.tool.map(|t| t.name.clone()).unwrap_or_default() },
         ExprKind::ToolSchema(c) => {
             let child = lower(b, c, tools, ctx);
@@ -90,12 +88,7 @@ fn lower(b: &Builder, e: &Expr, tools: &[Tool], ctx: Ctx<'_>) -> NodeId {
             let child = lower(b, c, tools, ctx);
             let tool = ctx.tool.expect("analysis checked the scope");
             let (name, schema) = ctx.arg.expect("analysis checked the scope");
-            Node::Schema {
-                child,
-                name: format!("tool-{}-arg-{}", tool.name, name),
-                schema: schema.clone(),
-                raw: is_string_schema(schema),
-            }
+            Node::Schema { child, name: format!("tool-{}-arg-{}", tool.name, name), schema: schema.clone(), raw: is_string_schema(schema) }
         }
         ExprKind::IfStringArg(a, bb) => {
             let (_, schema) = ctx.arg.expect("analysis checked the scope");

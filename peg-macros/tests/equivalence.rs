@@ -110,13 +110,43 @@ fn session_equals_one_shot() {
 }
 
 const HERMES_FRAGMENTS: &[&str] = &[
-    "<think>", "</think>", "<tool_call>", "</tool_call>", "{", "}", "\"name\"", ":", ",", " ", "\n",
-    "\"get_weather\"", "\"get_time\"", "\"arguments\"", "{\"city\": \"Paris\"}", "[1]", "text", "\u{e9}", "\"",
+    "<think>",
+    "</think>",
+    "<tool_call>",
+    "</tool_call>",
+    "{",
+    "}",
+    "\"name\"",
+    ":",
+    ",",
+    " ",
+    "\n",
+    "\"get_weather\"",
+    "\"get_time\"",
+    "\"arguments\"",
+    "{\"city\": \"Paris\"}",
+    "[1]",
+    "text",
+    "\u{e9}",
+    "\"",
 ];
 
 const XML_FRAGMENTS: &[&str] = &[
-    "<tool_call>\n", "</tool_call>", "<function=", "get_weather", "get_time", ">\n", "</function>\n",
-    "<parameter=", "city", "days", "\n</parameter>\n", "Paris", "3", "\n", "x",
+    "<tool_call>\n",
+    "</tool_call>",
+    "<function=",
+    "get_weather",
+    "get_time",
+    ">\n",
+    "</function>\n",
+    "<parameter=",
+    "city",
+    "days",
+    "\n</parameter>\n",
+    "Paris",
+    "3",
+    "\n",
+    "x",
 ];
 
 fn fragments(list: &'static [&'static str]) -> impl Strategy<Value = String> {
@@ -243,7 +273,15 @@ proptest! {
 /// A session fed `input` in chunks of `size` gives, after each chunk, the one-shot partial
 /// parse of the input so far (its memo of final rule results changes nothing), and finishes
 /// with the one-shot complete parse.
-fn session_agrees<S>(name: &str, mut session: S, push: fn(&mut S, &[u8]), step: fn(&mut S, bool) -> peg_runtime::ParseOutput, one_shot: &dyn Fn(&[u8], bool) -> peg_runtime::ParseOutput, input: &[u8], size: usize) {
+fn session_agrees<S>(
+    name: &str,
+    mut session: S,
+    push: fn(&mut S, &[u8]),
+    step: fn(&mut S, bool) -> peg_runtime::ParseOutput,
+    one_shot: &dyn Fn(&[u8], bool) -> peg_runtime::ParseOutput,
+    input: &[u8],
+    size: usize,
+) {
     let mut so_far = Vec::new();
     for chunk in input.chunks(size.max(1)) {
         push(&mut session, chunk);

@@ -67,8 +67,7 @@ pub enum PythonKind {
 
 impl JsonKind {
     /// Every kind.
-    pub const ALL: [JsonKind; 7] =
-        [JsonKind::Value, JsonKind::Object, JsonKind::Array, JsonKind::String, JsonKind::Number, JsonKind::Bool, JsonKind::Null];
+    pub const ALL: [JsonKind; 7] = [JsonKind::Value, JsonKind::Object, JsonKind::Array, JsonKind::String, JsonKind::Number, JsonKind::Bool, JsonKind::Null];
 
     /// The parser's name in dumps and in `chat_peg!` grammars.
     ///
@@ -90,15 +89,8 @@ impl JsonKind {
 
 impl PythonKind {
     /// Every kind.
-    pub const ALL: [PythonKind; 7] = [
-        PythonKind::Value,
-        PythonKind::Dict,
-        PythonKind::List,
-        PythonKind::Str,
-        PythonKind::Number,
-        PythonKind::Bool,
-        PythonKind::None,
-    ];
+    pub const ALL: [PythonKind; 7] =
+        [PythonKind::Value, PythonKind::Dict, PythonKind::List, PythonKind::Str, PythonKind::Number, PythonKind::Bool, PythonKind::None];
 
     /// The parser's name in dumps and in `chat_peg!` grammars.
     ///
@@ -307,9 +299,7 @@ impl Arena {
             let mut searcher = None;
             match node {
                 Node::Ref { name } => {
-                    target = *rule_index
-                        .get(name)
-                        .ok_or_else(|| Error::new(ErrorKind::UndefinedRule, format!("rule `{name}` is not defined")))?;
+                    target = *rule_index.get(name).ok_or_else(|| Error::new(ErrorKind::UndefinedRule, format!("rule `{name}` is not defined")))?;
                 }
                 Node::Until { delimiters } => {
                     searcher = Some(match compiled.get(delimiters.as_slice()) {
@@ -410,8 +400,7 @@ impl Arena {
 
     /// Deserializes and validates an arena from [`Arena::to_json`] output.
     pub fn from_json(text: &str) -> Result<Arena, Error> {
-        let data: ArenaData =
-            serde_json::from_str(text).map_err(|e| Error::new(ErrorKind::InvalidArena, e.to_string()))?;
+        let data: ArenaData = serde_json::from_str(text).map_err(|e| Error::new(ErrorKind::InvalidArena, e.to_string()))?;
         Arena::from_data(data)
     }
 }

@@ -113,14 +113,7 @@ impl Ast {
                 (false, true) => " invalid-utf8",
                 (false, false) => "",
             };
-            s.push_str(&format!(
-                "{:indent$}{label} {}..{}{flags} {:?}\n",
-                "",
-                n.start,
-                n.end,
-                self.text(id, input),
-                indent = depth * 2
-            ));
+            s.push_str(&format!("{:indent$}{label} {}..{}{flags} {:?}\n", "", n.start, n.end, self.text(id, input), indent = depth * 2));
             Visit::Descend
         });
         s

@@ -562,7 +562,13 @@ impl Scanner {
                         Target::Array => b == b'[',
                         Target::String => b == b'"' || (py && b == b'\''),
                         Target::Number => b == b'-' || b.is_ascii_digit() || (py && (b == b'+' || b == b'.')),
-                        Target::Bool => if py { b == b'T' || b == b'F' } else { b == b't' || b == b'f' },
+                        Target::Bool => {
+                            if py {
+                                b == b'T' || b == b'F'
+                            } else {
+                                b == b't' || b == b'f'
+                            }
+                        }
                         Target::Null => b == if py { b'N' } else { b'n' },
                     };
                     if !ok {
@@ -689,8 +695,22 @@ mod tests {
     #[test]
     fn accepts_rfc8259_values() {
         for s in [
-            "0", "-0", "12", "-1.5e+10", "1E3", "0.25", "\"\"", "\"a\\u00e9\\n\\\"\"", "true", "false", "null", "[]", "{}",
-            "[1, [2, {\"a\": null}], \"x\"]", "{\"k\" : {\"n\": [true , false]}}", "\"héllo ✓ 😀\"",
+            "0",
+            "-0",
+            "12",
+            "-1.5e+10",
+            "1E3",
+            "0.25",
+            "\"\"",
+            "\"a\\u00e9\\n\\\"\"",
+            "true",
+            "false",
+            "null",
+            "[]",
+            "{}",
+            "[1, [2, {\"a\": null}], \"x\"]",
+            "{\"k\" : {\"n\": [true , false]}}",
+            "\"héllo ✓ 😀\"",
         ] {
             assert_eq!(full(s), (Outcome::Success, s.len()), "{s}");
             assert!(is_valid(s.as_bytes()), "{s}");

@@ -103,9 +103,7 @@ pub fn any(input: &[u8], partial: bool, pos: usize) -> Res {
 #[inline]
 pub fn chars(input: &[u8], partial: bool, pos: usize, min: u32, max: Option<u32>, matches: impl Fn(char) -> bool) -> Res {
     let (mut count, mut p, mut invalid) = (0u32, pos, false);
-    let done = |count: u32, p: usize, invalid: bool| {
-        Res::new(if count >= min { Outcome::Success } else { Outcome::Fail }, p, invalid)
-    };
+    let done = |count: u32, p: usize, invalid: bool| Res::new(if count >= min { Outcome::Success } else { Outcome::Fail }, p, invalid);
     loop {
         if max.is_some_and(|m| count >= m) {
             return done(count, p, invalid);
@@ -314,15 +312,7 @@ impl AstBuf {
     pub fn close(&mut self, mark: usize, tag: Option<Arc<str>>, rule: Option<Arc<str>>, start: usize, r: Res) {
         let children: Vec<AstId> = if mark == self.out.len() { Vec::new() } else { self.out.drain(mark..).collect() };
         let id = AstId(self.nodes.len() as u32);
-        self.nodes.push(AstNode {
-            tag,
-            rule,
-            start,
-            end: r.end,
-            children,
-            partial: r.outcome == Outcome::NeedMoreInput,
-            invalid_utf8: r.invalid,
-        });
+        self.nodes.push(AstNode { tag, rule, start, end: r.end, children, partial: r.outcome == Outcome::NeedMoreInput, invalid_utf8: r.invalid });
         self.out.push(id);
     }
 
@@ -383,10 +373,7 @@ impl ToolTable {
     /// Precomputes what parsing needs from `tools`.
     pub fn new(tools: &[Tool]) -> ToolTable {
         ToolTable {
-            tools: tools
-                .iter()
-                .map(|t| (t.name.clone(), tool_args(t).into_iter().map(|(n, s)| (n.to_owned(), is_string_schema(s))).collect()))
-                .collect(),
+            tools: tools.iter().map(|t| (t.name.clone(), tool_args(t).into_iter().map(|(n, s)| (n.to_owned(), is_string_schema(s))).collect())).collect(),
         }
     }
 }

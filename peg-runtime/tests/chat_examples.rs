@@ -6,15 +6,14 @@ mod chat_common;
 use std::sync::Arc;
 
 use chat_common::check_streaming;
-use peg_runtime::chat::{presets, stream_pieces, ChatMessage, ChatParseOptions, ChatParser, ConstructedBuilder, DeltaBuffer, NativeBuilder, SimpleBuilder, ToolSpec};
+use peg_runtime::chat::{
+    presets, stream_pieces, ChatMessage, ChatParseOptions, ChatParser, ConstructedBuilder, DeltaBuffer, NativeBuilder, SimpleBuilder, ToolSpec,
+};
 use peg_runtime::ErrorKind;
 use serde_json::json;
 
 fn weather_tool() -> ToolSpec {
-    ToolSpec::new(
-        "get_weather",
-        json!({"type": "object", "properties": {"location": {"type": "string"}, "days": {"type": "integer"}}}),
-    )
+    ToolSpec::new("get_weather", json!({"type": "object", "properties": {"location": {"type": "string"}, "days": {"type": "integer"}}}))
 }
 
 fn options() -> ChatParseOptions {
@@ -73,7 +72,8 @@ fn seed_native_example() {
 #[test]
 fn seed_constructed_example() {
     let parser = constructed_parser(options());
-    let out = "Checking <weather>.<tool_call><function name=\"get_weather\"><parameter name=\"location\">Paris, \"FR\"\n\\ é</parameter></function></tool_call>";
+    let out =
+        "Checking <weather>.<tool_call><function name=\"get_weather\"><parameter name=\"location\">Paris, \"FR\"\n\\ é</parameter></function></tool_call>";
     let m = check_streaming(&parser, out);
     assert_eq!(m.diagnostic, None);
     assert_eq!(m.message.content, "Checking <weather>.");
@@ -151,10 +151,7 @@ fn unterminated_call_keeps_what_was_parsed() {
 
 #[test]
 fn prefill_is_parsed_before_the_output() {
-    let arena = SimpleBuilder::build(|p| {
-        p.optional("<think>" + p.reasoning(p.until("</think>")) + "</think>") + p.content(p.rest())
-    })
-    .unwrap();
+    let arena = SimpleBuilder::build(|p| p.optional("<think>" + p.reasoning(p.until("</think>")) + "</think>") + p.content(p.rest())).unwrap();
     let parser = ChatParser::new(Arc::new(arena), ChatParseOptions { prefill: "<think>\n".into(), ..Default::default() });
     let m = check_streaming(&parser, "Let me think.\n</think>\n\nThe answer is 4.");
     assert_eq!(m.message.reasoning_content, "Let me think.");
@@ -216,10 +213,7 @@ fn constructed_values_follow_the_schema() {
         </function>\n</tool_call>";
     let m = check_streaming(&parser, out);
     assert_eq!(m.diagnostic, None, "{m:?}");
-    assert_eq!(
-        m.message.tool_calls[0].arguments,
-        r#"{"s": "42", "n": 42, "u": "{not json", "o": {"a": [1]}, "ns": null, "ns": "nullable", "x": "free text"}"#
-    );
+    assert_eq!(m.message.tool_calls[0].arguments, r#"{"s": "42", "n": 42, "u": "{not json", "o": {"a": [1]}, "ns": null, "ns": "nullable", "x": "free text"}"#);
 }
 
 /// A content tag around a whole `<seed:think>` block (reasoning kept in content) shares a
@@ -236,10 +230,7 @@ fn speculative_leading_literal_is_held() {
                 << p.json_member("arguments", p.tool_args(p.json()))
                 << p.tool_close("}"),
         );
-        think
-            + p.content(p.until("<seed:tool_call>"))
-            + p.zero_or_more("<seed:tool_call>" << call << "</seed:tool_call>" << p.space())
-            + p.end()
+        think + p.content(p.until("<seed:tool_call>")) + p.zero_or_more("<seed:tool_call>" << call << "</seed:tool_call>" << p.space()) + p.end()
     })
     .unwrap();
     let parser = ChatParser::new(Arc::new(arena), ChatParseOptions::default());

@@ -7,9 +7,7 @@ mod chat_common;
 use std::sync::Arc;
 
 use chat_common::check_streaming;
-use peg_runtime::chat::{
-    presets, stream_pieces, ChatParseOptions, ChatParser, NativeBuilder, Recovery, RecoveryKind, SimpleBuilder, ToolSpec,
-};
+use peg_runtime::chat::{presets, stream_pieces, ChatParseOptions, ChatParser, NativeBuilder, Recovery, RecoveryKind, SimpleBuilder, ToolSpec};
 use peg_runtime::ErrorKind;
 use serde_json::json;
 
@@ -219,8 +217,7 @@ fn calls_that_do_not_fit_the_tools_are_flagged_and_kept() {
     let m = check(&parser, &out);
     let names: Vec<_> = m.message.tool_calls.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(names, ["get_wether", "get_weather", "get_weather", "get_weather", "get_weather"]);
-    let flagged =
-        |i: usize, kind, detail: &str| Recovery { kind, offset: out.find(calls[i]).unwrap(), len: calls[i].len(), detail: detail.into() };
+    let flagged = |i: usize, kind, detail: &str| Recovery { kind, offset: out.find(calls[i]).unwrap(), len: calls[i].len(), detail: detail.into() };
     assert_eq!(
         m.recoveries,
         [
@@ -248,8 +245,7 @@ fn calls_that_do_not_fit_the_tools_are_flagged_and_kept() {
     shared(&parser);
 
     // Strict: the first call is an error.
-    let strict =
-        ChatParser::new(Arc::new(presets::hermes()), ChatParseOptions { tools: vec![weather()], strict: true, ..Default::default() });
+    let strict = ChatParser::new(Arc::new(presets::hermes()), ChatParseOptions { tools: vec![weather()], strict: true, ..Default::default() });
     let e = strict.parse(&out, false).unwrap_err();
     assert_eq!(e.offset(), Some(out.find(calls[0]).unwrap()));
     assert!(e.detail().contains("(unknown_tool): call 0: get_wether is not a declared tool"), "{e}");

@@ -19,10 +19,8 @@ fn native() -> ChatParser {
 /// Qwen3-Coder-style XML arguments.
 fn constructed() -> ChatParser {
     let arena = presets::qwen3_coder();
-    let tool = ToolSpec::new(
-        "edit",
-        json!({"type": "object", "properties": {"path": {"type": "string"}, "count": {"type": "integer"}, "opts": {"type": "object"}}}),
-    );
+    let tool =
+        ToolSpec::new("edit", json!({"type": "object", "properties": {"path": {"type": "string"}, "count": {"type": "integer"}, "opts": {"type": "object"}}}));
     ChatParser::new(Arc::new(arena), ChatParseOptions { tools: vec![tool], ..Default::default() })
 }
 
@@ -31,12 +29,7 @@ fn text() -> impl Strategy<Value = String> {
 }
 
 fn json_value() -> impl Strategy<Value = Value> {
-    let leaf = prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::Bool),
-        (-1000i64..1000).prop_map(|n| json!(n)),
-        text().prop_map(Value::String),
-    ];
+    let leaf = prop_oneof![Just(Value::Null), any::<bool>().prop_map(Value::Bool), (-1000i64..1000).prop_map(|n| json!(n)), text().prop_map(Value::String),];
     leaf.prop_recursive(2, 12, 4, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
@@ -65,8 +58,7 @@ fn native_output() -> impl Strategy<Value = Generated> {
             output.push_str(&format!("<think>{r}</think>"));
         }
         output.push_str(&content);
-        let calls: Vec<(String, Value)> =
-            calls.into_iter().map(|(n, kv)| (n, Value::Object(kv.into_iter().collect()))).collect();
+        let calls: Vec<(String, Value)> = calls.into_iter().map(|(n, kv)| (n, Value::Object(kv.into_iter().collect()))).collect();
         for (name, args) in &calls {
             output.push_str(&format!("<tool_call>\n{}</tool_call>\n", json!({"name": name, "arguments": args})));
         }
@@ -202,8 +194,27 @@ proptest! {
 /// ends, `<` inside values, multi-byte UTF-8, characters JSON escapes, trailing whitespace.
 fn tricky() -> impl Strategy<Value = String> {
     let pieces = prop::sample::select(vec![
-        "a", "word ", "xyz", " ", "\n", "<", "</", "<b>", "\"", "\\", "é", "😀", "\t", "\r", "\u{1}", "\u{1f}",
-        "\n</param", "<tool_", "</think", "{", "}",
+        "a",
+        "word ",
+        "xyz",
+        " ",
+        "\n",
+        "<",
+        "</",
+        "<b>",
+        "\"",
+        "\\",
+        "é",
+        "😀",
+        "\t",
+        "\r",
+        "\u{1}",
+        "\u{1f}",
+        "\n</param",
+        "<tool_",
+        "</think",
+        "{",
+        "}",
     ]);
     prop::collection::vec(pieces, 0..32).prop_map(|v| v.concat())
 }

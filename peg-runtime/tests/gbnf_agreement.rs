@@ -23,13 +23,26 @@ enum Spec {
     /// Alternatives, each starting with its own distinct character.
     Choice(Vec<(char, Spec)>),
     /// `(c body){min,max}` then `term` (`term != c`).
-    Repeat { c: char, body: Box<Spec>, min: u32, max: Option<u32>, term: char },
+    Repeat {
+        c: char,
+        body: Box<Spec>,
+        min: u32,
+        max: Option<u32>,
+        term: char,
+    },
     /// `until(d) d`.
     Until(String),
     /// A run of `class` characters, then `term` (not in `class`).
-    Chars { class: Vec<char>, min: u32, max: Option<u32>, term: char },
+    Chars {
+        class: Vec<char>,
+        min: u32,
+        max: Option<u32>,
+        term: char,
+    },
     /// `space` then `term`.
-    Space { term: char },
+    Space {
+        term: char,
+    },
     Tag(Box<Spec>),
     Rule(Box<Spec>),
 }
@@ -48,8 +61,12 @@ fn spec() -> impl Strategy<Value = Spec> {
         word(3).prop_filter("unbordered", |d| unbordered(d)).prop_map(Spec::Until),
         (proptest::sample::subsequence(ALPHABET.to_vec(), 1..=3), 0u32..3, proptest::option::of(0u32..4)).prop_flat_map(|(class, min, extra)| {
             let others: Vec<char> = ALPHABET.iter().copied().filter(|c| !class.contains(c)).collect();
-            (Just(class), Just(min), Just(extra.map(|e| min + e)), proptest::sample::select(others))
-                .prop_map(|(class, min, max, term)| Spec::Chars { class, min, max, term })
+            (Just(class), Just(min), Just(extra.map(|e| min + e)), proptest::sample::select(others)).prop_map(|(class, min, max, term)| Spec::Chars {
+                class,
+                min,
+                max,
+                term,
+            })
         }),
         proptest::sample::select(ALPHABET.to_vec()).prop_map(|term| Spec::Space { term }),
     ];

@@ -27,17 +27,16 @@ fn weather_schema() -> Value {
 
 /// Content with optional reasoning: `<think>...</think>` then the rest.
 fn reasoning_arena() -> Arena {
-    Arena::build(|p| {
-        p.optional("<think>" + p.tag("reasoning", p.until("</think>")) + "</think>" + p.space()) + p.tag("content", p.rest())
-    })
-    .unwrap()
+    Arena::build(|p| p.optional("<think>" + p.tag("reasoning", p.until("</think>")) + "</think>" + p.space()) + p.tag("content", p.rest())).unwrap()
 }
 
 /// Tool calls as JSON inside `<tool_call>` tags (the seed's native example).
 fn native_arena() -> Arena {
     Arena::build(|p| {
         let mut tools = Vec::new();
-        for (name, schema) in [("get_weather", weather_schema()), ("read_file", json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}))] {
+        for (name, schema) in
+            [("get_weather", weather_schema()), ("read_file", json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}))]
+        {
             let tool_name = p.json_member("name", "\"" + p.literal(name) + "\"");
             let args = p.json_member("arguments", p.schema(p.json(), &format!("tool-{name}-args"), schema, false));
             tools.push(p.rule(&format!("tool-{name}"), "{" << tool_name << "," << args << "}"));
@@ -131,7 +130,9 @@ fn constructed_grammar_uses_raw_values() {
     let g = Grammar::parse(&lazy(&constructed_arena())).unwrap();
     let call = |args: &str| format!("<tool_call>\n<function=get_weather>\n{args}</function>\n</tool_call>");
     assert!(g.accepts(&call("<parameter=location>\nNew \"York\"\n</parameter>\n")));
-    assert!(g.accepts(&call("<parameter=location>Paris</parameter>\n<parameter=unit>celsius</parameter>\n<parameter=days>7</parameter>\n<parameter=code>ABC</parameter>\n")));
+    assert!(g.accepts(&call(
+        "<parameter=location>Paris</parameter>\n<parameter=unit>celsius</parameter>\n<parameter=days>7</parameter>\n<parameter=code>ABC</parameter>\n"
+    )));
     // The unconstrained raw string cannot contain its own closing tag.
     assert!(!g.accepts(&call("<parameter=location>a</parameter></parameter>\n")));
     assert!(!g.accepts(&call("<parameter=location>P</parameter>\n<parameter=unit>kelvin</parameter>\n")));
@@ -208,7 +209,8 @@ fn three_hundred_tools_stay_small() {
 fn schema_values_carry_no_trailing_space() {
     // The parser's `json()` stops at the value's end, so the grammar must not add whitespace
     // the following literal would then reject.
-    let arena = Arena::build(|p| "<x>" + p.schema(p.json(), "args", json!({"type": "object", "properties": {"a": {"type": "integer"}}}), false) + "</x>").unwrap();
+    let arena =
+        Arena::build(|p| "<x>" + p.schema(p.json(), "args", json!({"type": "object", "properties": {"a": {"type": "integer"}}}), false) + "</x>").unwrap();
     let g = Grammar::parse(&full(&arena)).unwrap();
     assert!(g.accepts(r#"<x>{"a": 1}</x>"#));
     assert!(g.accepts("<x>{ \"a\" :\n 1 }</x>"));
@@ -236,7 +238,8 @@ impl Sampler<'_> {
     }
 
     fn pick_char(&mut self, class: &peg_runtime::CharClass) -> Option<char> {
-        const POOL: &[char] = &['a', 'z', 'Q', '0', '7', ' ', '\n', '\t', '<', '>', '/', '"', '\\', '{', '}', '[', ']', ',', ':', '-', '_', '.', 'é', '€', '😀'];
+        const POOL: &[char] =
+            &['a', 'z', 'Q', '0', '7', ' ', '\n', '\t', '<', '>', '/', '"', '\\', '{', '}', '[', ']', ',', ':', '-', '_', '.', 'é', '€', '😀'];
         if !class.negated && !class.ranges.is_empty() && self.rand(2) == 0 {
             let (lo, hi) = class.ranges[self.rand(class.ranges.len())];
             let span = (hi as u32 - lo as u32) as usize;
@@ -303,7 +306,13 @@ impl Sampler<'_> {
 /// write what the parser then rejects).
 #[test]
 fn sampled_grammar_strings_parse() {
-    let arenas = [("reasoning", reasoning_arena()), ("native", native_arena()), ("constructed", constructed_arena()), ("pythonic", pythonic_arena()), ("tools", tools_arena(3))];
+    let arenas = [
+        ("reasoning", reasoning_arena()),
+        ("native", native_arena()),
+        ("constructed", constructed_arena()),
+        ("pythonic", pythonic_arena()),
+        ("tools", tools_arena(3)),
+    ];
     for (name, arena) in &arenas {
         for lazy in [false, true] {
             if lazy && *name == "reasoning" {

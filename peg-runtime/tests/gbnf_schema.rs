@@ -34,11 +34,7 @@ fn primitive_types_and_unions() {
 
 #[test]
 fn whitespace_is_bounded_like_llama_cpp() {
-    check(
-        json!({"type": "array", "items": {"type": "integer"}}),
-        &["[1, 2]", "[\n  1,\n  2\n]", "[ 1 ]"],
-        &[&format!("[1,{}2]", " ".repeat(30)), "[1,\t2]"],
-    );
+    check(json!({"type": "array", "items": {"type": "integer"}}), &["[1, 2]", "[\n  1,\n  2\n]", "[ 1 ]"], &[&format!("[1,{}2]", " ".repeat(30)), "[1,\t2]"]);
 }
 
 #[test]
@@ -89,11 +85,7 @@ fn additional_properties() {
         &[r#"{"ab": 1, "a": null, "abc": null, "ad": null, "x": null}"#],
         &[r#"{"ab": null}"#, r#"{"ac": null}"#, r#"{"b": null}"#],
     );
-    check(
-        json!({"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": false}),
-        &[r#"{"a": 1}"#],
-        &[r#"{"a": 1, "z": "s"}"#],
-    );
+    check(json!({"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": false}), &[r#"{"a": 1}"#], &[r#"{"a": 1, "z": "s"}"#]);
     check(json!({"type": "object"}), &[r#"{"anything": [1, "x"]}"#, "{}"], &["[]"]);
     check(json!({"type": "object", "additionalProperties": {"type": "integer"}}), &[r#"{"a": 1, "b": 2}"#], &[r#"{"a": "1"}"#]);
 }
@@ -136,11 +128,7 @@ fn refs_and_recursion() {
         &[r#"{"v": 1, "next": null}"#, r#"{"v": 1, "next": {"v": 2, "next": {"v": 3, "next": null}}}"#],
         &[r#"{"v": 1}"#, r#"{"v": 1, "next": {"v": 2}}"#],
     );
-    check(
-        json!({"definitions": {"id": {"type": "integer", "minimum": 0}}, "type": "array", "items": {"$ref": "#/definitions/id"}}),
-        &["[0, 5]"],
-        &["[-1]"],
-    );
+    check(json!({"definitions": {"id": {"type": "integer", "minimum": 0}}, "type": "array", "items": {"$ref": "#/definitions/id"}}), &["[0, 5]"], &["[-1]"]);
     check(json!({"type": "object", "properties": {"self": {"$ref": "#"}}}), &[r#"{"self": {"self": {}}}"#], &[r#"{"self": 1}"#]);
     // An unknown type name is no error: its value is unconstrained (tool schemas carry such
     // names, and one must not fail a request); Python-style names mean their JSON type.
@@ -160,11 +148,7 @@ fn arrays() {
     check(json!({"type": "array", "maxItems": 0}), &["[]"], &["[1]"]);
     check(json!({"type": "array", "items": false}), &["[]", "[ ]"], &["[1]"]);
     check(json!({"type": "array"}), &["[]", r#"[1, "a", null]"#], &["[,]"]);
-    check(
-        json!({"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}]}),
-        &[r#"["a", 1]"#],
-        &[r#"[1, "a"]"#, r#"["a"]"#],
-    );
+    check(json!({"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}]}), &[r#"["a", 1]"#], &[r#"[1, "a"]"#, r#"["a"]"#]);
 }
 
 #[test]
@@ -224,7 +208,8 @@ fn integer_ranges() {
 
 #[test]
 fn fractional_number_ranges_are_exact() {
-    let bounds: [Option<f64>; 11] = [None, Some(-10.5), Some(-3.0), Some(-0.25), Some(0.0), Some(0.1), Some(0.5), Some(1.0), Some(2.75), Some(3.05), Some(10.0)];
+    let bounds: [Option<f64>; 11] =
+        [None, Some(-10.5), Some(-3.0), Some(-0.25), Some(0.0), Some(0.1), Some(0.5), Some(1.0), Some(2.75), Some(3.05), Some(10.0)];
     let fracs = ["", ".0", ".00", ".05", ".1", ".25", ".5", ".50", ".75", ".751", ".9", ".99", ".999"];
     let mut values = Vec::new();
     for i in 0..=12 {
@@ -284,7 +269,10 @@ fn number_ranges() {
 
 #[test]
 fn rules_are_shared_and_names_sanitized() {
-    let text = schema::to_gbnf(&json!({"type": "object", "properties": {"file_path": {"type": "string"}, "other.name": {"type": "string"}}, "required": ["file_path"]})).unwrap();
+    let text = schema::to_gbnf(
+        &json!({"type": "object", "properties": {"file_path": {"type": "string"}, "other.name": {"type": "string"}}, "required": ["file_path"]}),
+    )
+    .unwrap();
     Grammar::parse(&text).unwrap();
     assert!(text.contains("root-value-file-path-kv ::="), "{text}");
     assert_eq!(text.matches("\nstring ::=").count(), 1, "{text}");

@@ -10,8 +10,7 @@ fn native<'a>(p: &'a Builder) -> Parser<'a> {
     let name = "\"" + p.tag("tool_name", p.chars("[a-z_]", 1, None)) + "\"";
     let call = p.tag(
         "tool",
-        "<tool_call>" << p.literal("{") << p.json_member("name", name) << "," << p.json_member("arguments", p.tag("args", p.json())) << "}"
-            << "</tool_call>",
+        "<tool_call>" << p.literal("{") << p.json_member("name", name) << "," << p.json_member("arguments", p.tag("args", p.json())) << "}" << "</tool_call>",
     );
     p.optional("<think>" + p.tag("reasoning", p.until("</think>")) + "</think>" + p.space())
         + p.tag("content", p.until("<tool_call>"))
@@ -20,10 +19,7 @@ fn native<'a>(p: &'a Builder) -> Parser<'a> {
 }
 
 fn constructed<'a>(p: &'a Builder) -> Parser<'a> {
-    let arg = p.tag(
-        "arg",
-        "<parameter=" + p.tag("arg_name", p.chars("[a-z]", 1, None)) + ">" + p.tag("value", p.until("</parameter>")) + "</parameter>",
-    );
+    let arg = p.tag("arg", "<parameter=" + p.tag("arg_name", p.chars("[a-z]", 1, None)) + ">" + p.tag("value", p.until("</parameter>")) + "</parameter>");
     let func = p.tag("tool", "<function=" + p.tag("name", p.chars("[a-z]", 1, None)) + ">" + p.zero_or_more(arg) + "</function>");
     p.tag("content", p.until_one_of(["<function=", "<|end|>"])) + p.zero_or_more(func) + p.optional("<|end|>") + p.end()
 }
@@ -62,9 +58,42 @@ fn grammars() -> Vec<Arc<Arena>> {
 }
 
 const PIECES: &[&[u8]] = &[
-    b"<think>", b"</think>", b"<tool_call>", b"</tool_call>", b"<function=", b"</function>", b"<parameter=", b"</parameter>",
-    b"<|end|>", b"{", b"}", b"[", b"]", b"\"", b"'", b":", b",", b" ", b"\n", b"a", b"name", b"arguments", b"1", b"-2.5", b"true",
-    b"None", b"null", b"\\", b"\\n", "é".as_bytes(), "✓".as_bytes(), b"\xFF", b"\xE2", b"<", b">", b"\"name\": \"f\"",
+    b"<think>",
+    b"</think>",
+    b"<tool_call>",
+    b"</tool_call>",
+    b"<function=",
+    b"</function>",
+    b"<parameter=",
+    b"</parameter>",
+    b"<|end|>",
+    b"{",
+    b"}",
+    b"[",
+    b"]",
+    b"\"",
+    b"'",
+    b":",
+    b",",
+    b" ",
+    b"\n",
+    b"a",
+    b"name",
+    b"arguments",
+    b"1",
+    b"-2.5",
+    b"true",
+    b"None",
+    b"null",
+    b"\\",
+    b"\\n",
+    "é".as_bytes(),
+    "✓".as_bytes(),
+    b"\xFF",
+    b"\xE2",
+    b"<",
+    b">",
+    b"\"name\": \"f\"",
 ];
 
 fn token_input() -> impl Strategy<Value = Vec<u8>> {
@@ -90,12 +119,8 @@ fn json_value() -> impl Strategy<Value = serde_json::Value> {
 
 /// Inputs the `native` grammar accepts.
 fn native_input() -> impl Strategy<Value = Vec<u8>> {
-    (
-        prop::option::of("[a-z <>/\n]{0,20}"),
-        "[a-zé <>\n]{0,30}",
-        prop::collection::vec(("[a-z_]{1,8}", json_value(), any::<bool>()), 0..3),
-    )
-        .prop_map(|(reasoning, content, calls)| {
+    (prop::option::of("[a-z <>/\n]{0,20}"), "[a-zé <>\n]{0,30}", prop::collection::vec(("[a-z_]{1,8}", json_value(), any::<bool>()), 0..3)).prop_map(
+        |(reasoning, content, calls)| {
             let mut s = String::new();
             if let Some(r) = reasoning {
                 s.push_str(&format!("<think>{}</think>\n", r.replace("</think>", "")));
@@ -106,13 +131,14 @@ fn native_input() -> impl Strategy<Value = Vec<u8>> {
                 s.push_str(&format!("<tool_call>\n{{\"name\": \"{name}\", \"arguments\": {args}}}\n</tool_call>\n"));
             }
             s.into_bytes()
-        })
+        },
+    )
 }
 
 /// Inputs the `constructed` grammar accepts.
 fn constructed_input() -> impl Strategy<Value = Vec<u8>> {
-    ("[a-z <>\n]{0,20}", prop::collection::vec(("[a-z]{1,6}", prop::collection::vec(("[a-z]{1,6}", "[a-z <>/\n{}\"]{0,16}"), 0..3)), 0..3))
-        .prop_map(|(content, funcs)| {
+    ("[a-z <>\n]{0,20}", prop::collection::vec(("[a-z]{1,6}", prop::collection::vec(("[a-z]{1,6}", "[a-z <>/\n{}\"]{0,16}"), 0..3)), 0..3)).prop_map(
+        |(content, funcs)| {
             let mut s = content.replace('<', " ");
             for (name, args) in funcs {
                 s.push_str(&format!("<function={name}>"));
@@ -123,7 +149,8 @@ fn constructed_input() -> impl Strategy<Value = Vec<u8>> {
             }
             s.push_str("<|end|>");
             s.into_bytes()
-        })
+        },
+    )
 }
 
 fn check_prefixes(arena: &Arena, input: &[u8]) -> Result<(), TestCaseError> {
@@ -196,8 +223,22 @@ proptest! {
 /// Pieces of JSON string bodies whose bytes a chunk boundary can split anywhere: escapes, `\u`
 /// sequences and surrogate pairs, multi-byte and invalid UTF-8, plain runs.
 const STRING_PIECES: &[&[u8]] = &[
-    b"plain text ", b"a", b"\\\"", b"\\\\", b"\\n", b"\\/", b"\\u00e9", b"\\ud83d\\ude00", b"\\u2713", "é".as_bytes(), "✓".as_bytes(),
-    "😀".as_bytes(), b"\xFF", b"\xE2\x82", b"'", b"{[,:]}",
+    b"plain text ",
+    b"a",
+    b"\\\"",
+    b"\\\\",
+    b"\\n",
+    b"\\/",
+    b"\\u00e9",
+    b"\\ud83d\\ude00",
+    b"\\u2713",
+    "é".as_bytes(),
+    "✓".as_bytes(),
+    "😀".as_bytes(),
+    b"\xFF",
+    b"\xE2\x82",
+    b"'",
+    b"{[,:]}",
 ];
 const NUMBER_PIECES: &[&str] = &["0", "-0", "7", "1234567890", "-12.5", "0.25e-3", "6E+20", "-1.0e10"];
 const WORD_PIECES: &[&str] = &["true", "false", "null"];

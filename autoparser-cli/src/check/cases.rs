@@ -122,9 +122,7 @@ fn prepare_parse<'c>(case: &'c Value, store: &mut TemplateStore, timings: &mut T
     let partial = case.get("is_partial").and_then(Value::as_bool).unwrap_or(false);
     let expect_failure = case.get("expect_failure").and_then(Value::as_bool).unwrap_or(false);
     let expected = match case.get("expected") {
-        Some(v) if !v.is_null() => {
-            Some(serde_json::from_value::<ChatMessage>(v.clone()).map_err(|e| format!("bad `expected`: {e}"))?)
-        }
+        Some(v) if !v.is_null() => Some(serde_json::from_value::<ChatMessage>(v.clone()).map_err(|e| format!("bad `expected`: {e}"))?),
         _ if expect_failure => None,
         _ => return Err("missing `expected`".into()),
     };
@@ -177,9 +175,7 @@ impl ParseCase<'_> {
                 compare_messages(&m, want).map_err(|d| format!("streamed message: {d}"))?;
                 // A complete stream ends where the one-shot parse does, byte for byte.
                 match &one_shot {
-                    Some(o) if !self.partial && *o != m => {
-                        Err(format!("stream ends in {m:?}, the one-shot parse is {o:?}"))
-                    }
+                    Some(o) if !self.partial && *o != m => Err(format!("stream ends in {m:?}, the one-shot parse is {o:?}")),
                     _ => Ok(()),
                 }
             });

@@ -64,18 +64,11 @@ pub struct CheckOptions {
 impl CheckOptions {
     /// Everything judged: streaming in 1-, 3- and 7-byte chunks, grammars checked.
     pub fn new(templates: impl Into<PathBuf>) -> CheckOptions {
-        CheckOptions {
-            templates: templates.into(),
-            filter: None,
-            kinds: Vec::new(),
-            chunk_sizes: vec![1, 3, 7],
-            grammar: true,
-        }
+        CheckOptions { templates: templates.into(), filter: None, kinds: Vec::new(), chunk_sizes: vec![1, 3, 7], grammar: true }
     }
 
     fn wants(&self, kind: &str, id: &str) -> bool {
-        (self.kinds.is_empty() || self.kinds.iter().any(|k| k == kind))
-            && self.filter.as_deref().is_none_or(|f| id.contains(f))
+        (self.kinds.is_empty() || self.kinds.iter().any(|k| k == kind)) && self.filter.as_deref().is_none_or(|f| id.contains(f))
     }
 }
 
@@ -220,8 +213,7 @@ impl Report {
                 Status::Skip => c.skipped += 1,
             }
         }
-        let mut out: Vec<(String, Counts)> =
-            KIND_ORDER.iter().filter_map(|k| m.remove(k).map(|c| (k.to_string(), c))).collect();
+        let mut out: Vec<(String, Counts)> = KIND_ORDER.iter().filter_map(|k| m.remove(k).map(|c| (k.to_string(), c))).collect();
         out.extend(m.into_iter().map(|(k, c)| (k.to_owned(), c)));
         out
     }
@@ -244,11 +236,7 @@ impl Report {
         }
         if self.timings.grammar_checked > 0 {
             let rejected = self.failures().filter(|r| r.reasons.iter().any(|x| x.starts_with("grammar:"))).count();
-            let _ = writeln!(
-                s,
-                "grammar rule: {} outputs checked, {rejected} rejected (counted in parse)",
-                self.timings.grammar_checked
-            );
+            let _ = writeln!(s, "grammar rule: {} outputs checked, {rejected} rejected (counted in parse)", self.timings.grammar_checked);
         }
         if timings {
             for l in self.timings.lines() {
@@ -296,10 +284,7 @@ pub enum CheckError {
 }
 
 fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
-    p.downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| p.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".into())
+    p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned()).unwrap_or_else(|| "unknown panic".into())
 }
 
 /// Runs every case of the corpus at `corpus` (see the [module docs](self)).

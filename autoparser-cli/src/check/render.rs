@@ -21,11 +21,8 @@ pub const JINJA2_QUIRK_TEMPLATES: &[&str] = &["meetkai-functionary-medium-v3.1"]
 
 /// jinja2 errors that are not goals (corpus README): iterating `None`, serializing a
 /// generator; and `from_json`, which HF lacks and the project provides.
-pub const JINJA2_ERROR_QUIRKS: &[&str] = &[
-    "'NoneType' object is not iterable",
-    "Object of type generator is not JSON serializable",
-    "No filter named 'from_json'",
-];
+pub const JINJA2_ERROR_QUIRKS: &[&str] =
+    &["'NoneType' object is not iterable", "Object of type generator is not JSON serializable", "No filter named 'from_json'"];
 
 /// What jinja2 did with a scenario.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,9 +110,7 @@ pub fn run_render(render_dir: &Path, store: &mut TemplateStore, filter: Option<&
     let mut scenarios: Vec<(String, Result<serde_json::Value, String>)> = Vec::new();
     for p in sorted_entries(&render_dir.join("scenarios")) {
         if p.extension().is_some_and(|e| e == "json") {
-            let ctx = fs::read_to_string(&p)
-                .map_err(|e| e.to_string())
-                .and_then(|t| serde_json::from_str(&t).map_err(|e| format!("invalid JSON: {e}")));
+            let ctx = fs::read_to_string(&p).map_err(|e| e.to_string()).and_then(|t| serde_json::from_str(&t).map_err(|e| format!("invalid JSON: {e}")));
             scenarios.push((stem(&p), ctx));
         }
     }

@@ -100,15 +100,8 @@ impl TemplateStore {
 
     /// Analysis times of every analyzed template, by name (inline templates as `<inline N>`).
     pub fn analysis_times(&self) -> Vec<(String, Duration)> {
-        let mut v: Vec<(String, Duration)> = self
-            .by_name
-            .iter()
-            .filter(|(_, t)| t.is_analyzed())
-            .map(|(n, t)| (n.clone(), t.analysis().1))
-            .collect();
-        v.extend(
-            self.by_source.values().filter(|t| t.is_analyzed()).enumerate().map(|(i, t)| (format!("<inline {i}>"), t.analysis().1)),
-        );
+        let mut v: Vec<(String, Duration)> = self.by_name.iter().filter(|(_, t)| t.is_analyzed()).map(|(n, t)| (n.clone(), t.analysis().1)).collect();
+        v.extend(self.by_source.values().filter(|t| t.is_analyzed()).enumerate().map(|(i, t)| (format!("<inline {i}>"), t.analysis().1)));
         v.sort();
         v
     }

@@ -31,8 +31,7 @@ pub fn run(args: &AnalyzeArgs) -> Result<ExitCode, String> {
     let mut v = serde_json::to_value(&a).map_err(|e| e.to_string())?;
     if !args.bare {
         if let Some(m) = v.as_object_mut() {
-            let caps: serde_json::Map<_, _> =
-                t.capabilities().to_pairs().iter().map(|(k, v)| (k.to_string(), (*v).into())).collect();
+            let caps: serde_json::Map<_, _> = t.capabilities().to_pairs().iter().map(|(k, v)| (k.to_string(), (*v).into())).collect();
             m.insert("template_capabilities".into(), caps.into());
         }
     }

@@ -65,8 +65,7 @@ struct TemplateArg {
 
 impl TemplateArg {
     fn load(&self) -> Result<ChatTemplate, String> {
-        load_named(&self.template, self.template_name.as_deref())
-            .map_err(|e| format!("{}: {e}", self.template.display()))
+        load_named(&self.template, self.template_name.as_deref()).map_err(|e| format!("{}: {e}", self.template.display()))
     }
 }
 

@@ -46,7 +46,6 @@ pub mod text;
 pub mod tools;
 pub mod types;
 
-
 pub use types::*;
 
 /// Why a template could not be analyzed.
@@ -221,11 +220,25 @@ fn apply_parts(a: &mut TemplateAnalysis, parts: AddressedParts) {
 pub fn collect_preserved_tokens(a: &TemplateAnalysis) -> Vec<String> {
     let t = &a.tools;
     let all = [
-        &a.reasoning.start, &a.reasoning.end, &a.content.start, &a.content.end,
-        &t.format.section_start, &t.format.section_end, &t.format.per_call_start, &t.format.per_call_end,
-        &t.function.name_prefix, &t.function.name_suffix, &t.function.close,
-        &t.arguments.start, &t.arguments.end, &t.arguments.name_prefix, &t.arguments.name_suffix,
-        &t.arguments.value_prefix, &t.arguments.value_suffix, &t.call_id.prefix, &t.call_id.suffix,
+        &a.reasoning.start,
+        &a.reasoning.end,
+        &a.content.start,
+        &a.content.end,
+        &t.format.section_start,
+        &t.format.section_end,
+        &t.format.per_call_start,
+        &t.format.per_call_end,
+        &t.function.name_prefix,
+        &t.function.name_suffix,
+        &t.function.close,
+        &t.arguments.start,
+        &t.arguments.end,
+        &t.arguments.name_prefix,
+        &t.arguments.name_suffix,
+        &t.arguments.value_prefix,
+        &t.arguments.value_suffix,
+        &t.call_id.prefix,
+        &t.call_id.suffix,
     ];
     let mut out: Vec<String> = Vec::new();
     for s in all {
@@ -254,11 +267,34 @@ pub struct Lenient<'r>(pub &'r dyn Render);
 
 /// Context keys the analysis and generation always decide themselves.
 const KNOWN_KEYS: &[&str] = &[
-    "messages", "tools", "add_generation_prompt", "bos_token", "eos_token", "enable_thinking", "thinking",
-    "documents", "now", "tool_choice", "parallel_tool_calls", "continue_final_message",
+    "messages",
+    "tools",
+    "add_generation_prompt",
+    "bos_token",
+    "eos_token",
+    "enable_thinking",
+    "thinking",
+    "documents",
+    "now",
+    "tool_choice",
+    "parallel_tool_calls",
+    "continue_final_message",
     // engine globals and functions
-    "namespace", "range", "dict", "lipsum", "cycler", "joiner", "raise_exception", "strftime_now", "loop",
-    "true", "false", "none", "True", "False", "None",
+    "namespace",
+    "range",
+    "dict",
+    "lipsum",
+    "cycler",
+    "joiner",
+    "raise_exception",
+    "strftime_now",
+    "loop",
+    "true",
+    "false",
+    "none",
+    "True",
+    "False",
+    "None",
 ];
 
 impl Render for Lenient<'_> {
@@ -408,8 +444,19 @@ mod all_templates {
                         let rf: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(refp).unwrap_or("{}".into())).unwrap();
                         let ra = &rf["analysis"];
                         println!("===== {name} (ref route {})", rf["route"]);
-                        println!("ours r={:?} {:?}..{:?} c={:?} {:?}..{:?}", a.reasoning.mode, a.reasoning.start, a.reasoning.end, a.content.mode, a.content.start, a.content.end);
-                        println!("ref  r={} {}..{} c={} {}..{}", ra["reasoning"]["mode"], ra["reasoning"]["start"], ra["reasoning"]["end"], ra["content"]["mode"], ra["content"]["start"], ra["content"]["end"]);
+                        println!(
+                            "ours r={:?} {:?}..{:?} c={:?} {:?}..{:?}",
+                            a.reasoning.mode, a.reasoning.start, a.reasoning.end, a.content.mode, a.content.start, a.content.end
+                        );
+                        println!(
+                            "ref  r={} {}..{} c={} {}..{}",
+                            ra["reasoning"]["mode"],
+                            ra["reasoning"]["start"],
+                            ra["reasoning"]["end"],
+                            ra["content"]["mode"],
+                            ra["content"]["start"],
+                            ra["content"]["end"]
+                        );
                         println!("ours tools {}", serde_json::to_string(&a.tools).unwrap());
                         println!("ref  tools {}", serde_json::to_string(&ra["tools"]).unwrap());
                         println!("notes {:?}", a.notes);

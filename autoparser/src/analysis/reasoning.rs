@@ -108,9 +108,7 @@ pub fn analyze_reasoning(p: &Probe, caps: &mut Capabilities, notes: &mut Vec<Str
                     let mut msgs = p.base();
                     msgs.push(p.asst_json(&Asst::content(&format!("{REASONING}{end}{CONTENT}"))));
                     msgs.push(serde_json::json!({"role": "user", "content": "Next question"}));
-                    let stripped = p
-                        .render(&p.ctx(msgs, false, Some(true)))
-                        .is_ok_and(|s| s.contains(CONTENT) && !s.contains(REASONING));
+                    let stripped = p.render(&p.ctx(msgs, false, Some(true))).is_ok_and(|s| s.contains(CONTENT) && !s.contains(REASONING));
                     if stripped || !is_turn_marker(p, m) {
                         notes.push(format!("reasoning end `{end}` derived from prompt-opened `{m}`"));
                         r = ReasoningAnalysis { mode: ReasoningMode::TagBased, start: m.to_owned(), end };
@@ -161,11 +159,8 @@ pub fn analyze_reasoning(p: &Probe, caps: &mut Capabilities, notes: &mut Vec<Str
         q.object_args = p.object_args;
         if let (Ok(pf), Ok(pt)) = (q.render_prompt(Some(false)), q.render_prompt(Some(true))) {
             let before: Vec<String> = super::segment::segmentize_markers(&pf).into_iter().filter(|s| s.is_marker()).map(|s| s.value).collect();
-            let added: Vec<String> = super::segment::segmentize_markers(&pt)
-                .into_iter()
-                .filter(|s| s.is_marker() && !before.contains(&s.value))
-                .map(|s| s.value)
-                .collect();
+            let added: Vec<String> =
+                super::segment::segmentize_markers(&pt).into_iter().filter(|s| s.is_marker() && !before.contains(&s.value)).map(|s| s.value).collect();
             let pair = added.iter().find_map(|m| closing_of(m).filter(|c| added.contains(c)).map(|c| (m.clone(), c)));
             if let Some((start, end)) = pair {
                 notes.push(format!("reasoning `{start}`..`{end}` introduced by the thinking prompt"));

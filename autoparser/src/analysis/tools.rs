@@ -66,17 +66,9 @@ pub fn probe_tools(p: &mut Probe, r: &ReasoningAnalysis) -> Option<ToolProbe> {
             continue;
         }
         let one = strip_reasoning(&one, r);
-        let two = tool_region(p, vec![Call::first(), Call::second()])
-            .ok()
-            .filter(|t| t.contains(FUN_A) && t.contains(FUN_B))
-            .map(|t| strip_reasoning(&t, r));
+        let two = tool_region(p, vec![Call::first(), Call::second()]).ok().filter(|t| t.contains(FUN_A) && t.contains(FUN_B)).map(|t| strip_reasoning(&t, r));
         let has_ids = one.contains(ID_A);
-        return Some(ToolProbe {
-            one: normalize_ids(&one),
-            two: two.map(|t| normalize_ids(&t)),
-            has_ids,
-            object_args,
-        });
+        return Some(ToolProbe { one: normalize_ids(&one), two: two.map(|t| normalize_ids(&t)), has_ids, object_args });
     }
     None
 }
@@ -193,11 +185,8 @@ fn analyze_json(t: &mut ToolAnalysis, tp: &ToolProbe) -> Result<(), String> {
                 f.id_field = m.iter().find(|(_, x)| x.as_str() == Some(ID_MARK)).map(|(k, _)| k.clone()).unwrap_or_default();
             }
             // A field holding the call's index (`"0"` or `0`) is an id the template made up.
-            f.gen_id_field = m
-                .iter()
-                .find(|(k, x)| **k != f.id_field && (x.as_str() == Some("0") || x.as_u64() == Some(0)))
-                .map(|(k, _)| k.clone())
-                .unwrap_or_default();
+            f.gen_id_field =
+                m.iter().find(|(k, x)| **k != f.id_field && (x.as_str() == Some("0") || x.as_u64() == Some(0))).map(|(k, _)| k.clone()).unwrap_or_default();
         }
     }
     // Array wrapping: `[` right before the first call, parsing as an array past it.
@@ -281,12 +270,7 @@ fn analyze_tagged(t: &mut ToolAnalysis, tp: &ToolProbe) -> Result<(), String> {
             let snapped = if has_marker(ps) || open_tail(ps).is_some() { from_first_marker(ps) } else { ps.trim_start() };
             let snapped = drop_closed_head(snapped);
             let cut = snapped.len();
-            (
-                p[..p.len() - cut].to_owned(),
-                snapped.to_owned(),
-                h2[pb + FUN_B.len()..].to_owned(),
-                m[..m.len() - cut].to_owned(),
-            )
+            (p[..p.len() - cut].to_owned(), snapped.to_owned(), h2[pb + FUN_B.len()..].to_owned(), m[..m.len() - cut].to_owned())
         }
         None => {
             let p = &h1[..pa1];
@@ -334,7 +318,11 @@ fn analyze_tagged(t: &mut ToolAnalysis, tp: &ToolProbe) -> Result<(), String> {
                 let (ib, vb, ia2) = arg_order(&body_b)?;
                 let cs = drop_closed_head(common_suffix(&body_b[..ib], &body_b[vb..ia2]));
                 let (_, np) = split_name_prefix(cs);
-                if np.is_empty() { from_first_marker(cs).to_owned() } else { np.to_owned() }
+                if np.is_empty() {
+                    from_first_marker(cs).to_owned()
+                } else {
+                    np.to_owned()
+                }
             }
             None => split_name_prefix(&body_a[..ia]).1.to_owned(),
         };
@@ -345,11 +333,8 @@ fn analyze_tagged(t: &mut ToolAnalysis, tp: &ToolProbe) -> Result<(), String> {
     let x = &body_a[..args1_start];
     if let Some(k) = x.find(ID_MARK) {
         // Id between name and arguments: everything around it belongs to the id markers.
-        t.call_id = ToolCallIdAnalysis {
-            pos: CallIdPosition::BetweenFuncAndArgs,
-            prefix: x[..k].trim().to_owned(),
-            suffix: x[k + ID_MARK.len()..].trim().to_owned(),
-        };
+        t.call_id =
+            ToolCallIdAnalysis { pos: CallIdPosition::BetweenFuncAndArgs, prefix: x[..k].trim().to_owned(), suffix: x[k + ID_MARK.len()..].trim().to_owned() };
         t.function.name_suffix = String::new();
     } else {
         let (ns, rest) = split_name_suffix(x);
@@ -423,11 +408,8 @@ fn analyze_tagged(t: &mut ToolAnalysis, tp: &ToolProbe) -> Result<(), String> {
         t.function.close = tail.trim().to_owned();
         return Ok(());
     }
-    let mut markers: Vec<String> = super::segment::segmentize_markers(&tail)
-        .into_iter()
-        .filter(|s| !s.value.trim().is_empty())
-        .map(|s| s.value.trim().to_owned())
-        .collect();
+    let mut markers: Vec<String> =
+        super::segment::segmentize_markers(&tail).into_iter().filter(|s| !s.value.trim().is_empty()).map(|s| s.value.trim().to_owned()).collect();
     if tp.two.is_none() {
         // One call only: the last marker closes the section (or the call).
         if !t.format.per_call_start.is_empty() && !markers.is_empty() {
@@ -682,14 +664,10 @@ fn analyze_value_syntax(p: &Probe, t: &mut ToolAnalysis, r: &ReasoningAnalysis) 
     let Ok(h) = tool_region(p, vec![Call::typed()]) else { return };
     let number = strip_reasoning(&h, r);
     let text = |v: Value| value_text(p, r, &number, v);
-    let (Some(list), Some(map), Some(lits)) =
-        (text(json!([VAL_A, VAL_B])), text(json!({ ARG_B: VAL_A })), text(json!([true, false, null])))
-    else {
+    let (Some(list), Some(map), Some(lits)) = (text(json!([VAL_A, VAL_B])), text(json!({ ARG_B: VAL_A })), text(json!([true, false, null]))) else {
         return;
     };
-    let reads_as_literal = |s: &str| {
-        serde_json::from_str::<Value>(s).is_ok() || s.trim_start().starts_with(['{', '[']) && s.contains('\'')
-    };
+    let reads_as_literal = |s: &str| serde_json::from_str::<Value>(s).is_ok() || s.trim_start().starts_with(['{', '[']) && s.contains('\'');
     if [&list, &map].iter().all(|s| reads_as_literal(s)) {
         return;
     }
@@ -892,12 +870,7 @@ mod tests {
 
     #[test]
     fn value_syntax_from_renders() {
-        let vs = derive_value_syntax(
-            "[<|\"|>XXXX<|\"|>,<|\"|>YYYY<|\"|>]",
-            "{bravo:<|\"|>XXXX<|\"|>}",
-            "[true,false,None]",
-        )
-        .unwrap();
+        let vs = derive_value_syntax("[<|\"|>XXXX<|\"|>,<|\"|>YYYY<|\"|>]", "{bravo:<|\"|>XXXX<|\"|>}", "[true,false,None]").unwrap();
         assert_eq!((vs.string_open.as_str(), vs.string_close.as_str()), ("<|\"|>", "<|\"|>"));
         assert_eq!((vs.key_open.as_str(), vs.key_close.as_str(), vs.key_separator.as_str()), ("", "", ":"));
         assert_eq!(vs.item_separator, ",");
@@ -955,16 +928,52 @@ mod tests {
         assert_eq!((p.content_recipient.as_str(), p.reasoning_recipient.as_str()), ("user", "thoughts"));
         assert_eq!((p.part_end.as_str(), p.part_start.as_str()), ("<|end|>", ""));
         // Words, one part a line.
-        let p = learn_parts("### assistant\n", "@user: CONTENT_NEEDLE_TEXT\n\n", &format!("@foofoo: {c1}\n\n"), Some(&format!("@foofoo: {c1}\n@barbar: {c2}\n\n")), None, None).unwrap();
+        let p = learn_parts(
+            "### assistant\n",
+            "@user: CONTENT_NEEDLE_TEXT\n\n",
+            &format!("@foofoo: {c1}\n\n"),
+            Some(&format!("@foofoo: {c1}\n@barbar: {c2}\n\n")),
+            None,
+            None,
+        )
+        .unwrap();
         assert_eq!((p.recipient_prefix.as_str(), p.recipient_suffix.as_str(), p.content_recipient.as_str()), ("@", ": ", "user"));
         assert_eq!((p.part_end.as_str(), p.part_start.as_str(), p.reasoning_recipient.as_str()), ("\n", "", ""));
         // The prompt opens the first part (`>>>`); content with a call gives the part start.
-        let p = learn_parts("<|start_header_id|>assistant<|end_header_id|>\n\n>>>", "all\nCONTENT_NEEDLE_TEXT<|eot_id|>", &format!("foofoo\n{c1}<|eot_id|>"), None, Some(&format!("all\nCONTENT_NEEDLE_TEXT>>>foofoo\n{c1}<|eot_id|>")), None).unwrap();
+        let p = learn_parts(
+            "<|start_header_id|>assistant<|end_header_id|>\n\n>>>",
+            "all\nCONTENT_NEEDLE_TEXT<|eot_id|>",
+            &format!("foofoo\n{c1}<|eot_id|>"),
+            None,
+            Some(&format!("all\nCONTENT_NEEDLE_TEXT>>>foofoo\n{c1}<|eot_id|>")),
+            None,
+        )
+        .unwrap();
         assert_eq!((p.recipient_prefix.as_str(), p.recipient_suffix.as_str(), p.content_recipient.as_str()), ("", "\n", "all"));
         assert_eq!((p.part_end.as_str(), p.part_start.as_str()), ("", ">>>"));
         // Content not addressed like calls (channels, harmony), or plain content: no parts.
-        assert_eq!(learn_parts("<|start|>assistant", "<|channel|>final<|message|>CONTENT_NEEDLE_TEXT<|return|>", &format!(" to=functions.foofoo<|channel|>commentary json<|message|>{c1}<|call|>"), None, None, None), None);
-        assert_eq!(learn_parts("<|assistant|>", "CONTENT_NEEDLE_TEXT<|end|>", &format!("<tool_call>foofoo\n{c1}</tool_call><|end|>"), Some(&format!("<tool_call>foofoo\n{c1}</tool_call><tool_call>barbar\n{c2}</tool_call><|end|>")), None, None), None);
+        assert_eq!(
+            learn_parts(
+                "<|start|>assistant",
+                "<|channel|>final<|message|>CONTENT_NEEDLE_TEXT<|return|>",
+                &format!(" to=functions.foofoo<|channel|>commentary json<|message|>{c1}<|call|>"),
+                None,
+                None,
+                None
+            ),
+            None
+        );
+        assert_eq!(
+            learn_parts(
+                "<|assistant|>",
+                "CONTENT_NEEDLE_TEXT<|end|>",
+                &format!("<tool_call>foofoo\n{c1}</tool_call><|end|>"),
+                Some(&format!("<tool_call>foofoo\n{c1}</tool_call><tool_call>barbar\n{c2}</tool_call><|end|>")),
+                None,
+                None
+            ),
+            None
+        );
         // Cached analyses from before the field load without parts.
         let mut old = serde_json::to_value(TemplateAnalysis::default()).unwrap();
         old.as_object_mut().unwrap().remove("parts");
@@ -974,11 +983,17 @@ mod tests {
     #[test]
     fn element_syntax_from_renders() {
         // nested-tags-special: elements inline, Python words.
-        let e = derive_element_syntax("<item>XXXX</item><item>YYYY</item>", "<bravo>XXXX</bravo>", "<item>True</item><item>False</item><item>None</item>").unwrap();
+        let e =
+            derive_element_syntax("<item>XXXX</item><item>YYYY</item>", "<bravo>XXXX</bravo>", "<item>True</item><item>False</item><item>None</item>").unwrap();
         assert_eq!((e.open("k"), e.close("k"), e.item.as_str()), ("<k>".to_owned(), "</k>".to_owned(), "item"));
         assert_eq!((e.true_literal.as_str(), e.false_literal.as_str(), e.null_literal.as_str()), ("True", "False", "None"));
         // nested-tags-words: one element a line.
-        let e = derive_element_syntax("\n<item>XXXX</item>\n<item>YYYY</item>\n", "\n<bravo>XXXX</bravo>\n", "\n<item>true</item>\n<item>false</item>\n<item>null</item>\n").unwrap();
+        let e = derive_element_syntax(
+            "\n<item>XXXX</item>\n<item>YYYY</item>\n",
+            "\n<bravo>XXXX</bravo>\n",
+            "\n<item>true</item>\n<item>false</item>\n<item>null</item>\n",
+        )
+        .unwrap();
         assert_eq!(e, ElementSyntax::default());
         // JSON, Gemma's literals, Python reprs: not elements.
         assert_eq!(derive_element_syntax(r#"["XXXX", "YYYY"]"#, r#"{"bravo": "XXXX"}"#, "[true, false, null]"), None);

@@ -413,10 +413,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let quoted_name = || "\"" + self.name_parser(names) + "\"";
         if f.fun_name_is_key {
             let open = b.tag(super::tags::TOOL_OPEN, b.literal("{"));
-            return b.tag(
-                super::tags::TOOL,
-                open << quoted_name() << ":" << args << b.tag(super::tags::TOOL_CLOSE, b.literal("}")),
-            );
+            return b.tag(super::tags::TOOL, open << quoted_name() << ":" << args << b.tag(super::tags::TOOL_CLOSE, b.literal("}")));
         }
         let member = |key: &str| -> (Parser<'b>, bool) {
             if !f.function_field.is_empty() && key == f.function_field {
@@ -545,11 +542,8 @@ impl<'a, 'b> Ctx<'a, 'b> {
     fn tagged_args(&self, name: &str, schema: &Value) -> Parser<'b> {
         let b = self.b;
         let ar = &self.a.tools.arguments;
-        let props: Vec<(String, Value)> = schema
-            .get("properties")
-            .and_then(Value::as_object)
-            .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
-            .unwrap_or_default();
+        let props: Vec<(String, Value)> =
+            schema.get("properties").and_then(Value::as_object).map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect()).unwrap_or_default();
         let vs = ar.value_suffix.trim();
         let names: Vec<&str> = props.iter().map(|(k, _)| k.as_str()).collect();
         let one = |arg: &str, s: &Value| -> Parser<'b> {
@@ -574,7 +568,11 @@ impl<'a, 'b> Ctx<'a, 'b> {
             let ns_space = &ar.name_suffix[ar.name_suffix.trim_end().len()..];
             let vp = if ar.value_prefix.is_empty() && !ar.name_suffix.trim().is_empty() { ns_space } else { ar.value_prefix.as_str() };
             let vp = if vp.trim().is_empty() {
-                if vp.is_empty() { b.eps() } else { b.optional(b.literal(vp)) }
+                if vp.is_empty() {
+                    b.eps()
+                } else {
+                    b.optional(b.literal(vp))
+                }
             } else {
                 b.space() + b.literal(vp.trim()) + b.optional(b.literal(&vp[vp.trim_end().len()..]))
             };
@@ -632,7 +630,10 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 };
                 let lit_value = b.tag(super::tags::TOOL_ARG_JSON_VALUE, value);
                 let open = || opener(b, &ar.name_prefix) + b.tag(super::tags::TOOL_ARG_NAME, b.literal(arg)) + lit(b, &ar.name_suffix);
-                let literal = b.tag(super::tags::TOOL_ARG, b.tag(super::tags::TOOL_ARG_OPEN, open()) + b.space() + lit_value + b.tag(super::tags::TOOL_ARG_CLOSE, b.eps()));
+                let literal = b.tag(
+                    super::tags::TOOL_ARG,
+                    b.tag(super::tags::TOOL_ARG_OPEN, open()) + b.space() + lit_value + b.tag(super::tags::TOOL_ARG_CLOSE, b.eps()),
+                );
                 if !(ar.literal_strings_raw && Admits::of(s).string) {
                     return literal;
                 }
@@ -649,7 +650,10 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 let text = text_to_real_end(b, &["'".to_owned()], quote_end);
                 let grammar = b.until_one_of(follow.iter().map(|f| format!("'{f}")));
                 let raw = b.tag(super::tags::TOOL_ARG_STRING_VALUE, b.schema(b.constrained(text, grammar), &format!("{name}-{arg}-raw"), string_part(s), true));
-                let raw_arg = b.tag(super::tags::TOOL_ARG, b.tag(super::tags::TOOL_ARG_OPEN, open() + b.space() + "'") + raw + b.tag(super::tags::TOOL_ARG_CLOSE, b.literal("'")));
+                let raw_arg = b.tag(
+                    super::tags::TOOL_ARG,
+                    b.tag(super::tags::TOOL_ARG_OPEN, open() + b.space() + "'") + raw + b.tag(super::tags::TOOL_ARG_CLOSE, b.literal("'")),
+                );
                 return b.choice([raw_arg, literal]);
             }
             let admits = Admits::of(s);
@@ -659,7 +663,10 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 (Some(jo), Some(jc)) if !admits.string || admits.null || admits.other => {
                     let open = opener(b, &ar.name_prefix) + b.tag(super::tags::TOOL_ARG_NAME, b.literal(arg)) + b.literal(jo.trim_end());
                     let close = if jc.trim().is_empty() { b.eps() } else { b.space() + jc.trim() };
-                    Some(b.tag(super::tags::TOOL_ARG, b.tag(super::tags::TOOL_ARG_OPEN, open) + b.space() + json_value() + b.tag(super::tags::TOOL_ARG_CLOSE, close)))
+                    Some(b.tag(
+                        super::tags::TOOL_ARG,
+                        b.tag(super::tags::TOOL_ARG_OPEN, open) + b.space() + json_value() + b.tag(super::tags::TOOL_ARG_CLOSE, close),
+                    ))
                 }
                 _ => None,
             };
@@ -982,10 +989,8 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 b.choice([call, self.recovered(RecoveryKind::ExtraWrapper, list), self.fenced(call)])
             }
         } else {
-            let mut calls: Vec<Parser<'b>> = tools
-                .iter()
-                .map(|(n, s)| if f.mode == ToolFormat::JsonNative { self.json_call(n, s) } else { self.tag_call(n, s) })
-                .collect();
+            let mut calls: Vec<Parser<'b>> =
+                tools.iter().map(|(n, s)| if f.mode == ToolFormat::JsonNative { self.json_call(n, s) } else { self.tag_call(n, s) }).collect();
             if self.recovering() && f.mode != ToolFormat::JsonNative && !trigger_words(self.a).is_empty() {
                 calls.extend(self.undeclared_tag_call());
             }
@@ -1066,10 +1071,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
     }
 
     fn tools_on(&self) -> bool {
-        !self.req.tools.is_empty()
-            && self.req.tool_choice != ToolChoice::None
-            && self.a.tools.format.mode != ToolFormat::None
-            && !self.tools().is_empty()
+        !self.req.tools.is_empty() && self.req.tool_choice != ToolChoice::None && self.a.tools.format.mode != ToolFormat::None && !self.tools().is_empty()
     }
 
     /// Addressed parts: `[part_start] HEADER(recipient) BODY [part_end]`, again and again. A part
@@ -1512,7 +1514,8 @@ mod literal_value_tests {
                 let src = std::fs::read_to_string(crate::analysis::test_util::templates_dir().join(format!("{name}.jinja"))).unwrap();
                 let t = template(&src).unwrap();
                 let a = analyze_template(&t).unwrap();
-                let req = Request::from_inputs(&json!({"messages": [{"role": "user", "content": "hi"}], "tools": serde_json::from_str::<Value>(&tools).unwrap()}));
+                let req =
+                    Request::from_inputs(&json!({"messages": [{"role": "user", "content": "hi"}], "tools": serde_json::from_str::<Value>(&tools).unwrap()}));
                 match generate(&TemplateRender(&t), &a, &req) {
                     Ok(g) => {
                         let text = g.grammar.unwrap_or_else(|| panic!("{name}: no grammar for {schema}"));
@@ -1598,7 +1601,9 @@ mod tagged_args_tests {
         for note in [json!({"type": ["string", "null"]}), json!({"anyOf": [{"type": "string"}, {"type": "null"}]})] {
             let (g, a, parser) = generated("Qwen3-Coder", json!({"note": note}));
             let call = |v: &str| format!("<tool_call>\n<function=f>\n<parameter=note>\n{v}\n</parameter>\n</function>\n</tool_call>");
-            for (v, want) in [("None", Value::Null), ("null", Value::Null), ("Nonesuch", json!("Nonesuch")), ("None of it", json!("None of it")), ("text", json!("text"))] {
+            for (v, want) in
+                [("None", Value::Null), ("null", Value::Null), ("Nonesuch", json!("Nonesuch")), ("None of it", json!("None of it")), ("text", json!("text"))]
+            {
                 round_trip(&g, &a, &parser, &call(v), json!({"note": want}));
             }
             let (g, a, parser) = generated("deepseek-ai-DeepSeek-V3.2", json!({"note": note, "id": {"type": "integer"}}));
@@ -1606,7 +1611,10 @@ mod tagged_args_tests {
                 // The next argument has the other opener.
                 format!("<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"f\">\n{v}\n<｜DSML｜parameter name=\"id\" string=\"false\">70</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>")
             };
-            let (null, text) = ("<｜DSML｜parameter name=\"note\" string=\"false\">null</｜DSML｜parameter>", "<｜DSML｜parameter name=\"note\" string=\"true\">null</｜DSML｜parameter> or not</｜DSML｜parameter>");
+            let (null, text) = (
+                "<｜DSML｜parameter name=\"note\" string=\"false\">null</｜DSML｜parameter>",
+                "<｜DSML｜parameter name=\"note\" string=\"true\">null</｜DSML｜parameter> or not</｜DSML｜parameter>",
+            );
             round_trip(&g, &a, &parser, &call(null), json!({"id": 70, "note": null}));
             round_trip(&g, &a, &parser, &call(text), json!({"id": 70, "note": "null</｜DSML｜parameter> or not"}));
         }
@@ -1618,7 +1626,8 @@ mod tagged_args_tests {
     fn raw_values_follow_their_schema_in_the_grammar() {
         let params = json!({"mode": {"type": ["string", "null"], "enum": ["fast", "slow", null]}, "text": {"type": "string"}});
         let (g, a, parser) = generated("Qwen3-Coder", params);
-        let call = |v: &str| format!("<tool_call>\n<function=f>\n<parameter=mode>\n{v}\n</parameter>\n<parameter=text>\nx\n</parameter>\n</function>\n</tool_call>");
+        let call =
+            |v: &str| format!("<tool_call>\n<function=f>\n<parameter=mode>\n{v}\n</parameter>\n<parameter=text>\nx\n</parameter>\n</function>\n</tool_call>");
         round_trip(&g, &a, &parser, &call("fast"), json!({"mode": "fast", "text": "x"}));
         round_trip(&g, &a, &parser, &call("None"), json!({"mode": null, "text": "x"}));
         assert!(crate::verify::check_grammar(&g, &a, &call("medium")).is_err());
@@ -1628,11 +1637,19 @@ mod tagged_args_tests {
     #[test]
     fn schemas_admitting_strings_agree() {
         use super::{is_string_schema, string_part};
-        for s in [json!({"type": "string"}), json!({"type": ["string", "null"]}), json!({"anyOf": [{"type": "string"}, {"type": "null"}]}), json!({"enum": ["a", null]})] {
+        for s in [
+            json!({"type": "string"}),
+            json!({"type": ["string", "null"]}),
+            json!({"anyOf": [{"type": "string"}, {"type": "null"}]}),
+            json!({"enum": ["a", null]}),
+        ] {
             assert!(is_string_schema(&s), "{s}");
         }
         assert_eq!(string_part(&json!({"type": ["string", "null"], "maxLength": 3})), json!({"type": "string", "maxLength": 3}));
-        assert_eq!(string_part(&json!({"anyOf": [{"type": "null"}, {"type": "string", "enum": ["a"]}], "description": "d"})), json!({"type": "string", "enum": ["a"], "description": "d"}));
+        assert_eq!(
+            string_part(&json!({"anyOf": [{"type": "null"}, {"type": "string", "enum": ["a"]}], "description": "d"})),
+            json!({"type": "string", "enum": ["a"], "description": "d"})
+        );
         assert!(!is_string_schema(&json!({"type": ["integer", "null"]})));
     }
 }
@@ -1666,7 +1683,11 @@ mod parts_tests {
             let a = analyze_template(&t).unwrap();
             assert!(a.parts.is_some(), "{name}: {a:?}");
             let g = generate(&TemplateRender(&t), &a, &req).unwrap();
-            assert!(g.grammar_lazy && g.grammar_triggers.iter().all(|t| matches!(t, GrammarTrigger::Word(w) if w.contains("get_"))), "{name}: {:?}", g.grammar_triggers);
+            assert!(
+                g.grammar_lazy && g.grammar_triggers.iter().all(|t| matches!(t, GrammarTrigger::Word(w) if w.contains("get_"))),
+                "{name}: {:?}",
+                g.grammar_triggers
+            );
             let parser = g.chat_parser(req.tools.iter().filter_map(ToolSpec::from_openai).collect(), false);
             let m = parser.parse(out, false).unwrap().message;
             assert_eq!((m.reasoning_content.as_str(), m.content.as_str()), (reasoning, content), "{name}");
@@ -1692,7 +1713,9 @@ mod parts_tests {
         let g = generate(&TemplateRender(&t), &a, &req).unwrap();
         assert!(g.grammar_triggers.contains(&GrammarTrigger::Word(">>>f\n".into())), "{:?}", g.grammar_triggers);
         let parser = g.chat_parser(req.tools.iter().filter_map(ToolSpec::from_openai).collect(), false);
-        for (out, content, n) in [("f\n{\"n\": 1}>>>f\n{\"n\": 2}", "", 2), ("all\nSure >> ok.>>>f\n{\"n\": 1}", "Sure >> ok.", 1), ("all\nJust text.", "Just text.", 0)] {
+        for (out, content, n) in
+            [("f\n{\"n\": 1}>>>f\n{\"n\": 2}", "", 2), ("all\nSure >> ok.>>>f\n{\"n\": 1}", "Sure >> ok.", 1), ("all\nJust text.", "Just text.", 0)]
+        {
             let m = parser.parse(out, false).unwrap().message;
             assert_eq!((m.content.as_str(), m.tool_calls.len()), (content, n), "{out}");
             assert_eq!(crate::verify::stream_message(&parser, out, false, 1).unwrap(), m, "{out}");

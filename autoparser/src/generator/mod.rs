@@ -232,12 +232,7 @@ fn template_request(r: &dyn Render, a: &TemplateAnalysis, req: &Request) -> Requ
 
 /// Renders `req`'s conversation exactly as [`generate`] renders its prompt (same context), with
 /// or without the generation prompt: the text a finished turn has in a later prompt.
-pub fn render_conversation(
-    r: &dyn Render,
-    a: &TemplateAnalysis,
-    req: &Request,
-    add_generation_prompt: bool,
-) -> Result<String, GenerateError> {
+pub fn render_conversation(r: &dyn Render, a: &TemplateAnalysis, req: &Request, add_generation_prompt: bool) -> Result<String, GenerateError> {
     let lenient = crate::analysis::Lenient(r);
     let req = template_request(&lenient, a, req);
     lenient.render(&req.context(add_generation_prompt)).map_err(GenerateError::Render)
@@ -368,7 +363,10 @@ mod tests {
         let call = |args: &str| format!(r#"<tool_call>{{"name": "f", "arguments": {args}}}</tool_call>"#);
         assert!(grammar.accepts(&call(r#"{"x": 1.5, "y": 2, "z": {"a": 1}, "w": [1, "any"]}"#)));
         assert!(!grammar.accepts(&call(r#"{"x": "not a float"}"#)));
-        let parsed = g.chat_parser(Request::from_inputs(&inputs).tools.iter().filter_map(ToolSpec::from_openai).collect(), false).parse(&call(r#"{"x": 1.5, "w": "t"}"#), false).unwrap();
+        let parsed = g
+            .chat_parser(Request::from_inputs(&inputs).tools.iter().filter_map(ToolSpec::from_openai).collect(), false)
+            .parse(&call(r#"{"x": 1.5, "w": "t"}"#), false)
+            .unwrap();
         assert_eq!(parsed.message.tool_calls[0].arguments, r#"{"x": 1.5, "w": "t"}"#);
     }
     use crate::analysis::{analyze_template, TemplateRender};

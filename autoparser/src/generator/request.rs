@@ -77,8 +77,7 @@ impl Request {
     /// The request's functions as (name, parameters schema), longest name first: in an ordered
     /// choice a name that prefixes another (`f` vs `f_with_opt`) must come after it.
     pub fn tool_schemas(&self) -> Vec<(String, Value)> {
-        let mut tools: Vec<(String, Value)> =
-            self.tools.iter().filter_map(ToolSpec::from_openai).map(|t| (t.name, t.parameters)).collect();
+        let mut tools: Vec<(String, Value)> = self.tools.iter().filter_map(ToolSpec::from_openai).map(|t| (t.name, t.parameters)).collect();
         tools.sort_by_key(|t| std::cmp::Reverse(t.0.len()));
         tools
     }

@@ -107,46 +107,22 @@ pub(crate) fn detect(t: &ChatTemplate) -> Capabilities {
     let out = probe(t, json!([{"role": "user", "content": "PROBE_STRING_CONTENT"}]), None);
     c.supports_string_content = has(&out, "PROBE_STRING_CONTENT");
 
-    let out = probe(
-        t,
-        json!([{"role": "user", "content": [{"type": "text", "text": "PROBE_TYPED_CONTENT"}]}]),
-        None,
-    );
+    let out = probe(t, json!([{"role": "user", "content": [{"type": "text", "text": "PROBE_TYPED_CONTENT"}]}]), None);
     // Printed as text, not as the Python repr or JSON of the parts list.
-    c.supports_typed_content = has(&out, "PROBE_TYPED_CONTENT")
-        && !has(&out, "'text': 'PROBE_TYPED_CONTENT'")
-        && !has(&out, "\"text\": \"PROBE_TYPED_CONTENT\"");
+    c.supports_typed_content =
+        has(&out, "PROBE_TYPED_CONTENT") && !has(&out, "'text': 'PROBE_TYPED_CONTENT'") && !has(&out, "\"text\": \"PROBE_TYPED_CONTENT\"");
 
-    let out = probe(
-        t,
-        json!([{"role": "system", "content": "PROBE_SYSTEM"}, {"role": "user", "content": "User message"}]),
-        None,
-    );
+    let out = probe(t, json!([{"role": "system", "content": "PROBE_SYSTEM"}, {"role": "user", "content": "User message"}]), None);
     c.supports_system_role = has(&out, "PROBE_SYSTEM");
 
-    let out = probe(
-        t,
-        json!([{"role": "user", "content": "User message"}]),
-        Some(json!([tool_def("probe_tool_def")])),
-    );
+    let out = probe(t, json!([{"role": "user", "content": "User message"}]), Some(json!([tool_def("probe_tool_def")])));
     c.supports_tools = has(&out, "probe_tool_def");
 
     let tools = Some(json!([tool_def("probe_call_one"), tool_def("probe_call_two")]));
     let obj_args = |v: &str| json!({"arg": v});
-    let out = probe(
-        t,
-        tool_conversation(vec![tool_call("call00001", "probe_call_one", obj_args("probe_value_one"))]),
-        tools.clone(),
-    );
-    let str_out = probe(
-        t,
-        tool_conversation(vec![tool_call(
-            "call00001",
-            "probe_call_one",
-            Json::String(json!({"arg": "probe_value_one"}).to_string()),
-        )]),
-        tools.clone(),
-    );
+    let out = probe(t, tool_conversation(vec![tool_call("call00001", "probe_call_one", obj_args("probe_value_one"))]), tools.clone());
+    let str_out =
+        probe(t, tool_conversation(vec![tool_call("call00001", "probe_call_one", Json::String(json!({"arg": "probe_value_one"}).to_string()))]), tools.clone());
     // A tool call counts when its arguments reach the output (the name alone is also in `tools`).
     c.supports_tool_calls = has(&out, "probe_value_one") || has(&str_out, "probe_value_one");
     c.supports_object_arguments = has(&out, "probe_value_one") && !has(&out, "'arg': 'probe_value_one'");

@@ -61,11 +61,7 @@ impl<'de> Deserialize<'de> for ContinueMode {
                 "none" | "" => ContinueMode::None,
                 "content" => ContinueMode::Content,
                 "reasoning" => ContinueMode::Reasoning,
-                other => {
-                    return Err(serde::de::Error::custom(format!(
-                        "continue_final_message must be none, content or reasoning, not {other:?}"
-                    )))
-                }
+                other => return Err(serde::de::Error::custom(format!("continue_final_message must be none, content or reasoning, not {other:?}"))),
             },
         })
     }
@@ -140,12 +136,8 @@ pub struct RenderedPrompt {
 
 /// Template variables that control whether earlier turns keep their reasoning, and the value
 /// that keeps it.
-pub(crate) const PRESERVE_KNOBS: &[(&str, bool)] = &[
-    ("drop_thinking", false),
-    ("clear_thinking", false),
-    ("truncate_history_thinking", false),
-    ("preserve_thinking", true),
-];
+pub(crate) const PRESERVE_KNOBS: &[(&str, bool)] =
+    &[("drop_thinking", false), ("clear_thinking", false), ("truncate_history_thinking", false), ("preserve_thinking", true)];
 
 const CONTINUE_MARKER: &str = "XCHATPEGCONTINUEMARKERX";
 
@@ -201,10 +193,9 @@ fn order_tool_results(mut messages: Vec<Json>) -> Vec<Json> {
     let mut i = 0;
     while i < messages.len() {
         let ids: Vec<String> = match messages[i].get("tool_calls").and_then(Json::as_array) {
-            Some(calls) if role(&messages[i]).as_deref() == Some("assistant") => calls
-                .iter()
-                .filter_map(|c| c.get("id").and_then(Json::as_str).map(String::from))
-                .collect(),
+            Some(calls) if role(&messages[i]).as_deref() == Some("assistant") => {
+                calls.iter().filter_map(|c| c.get("id").and_then(Json::as_str).map(String::from)).collect()
+            }
             _ => Vec::new(),
         };
         i += 1;
@@ -215,12 +206,7 @@ fn order_tool_results(mut messages: Vec<Json>) -> Vec<Json> {
         while i < messages.len() && role(&messages[i]).as_deref() == Some("tool") {
             i += 1;
         }
-        let rank = |m: &Json| {
-            m.get("tool_call_id")
-                .and_then(Json::as_str)
-                .and_then(|id| ids.iter().position(|x| x == id))
-                .unwrap_or(usize::MAX)
-        };
+        let rank = |m: &Json| m.get("tool_call_id").and_then(Json::as_str).and_then(|id| ids.iter().position(|x| x == id)).unwrap_or(usize::MAX);
         messages[start..i].sort_by_key(rank);
     }
     messages
@@ -229,11 +215,8 @@ fn order_tool_results(mut messages: Vec<Json>) -> Vec<Json> {
 fn normalize_content(content: &mut Json, caps: &Capabilities) {
     match content {
         Json::Array(parts) if !caps.supports_typed_content => {
-            let texts: Vec<&str> = parts
-                .iter()
-                .filter(|p| p.get("type").and_then(Json::as_str) == Some("text"))
-                .filter_map(|p| p.get("text").and_then(Json::as_str))
-                .collect();
+            let texts: Vec<&str> =
+                parts.iter().filter(|p| p.get("type").and_then(Json::as_str) == Some("text")).filter_map(|p| p.get("text").and_then(Json::as_str)).collect();
             if texts.len() == parts.len() {
                 *content = Json::String(texts.concat());
             }
@@ -261,8 +244,7 @@ fn base_context(tmpl: &ChatTemplate, req: &ChatRequest) -> Result<Map<String, Js
         ctx.insert("reasoning_effort".into(), e.clone().into());
     }
     if !req.json_schema.trim().is_empty() {
-        let schema: Json = serde_json::from_str(&req.json_schema)
-            .map_err(|e| bad(format!("json_schema is not valid JSON: {e}")))?;
+        let schema: Json = serde_json::from_str(&req.json_schema).map_err(|e| bad(format!("json_schema is not valid JSON: {e}")))?;
         ctx.insert("response_format".into(), schema);
     }
     for (k, v) in &req.chat_template_kwargs {
@@ -280,12 +262,7 @@ fn base_context(tmpl: &ChatTemplate, req: &ChatRequest) -> Result<Map<String, Js
     Ok(ctx)
 }
 
-fn render_with(
-    tmpl: &ChatTemplate,
-    base: &Map<String, Json>,
-    messages: &[Json],
-    agp: bool,
-) -> Result<String, TemplateError> {
+fn render_with(tmpl: &ChatTemplate, base: &Map<String, Json>, messages: &[Json], agp: bool) -> Result<String, TemplateError> {
     let mut ctx = base.clone();
     ctx.insert("messages".into(), Json::Array(messages.to_vec()));
     ctx.insert("add_generation_prompt".into(), agp.into());

@@ -46,13 +46,7 @@ impl std::error::Error for Raised {}
 /// Build the environment (no templates added yet).
 pub(crate) fn build_env(limits: &Limits) -> Environment<'static> {
     let mut env = Environment::new();
-    env.set_syntax(
-        minijinja::syntax::SyntaxConfig::builder()
-            .trim_blocks(true)
-            .lstrip_blocks(true)
-            .build()
-            .expect("default delimiters are valid"),
-    );
+    env.set_syntax(minijinja::syntax::SyntaxConfig::builder().trim_blocks(true).lstrip_blocks(true).build().expect("default delimiters are valid"));
     env.set_undefined_behavior(UndefinedBehavior::Lenient);
     env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
     env.set_fuel(Some(limits.fuel));
@@ -87,22 +81,9 @@ pub(crate) fn build_env(limits: &Limits) -> Environment<'static> {
     // jinja2's Undefined supports iter() and len(), so it is both iterable and a sequence;
     // None is neither.
     env.add_test("iterable", |v: &Value| {
-        matches!(
-            v.kind(),
-            ValueKind::String
-                | ValueKind::Seq
-                | ValueKind::Map
-                | ValueKind::Iterable
-                | ValueKind::Bytes
-                | ValueKind::Undefined
-        )
+        matches!(v.kind(), ValueKind::String | ValueKind::Seq | ValueKind::Map | ValueKind::Iterable | ValueKind::Bytes | ValueKind::Undefined)
     });
-    env.add_test("sequence", |v: &Value| {
-        matches!(
-            v.kind(),
-            ValueKind::String | ValueKind::Seq | ValueKind::Map | ValueKind::Bytes | ValueKind::Undefined
-        )
-    });
+    env.add_test("sequence", |v: &Value| matches!(v.kind(), ValueKind::String | ValueKind::Seq | ValueKind::Map | ValueKind::Bytes | ValueKind::Undefined));
     env.add_test("mapping", |v: &Value| v.kind() == ValueKind::Map);
     env.add_test("string", |v: &Value| v.kind() == ValueKind::String);
     env.add_test("boolean", |v: &Value| v.kind() == ValueKind::Bool);
@@ -117,10 +98,7 @@ pub(crate) fn build_env(limits: &Limits) -> Environment<'static> {
         Err(Error::new(ErrorKind::InvalidOperation, msg.clone()).with_source(Raised(msg)))
     });
     env.add_function("strftime_now", |state: &State, fmt: String| -> Result<Value, Error> {
-        let now = state
-            .lookup(NOW_KEY)
-            .and_then(|v| i64::try_from(v).ok())
-            .unwrap_or(0);
+        let now = state.lookup(NOW_KEY).and_then(|v| i64::try_from(v).ok()).unwrap_or(0);
         Ok(Value::from(strftime(&fmt, now)))
     });
     env
@@ -132,9 +110,7 @@ fn tojson(value: &Value, args: Rest<Value>, kwargs: Kwargs) -> Result<Value, Err
     if args.len() > 4 {
         return Err(Error::new(ErrorKind::TooManyArguments, "tojson takes at most 4 arguments"));
     }
-    let arg = |i: usize, name: &str| -> Result<Option<Value>, Error> {
-        Ok(kwargs.get::<Option<Value>>(name)?.or_else(|| args.get(i).cloned()))
-    };
+    let arg = |i: usize, name: &str| -> Result<Option<Value>, Error> { Ok(kwargs.get::<Option<Value>>(name)?.or_else(|| args.get(i).cloned())) };
     let mut opts = JsonOpts::default();
     if let Some(v) = arg(0, "ensure_ascii")? {
         opts.ensure_ascii = v.is_true();
@@ -226,9 +202,7 @@ fn float_filter(value: &Value, default: Option<Value>) -> Value {
 fn from_json(value: &Value) -> Result<Value, Error> {
     match value.as_str() {
         Some(s) => {
-            let v: serde_json::Value = serde_json::from_str(s).map_err(|e| {
-                Error::new(ErrorKind::InvalidOperation, format!("from_json: invalid JSON: {e}"))
-            })?;
+            let v: serde_json::Value = serde_json::from_str(s).map_err(|e| Error::new(ErrorKind::InvalidOperation, format!("from_json: invalid JSON: {e}")))?;
             Ok(Value::from(minijinja::value::Serde(&v)))
         }
         // Already structured (arguments passed as objects): nothing to parse.
@@ -244,10 +218,7 @@ fn length(value: &Value) -> Result<Value, Error> {
         Some(n) => Ok(Value::from(n)),
         // Lazy sequences (range, filter results) are bounded: count them.
         None if value.kind() == ValueKind::Iterable => Ok(Value::from(value.try_iter()?.count())),
-        None => Err(Error::new(
-            ErrorKind::InvalidOperation,
-            format!("object of type '{}' has no len()", value.kind()),
-        )),
+        None => Err(Error::new(ErrorKind::InvalidOperation, format!("object of type '{}' has no len()", value.kind()))),
     }
 }
 
@@ -279,10 +250,7 @@ fn arg_str(args: &[Value], i: usize) -> Option<&str> {
 
 fn unsafe_method(value: &Value, method: &str) -> Error {
     // HF renders in jinja2's ImmutableSandboxedEnvironment: mutating methods are refused.
-    Error::new(
-        ErrorKind::InvalidOperation,
-        format!("access to attribute '{method}' of '{}' object is unsafe.", value.kind()),
-    )
+    Error::new(ErrorKind::InvalidOperation, format!("access to attribute '{method}' of '{}' object is unsafe.", value.kind()))
 }
 
 /// Python methods on strings, lists and dicts beyond minijinja-contrib's pycompat set.
@@ -391,13 +359,7 @@ fn call_method(state: &mut State, value: &Value, method: &str, args: &[Value]) -
                 "swapcase" => {
                     return Ok(Value::from(
                         s.chars()
-                            .flat_map(|c| {
-                                if c.is_uppercase() {
-                                    c.to_lowercase().collect::<Vec<_>>()
-                                } else {
-                                    c.to_uppercase().collect::<Vec<_>>()
-                                }
-                            })
+                            .flat_map(|c| if c.is_uppercase() { c.to_lowercase().collect::<Vec<_>>() } else { c.to_uppercase().collect::<Vec<_>>() })
                             .collect::<String>(),
                     ))
                 }
@@ -439,10 +401,7 @@ fn call_method(state: &mut State, value: &Value, method: &str, args: &[Value]) -
 }
 
 const DAYS: [&str; 7] = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"];
-const MONTHS: [&str; 12] = [
-    "January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-    "November", "December",
-];
+const MONTHS: [&str; 12] = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
 
 /// Days since 1970-01-01 to (year, month 1-12, day 1-31) in the proleptic Gregorian calendar.
 fn civil_from_days(z: i64) -> (i64, u32, u32) {
@@ -580,10 +539,7 @@ mod tests {
 
     #[test]
     fn generation_tags_become_if_blocks() {
-        assert_eq!(
-            strip_generation_tags("a{%- generation %}b{% endgeneration -%}c"),
-            "a{%- if true %}b{% endif -%}c"
-        );
+        assert_eq!(strip_generation_tags("a{%- generation %}b{% endgeneration -%}c"), "a{%- if true %}b{% endif -%}c");
         assert_eq!(strip_generation_tags("{{ x }}{% if y %}{% endif %}"), "{{ x }}{% if y %}{% endif %}");
     }
 }

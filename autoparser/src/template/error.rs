@@ -130,9 +130,7 @@ impl TemplateError {
             src = e.source();
         }
         match err.kind() {
-            K::SyntaxError | K::BadEscape => {
-                TemplateError::Syntax { line, message: detail(&err) }
-            }
+            K::SyntaxError | K::BadEscape => TemplateError::Syntax { line, message: detail(&err) },
             K::OutOfFuel => TemplateError::Limit { line, limit: Limit::Fuel },
             K::InvalidOperation => {
                 let d = detail(&err);

@@ -108,9 +108,7 @@ impl<R: Read + Seek> Cursor<R> {
 
     fn skip(&mut self, n: u64, what: &str) -> Result<(), TemplateError> {
         self.need(n, what)?;
-        self.r
-            .seek(SeekFrom::Current(n as i64))
-            .map_err(|e| err(format!("seek error: {e}")))?;
+        self.r.seek(SeekFrom::Current(n as i64)).map_err(|e| err(format!("seek error: {e}")))?;
         self.pos += n;
         Ok(())
     }
@@ -266,9 +264,7 @@ fn token_at<R: Read + Seek>(c: &mut Cursor<R>, arr: &GgufValue, index: u64) -> R
 }
 
 /// Chat templates and special tokens from GGUF metadata.
-pub(crate) fn templates_from_gguf<R: Read + Seek>(
-    r: R,
-) -> Result<super::source::TemplateSource, TemplateError> {
+pub(crate) fn templates_from_gguf<R: Read + Seek>(r: R) -> Result<super::source::TemplateSource, TemplateError> {
     use super::source::{NamedTemplate, TemplateSource};
     let (meta, mut c) = read_inner(r)?;
     let mut templates = Vec::new();
@@ -284,10 +280,7 @@ pub(crate) fn templates_from_gguf<R: Read + Seek>(
         return Err(TemplateError::InvalidSource("GGUF metadata has no tokenizer.chat_template".into()));
     }
     let mut token = |key: &str| -> Result<String, TemplateError> {
-        let (Some(id), Some(tokens)) = (
-            meta.kv.get(key).and_then(|v| v.as_u64()),
-            meta.kv.get("tokenizer.ggml.tokens"),
-        ) else {
+        let (Some(id), Some(tokens)) = (meta.kv.get(key).and_then(|v| v.as_u64()), meta.kv.get("tokenizer.ggml.tokens")) else {
             return Ok(String::new());
         };
         Ok(token_at(&mut c, tokens, id)?.unwrap_or_default())

@@ -60,11 +60,7 @@ pub struct ChatTemplate {
 
 impl std::fmt::Debug for ChatTemplate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ChatTemplate")
-            .field("source_len", &self.source.len())
-            .field("bos_token", &self.bos_token)
-            .field("eos_token", &self.eos_token)
-            .finish()
+        f.debug_struct("ChatTemplate").field("source_len", &self.source.len()).field("bos_token", &self.bos_token).field("eos_token", &self.eos_token).finish()
     }
 }
 
@@ -75,16 +71,10 @@ impl ChatTemplate {
     }
 
     /// Compile a template source with explicit resource limits for rendering.
-    pub fn with_limits(
-        source: &str,
-        bos_token: &str,
-        eos_token: &str,
-        limits: Limits,
-    ) -> Result<ChatTemplate, TemplateError> {
+    pub fn with_limits(source: &str, bos_token: &str, eos_token: &str, limits: Limits) -> Result<ChatTemplate, TemplateError> {
         let mut env = env::build_env(&limits);
         let prepared = env::strip_generation_tags(source).into_owned();
-        env.add_template_owned(TEMPLATE_NAME, prepared)
-            .map_err(|e| TemplateError::from_minijinja(e, false))?;
+        env.add_template_owned(TEMPLATE_NAME, prepared).map_err(|e| TemplateError::from_minijinja(e, false))?;
         Ok(ChatTemplate {
             env: Arc::new(env),
             source: source.into(),
@@ -156,15 +146,11 @@ impl ChatTemplate {
 
     /// Render with a prepared minijinja context value (no defaults added).
     pub fn render_value(&self, ctx: Value) -> Result<String, TemplateError> {
-        let tmpl = self
-            .env
-            .get_template(TEMPLATE_NAME)
-            .map_err(|e| TemplateError::from_minijinja(e, false))?;
+        let tmpl = self.env.get_template(TEMPLATE_NAME).map_err(|e| TemplateError::from_minijinja(e, false))?;
         let mut w = LimitedWriter { buf: Vec::new(), limit: self.limits.output_bytes, overflow: false };
         let res = tmpl.render_captured_to(ctx, &mut w).map(|_| ());
         match res {
-            Ok(()) => String::from_utf8(w.buf)
-                .map_err(|_| TemplateError::Render { line: None, message: "output is not UTF-8".into() }),
+            Ok(()) => String::from_utf8(w.buf).map_err(|_| TemplateError::Render { line: None, message: "output is not UTF-8".into() }),
             Err(e) => Err(TemplateError::from_minijinja(e, w.overflow)),
         }
     }

@@ -180,13 +180,7 @@ pub struct JsonOpts {
 
 impl Default for JsonOpts {
     fn default() -> Self {
-        JsonOpts {
-            ensure_ascii: false,
-            indent: None,
-            item_sep: ", ".into(),
-            key_sep: ": ".into(),
-            sort_keys: false,
-        }
+        JsonOpts { ensure_ascii: false, indent: None, item_sep: ", ".into(), key_sep: ": ".into(), sort_keys: false }
     }
 }
 
@@ -214,7 +208,11 @@ fn json_float(f: f64) -> String {
     if f.is_nan() {
         "NaN".into()
     } else if f.is_infinite() {
-        if f > 0.0 { "Infinity".into() } else { "-Infinity".into() }
+        if f > 0.0 {
+            "Infinity".into()
+        } else {
+            "-Infinity".into()
+        }
     } else {
         float_repr(f)
     }
@@ -227,12 +225,7 @@ fn json_key(v: &Value) -> Result<String, Error> {
         ValueKind::Bool => (if v.is_true() { "true" } else { "false" }).into(),
         ValueKind::Number if v.is_integer() => v.to_string(),
         ValueKind::Number => json_float(as_f64(v).unwrap_or(f64::NAN)),
-        _ => {
-            return Err(Error::new(
-                ErrorKind::InvalidOperation,
-                format!("keys must be str, int, float, bool or None, not {}", v.kind()),
-            ))
-        }
+        _ => return Err(Error::new(ErrorKind::InvalidOperation, format!("keys must be str, int, float, bool or None, not {}", v.kind()))),
     })
 }
 
@@ -356,10 +349,7 @@ mod tests {
         let opts = JsonOpts { ensure_ascii: true, sort_keys: true, ..JsonOpts::default() };
         assert_eq!(to_json(&v, &opts).unwrap(), r#"{"a": null, "b": [1, 2.0, "x\u00e9"], "t": true}"#);
         let opts = JsonOpts { indent: Some("  ".into()), item_sep: ",".into(), ..JsonOpts::default() };
-        assert_eq!(
-            to_json(&v, &opts).unwrap(),
-            "{\n  \"b\": [\n    1,\n    2.0,\n    \"xé\"\n  ],\n  \"a\": null,\n  \"t\": true\n}"
-        );
+        assert_eq!(to_json(&v, &opts).unwrap(), "{\n  \"b\": [\n    1,\n    2.0,\n    \"xé\"\n  ],\n  \"a\": null,\n  \"t\": true\n}");
     }
 
     #[test]

@@ -38,17 +38,13 @@ pub struct TemplateSource {
 impl TemplateSource {
     /// A bare Jinja source with no special tokens.
     pub fn from_jinja(source: &str) -> TemplateSource {
-        TemplateSource {
-            templates: vec![NamedTemplate { name: "default".into(), source: source.into() }],
-            ..Default::default()
-        }
+        TemplateSource { templates: vec![NamedTemplate { name: "default".into(), source: source.into() }], ..Default::default() }
     }
 
     /// Parse a `tokenizer_config.json`: `chat_template` as a string or a list of
     /// `{"name", "template"}`; `bos_token`/`eos_token` as strings or `{"content": ..}` objects.
     pub fn from_tokenizer_config(json: &str) -> Result<TemplateSource, TemplateError> {
-        let cfg: Json = serde_json::from_str(json)
-            .map_err(|e| TemplateError::InvalidSource(format!("tokenizer_config.json is not valid JSON: {e}")))?;
+        let cfg: Json = serde_json::from_str(json).map_err(|e| TemplateError::InvalidSource(format!("tokenizer_config.json is not valid JSON: {e}")))?;
         let Json::Object(cfg) = cfg else {
             return Err(TemplateError::InvalidSource("tokenizer_config.json is not a JSON object".into()));
         };
@@ -61,11 +57,7 @@ impl TemplateSource {
                     let src = item.get("template").and_then(Json::as_str);
                     match (name, src) {
                         (Some(n), Some(s)) => out.push(NamedTemplate { name: n.into(), source: s.into() }),
-                        _ => {
-                            return Err(TemplateError::InvalidSource(format!(
-                                "chat_template[{i}] needs string fields \"name\" and \"template\""
-                            )))
-                        }
+                        _ => return Err(TemplateError::InvalidSource(format!("chat_template[{i}] needs string fields \"name\" and \"template\""))),
                     }
                 }
                 if out.is_empty() {
@@ -74,15 +66,10 @@ impl TemplateSource {
                 out
             }
             Some(Json::Null) | None => {
-                return Err(TemplateError::InvalidSource(
-                    "tokenizer_config.json has no chat_template (it may be in chat_template.jinja)".into(),
-                ))
+                return Err(TemplateError::InvalidSource("tokenizer_config.json has no chat_template (it may be in chat_template.jinja)".into()))
             }
             Some(other) => {
-                return Err(TemplateError::InvalidSource(format!(
-                    "chat_template must be a string or a list of named templates, not {}",
-                    json_kind(other)
-                )))
+                return Err(TemplateError::InvalidSource(format!("chat_template must be a string or a list of named templates, not {}", json_kind(other))))
             }
         };
         Ok(TemplateSource {
@@ -108,10 +95,10 @@ impl TemplateSource {
 
     /// The template called `name`.
     pub fn get(&self, name: &str) -> Result<&NamedTemplate, TemplateError> {
-        self.templates.iter().find(|t| t.name == name).ok_or_else(|| TemplateError::NotFound {
-            name: name.into(),
-            available: self.templates.iter().map(|t| t.name.clone()).collect(),
-        })
+        self.templates
+            .iter()
+            .find(|t| t.name == name)
+            .ok_or_else(|| TemplateError::NotFound { name: name.into(), available: self.templates.iter().map(|t| t.name.clone()).collect() })
     }
 }
 
@@ -134,10 +121,7 @@ fn special_token(v: Option<&Json>, field: &str) -> Result<String, TemplateError>
             Some(Json::String(s)) => Ok(s.clone()),
             _ => Err(TemplateError::InvalidSource(format!("{field} object needs a string \"content\""))),
         },
-        Some(other) => Err(TemplateError::InvalidSource(format!(
-            "{field} must be a string or an object, not {}",
-            json_kind(other)
-        ))),
+        Some(other) => Err(TemplateError::InvalidSource(format!("{field} must be a string or an object, not {}", json_kind(other)))),
     }
 }
 
@@ -165,8 +149,7 @@ pub fn load(path: &Path) -> Result<TemplateSource, TemplateError> {
         let cfg: Option<Json> = serde_json::from_str(&text).ok();
         let has_template = cfg.as_ref().and_then(|c| c.get("chat_template")).is_some_and(|t| !t.is_null());
         if !has_template && sibling.is_file() {
-            let jinja = std::fs::read_to_string(&sibling)
-                .map_err(|e| TemplateError::Io { path: sibling.clone(), source: e })?;
+            let jinja = std::fs::read_to_string(&sibling).map_err(|e| TemplateError::Io { path: sibling.clone(), source: e })?;
             let mut cfg = cfg.unwrap_or_default();
             if let Json::Object(m) = &mut cfg {
                 m.insert("chat_template".into(), Json::String(jinja));

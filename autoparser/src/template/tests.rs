@@ -30,7 +30,10 @@ fn jinja2_tests() {
 
 #[test]
 fn python_methods() {
-    assert_eq!(render("{{ 'a b  c '.rsplit(None, 1) }}{{ '  a b c'.rsplit(None, 1) }}{{ x | length }}{{ 'ab' | center(6) }}", json!({})).unwrap(), "['a b', 'c']['  a b', 'c']0  ab  ");
+    assert_eq!(
+        render("{{ 'a b  c '.rsplit(None, 1) }}{{ '  a b c'.rsplit(None, 1) }}{{ x | length }}{{ 'ab' | center(6) }}", json!({})).unwrap(),
+        "['a b', 'c']['  a b', 'c']0  ab  "
+    );
     let src = "{{ 'a-b-c'.rsplit('-', 1) }}{{ 'abc'.removeprefix('a') }}{{ 'k=v'.partition('=')[2] }}{{ ' x '.strip() }}{{ [1,2].index(2) }}";
     assert_eq!(render(src, json!({})).unwrap(), "['a-b', 'c']bcvx1");
     let err = render("{% set l = [] %}{{ l.append(1) }}", json!({})).unwrap_err();
@@ -160,13 +163,9 @@ fn load_sources() {
     std::fs::write(&jinja, "J{{ bos_token }}").unwrap();
     assert_eq!(ChatTemplate::load(&jinja).unwrap().render(&json!({})).unwrap(), "J");
 
-    for bad in [
-        r#"{"chat_template": 3}"#,
-        r#"{"chat_template": [{"name": "x"}]}"#,
-        r#"{"bos_token": "x"}"#,
-        r#"{"chat_template": "x", "bos_token": 5}"#,
-        "not json",
-    ] {
+    for bad in
+        [r#"{"chat_template": 3}"#, r#"{"chat_template": [{"name": "x"}]}"#, r#"{"bos_token": "x"}"#, r#"{"chat_template": "x", "bos_token": 5}"#, "not json"]
+    {
         assert!(TemplateSource::from_tokenizer_config(bad).is_err(), "{bad}");
     }
     assert!(matches!(load(&dir.join("missing.jinja")), Err(TemplateError::Io { .. })));
@@ -197,12 +196,7 @@ fn apply_request_and_generation_prompt() {
 
 #[test]
 fn capabilities_of_a_simple_template() {
-    let t = ChatTemplate::from_source(
-        "{% for m in messages %}{% if m.role != 'system' %}{{ m.content }}{% endif %}{% endfor %}",
-        "",
-        "",
-    )
-    .unwrap();
+    let t = ChatTemplate::from_source("{% for m in messages %}{% if m.role != 'system' %}{{ m.content }}{% endif %}{% endfor %}", "", "").unwrap();
     let c = t.capabilities();
     assert!(c.supports_string_content);
     assert!(!c.supports_system_role);
@@ -246,10 +240,44 @@ fn methods_and_filters_never_panic_on_odd_arguments() {
     let receivers = ["'abc'", "''", "'  a b  '", "[1, 2]", "{'a': 1}", "none", "1", "1.5", "true", "undefined_var"];
     let args = ["", "none", "1", "-1", "0", "'a'", "''", "[1]", "'a', 1", "'', -5", "1, 2, 3", "'-', 1"];
     let methods = [
-        "strip", "lstrip", "rstrip", "split", "rsplit", "splitlines", "partition", "rpartition", "replace",
-        "removeprefix", "removesuffix", "startswith", "endswith", "find", "rfind", "index", "rindex", "count",
-        "zfill", "ljust", "rjust", "center", "upper", "lower", "title", "capitalize", "swapcase", "istitle",
-        "format", "join", "get", "items", "keys", "values", "copy", "append", "pop", "update",
+        "strip",
+        "lstrip",
+        "rstrip",
+        "split",
+        "rsplit",
+        "splitlines",
+        "partition",
+        "rpartition",
+        "replace",
+        "removeprefix",
+        "removesuffix",
+        "startswith",
+        "endswith",
+        "find",
+        "rfind",
+        "index",
+        "rindex",
+        "count",
+        "zfill",
+        "ljust",
+        "rjust",
+        "center",
+        "upper",
+        "lower",
+        "title",
+        "capitalize",
+        "swapcase",
+        "istitle",
+        "format",
+        "join",
+        "get",
+        "items",
+        "keys",
+        "values",
+        "copy",
+        "append",
+        "pop",
+        "update",
     ];
     let filters = ["tojson", "string", "int", "float", "trim", "length", "count", "center", "from_json", "wordcount"];
     let mut n = 0;
@@ -293,13 +321,69 @@ fn null_content_becomes_empty_for_templates_that_need_it() {
 #[test]
 fn random_templates_never_panic() {
     let frags = [
-        "{{ ", " }}", "{% ", " %}", "{%- ", " -%}", "{# ", " #}", "for m in messages", "endfor", "if ", "endif",
-        "else", "set x = ", "x", "messages[0]", ".content", "| tojson", "| length", "| int", "| string", "| trim",
-        "| from_json", "'a'", "1", "-1", "none", "[1, {'a': [2]}]", "{'k': none}", " + ", " ~ ", " * ", " / ",
-        "(", ")", "[", "]", ",", ".split(", ".rsplit(", ".strip(", ".get(", "raise_exception('r')",
-        "strftime_now('%Y %b %%')", "namespace(a=1)", "range(3)", "loop.index", "generation", "endgeneration",
-        "macro f(a)", "endmacro", "f(1)", "break", "continue", "is iterable", "is sequence", "not ", " and ", " or ",
-        "\n", "  ", "é", "\u{0}",
+        "{{ ",
+        " }}",
+        "{% ",
+        " %}",
+        "{%- ",
+        " -%}",
+        "{# ",
+        " #}",
+        "for m in messages",
+        "endfor",
+        "if ",
+        "endif",
+        "else",
+        "set x = ",
+        "x",
+        "messages[0]",
+        ".content",
+        "| tojson",
+        "| length",
+        "| int",
+        "| string",
+        "| trim",
+        "| from_json",
+        "'a'",
+        "1",
+        "-1",
+        "none",
+        "[1, {'a': [2]}]",
+        "{'k': none}",
+        " + ",
+        " ~ ",
+        " * ",
+        " / ",
+        "(",
+        ")",
+        "[",
+        "]",
+        ",",
+        ".split(",
+        ".rsplit(",
+        ".strip(",
+        ".get(",
+        "raise_exception('r')",
+        "strftime_now('%Y %b %%')",
+        "namespace(a=1)",
+        "range(3)",
+        "loop.index",
+        "generation",
+        "endgeneration",
+        "macro f(a)",
+        "endmacro",
+        "f(1)",
+        "break",
+        "continue",
+        "is iterable",
+        "is sequence",
+        "not ",
+        " and ",
+        " or ",
+        "\n",
+        "  ",
+        "é",
+        "\u{0}",
     ];
     let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut next = || {

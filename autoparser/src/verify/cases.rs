@@ -58,18 +58,8 @@ pub fn probe_tools() -> Vec<Value> {
             json!({"recipient": p(json!("string"), "Who gets it."), "text": p(json!("string"), "The message.")}),
             &["recipient", "text"],
         ),
-        tool(
-            "set_counter",
-            "Set a counter.",
-            json!({"value": p(json!("integer"), "New value."), "step": p(json!("integer"), "Increment.")}),
-            &["value"],
-        ),
-        tool(
-            "set_ratio",
-            "Set a ratio.",
-            json!({"ratio": p(json!("number"), "The ratio."), "scale": p(json!("number"), "A scale factor.")}),
-            &["ratio"],
-        ),
+        tool("set_counter", "Set a counter.", json!({"value": p(json!("integer"), "New value."), "step": p(json!("integer"), "Increment.")}), &["value"]),
+        tool("set_ratio", "Set a ratio.", json!({"ratio": p(json!("number"), "The ratio."), "scale": p(json!("number"), "A scale factor.")}), &["ratio"]),
         tool(
             "toggle_feature",
             "Turn a feature on or off.",
@@ -105,10 +95,8 @@ pub fn probe_tools() -> Vec<Value> {
     ]
 }
 
-const WORDS: &[&str] = &[
-    "Paris", "weather", "tomorrow", "report", "blue", "Lisbon", "meeting", "quarterly", "plan", "garden", "river",
-    "Tokyo", "coffee", "seven", "notes",
-];
+const WORDS: &[&str] =
+    &["Paris", "weather", "tomorrow", "report", "blue", "Lisbon", "meeting", "quarterly", "plan", "garden", "river", "Tokyo", "coffee", "seven", "notes"];
 
 /// Strings that break formats which do not escape: quotes, backslashes, newlines, markup.
 const HARD_STRINGS: &[&str] = &[
@@ -226,8 +214,7 @@ fn value(schema: &Value, rng: &mut Rng, bias: Bias, depth: usize) -> Value {
 /// feature is about nesting), or a small free-form object when none are declared.
 fn object(schema: &Value, rng: &mut Rng, bias: Bias, depth: usize) -> Value {
     let mut out = Map::new();
-    let required: Vec<&str> =
-        schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+    let required: Vec<&str> = schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
     match schema.get("properties").and_then(Value::as_object) {
         Some(props) => {
             for (k, s) in props {
@@ -268,18 +255,12 @@ fn schema_has(schema: &Value, feature: Feature, depth: usize) -> bool {
         Feature::BooleanArguments => types.contains(&"boolean"),
         Feature::NullArguments => {
             types.contains(&"null")
-                || ["anyOf", "oneOf"].iter().any(|k| {
-                    schema.get(*k).and_then(Value::as_array).is_some_and(|o| {
-                        o.iter().any(|s| s.get("type").and_then(Value::as_str) == Some("null"))
-                    })
-                })
+                || ["anyOf", "oneOf"]
+                    .iter()
+                    .any(|k| schema.get(*k).and_then(Value::as_array).is_some_and(|o| o.iter().any(|s| s.get("type").and_then(Value::as_str) == Some("null"))))
         }
-        Feature::ArrayArguments => {
-            types.contains(&"array") && schema.get("items").is_some_and(|i| i.get("type").and_then(Value::as_str) == Some("object"))
-        }
-        Feature::EmptyContainers => {
-            (types.contains(&"object") && schema.get("properties").is_none()) || types.contains(&"array")
-        }
+        Feature::ArrayArguments => types.contains(&"array") && schema.get("items").is_some_and(|i| i.get("type").and_then(Value::as_str) == Some("object")),
+        Feature::EmptyContainers => (types.contains(&"object") && schema.get("properties").is_none()) || types.contains(&"array"),
         _ => false,
     };
     here || schema.get("properties").and_then(Value::as_object).is_some_and(|p| {
@@ -350,11 +331,13 @@ pub(crate) fn message(feature: Feature, tools: &[Value], rng: &mut Rng) -> Resul
         if usable.is_empty() {
             return Err(format!("no tool of the request takes {}", feature.name()));
         }
-        let list: Vec<Value> = (0..calls).map(|_| {
-            let id = call_id(rng);
-            let tool = *rng.pick(&usable);
-            call(tool, rng, feature, id)
-        }).collect();
+        let list: Vec<Value> = (0..calls)
+            .map(|_| {
+                let id = call_id(rng);
+                let tool = *rng.pick(&usable);
+                call(tool, rng, feature, id)
+            })
+            .collect();
         msg["tool_calls"] = Value::Array(list);
     }
     Ok(msg)

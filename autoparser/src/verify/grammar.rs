@@ -14,7 +14,10 @@ use crate::generator::{GeneratedParser, GrammarTrigger};
 enum Trigger {
     Word(String),
     /// A compiled pattern: matched by growing a prefix until the grammar completes.
-    Pattern { grammar: Grammar, anchored: bool },
+    Pattern {
+        grammar: Grammar,
+        anchored: bool,
+    },
 }
 
 impl Trigger {
@@ -24,8 +27,7 @@ impl Trigger {
             GrammarTrigger::Pattern(p) => {
                 let parsed = regex::parse(p).map_err(|e| format!("trigger pattern {p:?}: {e}"))?;
                 let body = regex::to_gbnf(&parsed.regex, false);
-                let grammar =
-                    Grammar::parse(&format!("root ::= {body}\n")).map_err(|e| format!("trigger pattern {p:?}: {e}"))?;
+                let grammar = Grammar::parse(&format!("root ::= {body}\n")).map_err(|e| format!("trigger pattern {p:?}: {e}"))?;
                 Ok(Trigger::Pattern { grammar, anchored: parsed.anchored_start })
             }
         }
@@ -64,12 +66,7 @@ fn reasoning_markers(a: &TemplateAnalysis) -> (&str, &str) {
 
 /// The byte offset in `output` where the first trigger outside reasoning starts, if any.
 /// `prefill` is the text before the output (it may open a reasoning block).
-pub fn first_trigger(
-    triggers: &[GrammarTrigger],
-    a: &TemplateAnalysis,
-    prefill: &str,
-    output: &str,
-) -> Result<Option<usize>, String> {
+pub fn first_trigger(triggers: &[GrammarTrigger], a: &TemplateAnalysis, prefill: &str, output: &str) -> Result<Option<usize>, String> {
     let compiled = triggers.iter().map(Trigger::compile).collect::<Result<Vec<_>, _>>()?;
     let (start, end) = reasoning_markers(a);
     // Reasoning open at the start of the output: the prefill opened it, or (delimiter style,
@@ -134,12 +131,7 @@ pub fn check_grammar(g: &GeneratedParser, a: &TemplateAnalysis, output: &str) ->
         Err(if ok == constrained.len() {
             format!("{lazy}grammar rejects the output: it stops short of a complete match (output {:?})", &constrained[lo..])
         } else {
-            format!(
-                "{lazy}grammar rejects the output at byte {} of the constrained text: {:?} | {:?}",
-                ok,
-                &constrained[lo..ok],
-                &constrained[ok..hi]
-            )
+            format!("{lazy}grammar rejects the output at byte {} of the constrained text: {:?} | {:?}", ok, &constrained[lo..ok], &constrained[ok..hi])
         })
     }
 }

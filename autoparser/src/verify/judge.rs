@@ -29,21 +29,11 @@ pub fn compare_messages(got: &ChatMessage, want: &ChatMessage) -> Result<(), Str
         diffs.push(format!("content {:?}, expected {:?}", got.content.trim(), want.content.trim()));
     }
     if got.reasoning_content.trim() != want.reasoning_content.trim() {
-        diffs.push(format!(
-            "reasoning {:?}, expected {:?}",
-            got.reasoning_content.trim(),
-            want.reasoning_content.trim()
-        ));
+        diffs.push(format!("reasoning {:?}, expected {:?}", got.reasoning_content.trim(), want.reasoning_content.trim()));
     }
     if got.tool_calls.len() != want.tool_calls.len() {
         let names = |m: &ChatMessage| m.tool_calls.iter().map(|c| c.name.clone()).collect::<Vec<_>>();
-        diffs.push(format!(
-            "{} tool calls {:?}, expected {} {:?}",
-            got.tool_calls.len(),
-            names(got),
-            want.tool_calls.len(),
-            names(want)
-        ));
+        diffs.push(format!("{} tool calls {:?}, expected {} {:?}", got.tool_calls.len(), names(got), want.tool_calls.len(), names(want)));
     } else {
         for (i, (g, w)) in got.tool_calls.iter().zip(&want.tool_calls).enumerate() {
             if g.name != w.name {

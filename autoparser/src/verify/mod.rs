@@ -43,8 +43,8 @@ use serde_json::{json, Value};
 use crate::analysis::{AnalysisError, Render, TemplateAnalysis, TemplateRender};
 use crate::generator::{generate, render_conversation, GeneratedParser, Request};
 pub use cases::probe_tools;
-pub use grammar::{check_grammar, first_trigger};
 pub use grammar::window;
+pub use grammar::{check_grammar, first_trigger};
 pub use judge::{arguments_value, compare_messages, stream_message};
 
 /// What one kind of generated message exercises.
@@ -284,22 +284,13 @@ impl VerifyReport {
                 let _ = writeln!(out, "  parsed:   {}", serde_json::to_string(p).unwrap_or_default());
             }
         }
-        let _ = writeln!(
-            out,
-            "{} passed, {} failed, {} skipped",
-            self.passed_cases(),
-            self.failed_cases(),
-            self.unrendered_cases()
-        );
+        let _ = writeln!(out, "{} passed, {} failed, {} skipped", self.passed_cases(), self.failed_cases(), self.unrendered_cases());
         out
     }
 }
 
 /// [`verify`] for a loaded template: analyzes it first.
-pub fn verify_template(
-    t: &crate::template::ChatTemplate,
-    opts: &VerifyOptions,
-) -> Result<VerifyReport, AnalysisError> {
+pub fn verify_template(t: &crate::template::ChatTemplate, opts: &VerifyOptions) -> Result<VerifyReport, AnalysisError> {
     let analysis = crate::analysis::analyze_template(t)?;
     Ok(verify(&TemplateRender(t), &analysis, opts))
 }
@@ -454,11 +445,7 @@ impl<'r> Session<'r> {
         }
         let (lo, _) = window(&g.prompt, at, 30);
         let (_, hi) = window(rendered, at, 30);
-        Err(format!(
-            "the rendered turn does not continue the generation prompt: the prompt ends {:?}, the turn reads {:?}",
-            &g.prompt[lo..],
-            &rendered[lo..hi]
-        ))
+        Err(format!("the rendered turn does not continue the generation prompt: the prompt ends {:?}, the turn reads {:?}", &g.prompt[lo..], &rendered[lo..hi]))
     }
 
     /// `turn` without the end of turn: a whole tail it ends with, or the markers of one (the
@@ -578,30 +565,14 @@ impl<'r> Session<'r> {
         }
     }
 
-    fn fail(
-        &self,
-        feature: Feature,
-        message: Value,
-        output: String,
-        expected: ChatMessage,
-        parsed: Option<ChatMessage>,
-        reasons: Vec<String>,
-    ) -> Outcome {
+    fn fail(&self, feature: Feature, message: Value, output: String, expected: ChatMessage, parsed: Option<ChatMessage>, reasons: Vec<String>) -> Outcome {
         Outcome::Fail(Box::new(CaseFailure { feature, message, output, expected, parsed, reasons }))
     }
 
     /// The message the parse must give: each field the render carries. A field whose removal
     /// leaves the render unchanged is dropped by the template; when the feature needs it, the
     /// case is not renderable.
-    fn expected(
-        &self,
-        req: &Request,
-        feature: Feature,
-        msg: &Value,
-        rendered: &str,
-        output: &str,
-        prefill: &str,
-    ) -> Result<ChatMessage, String> {
+    fn expected(&self, req: &Request, feature: Feature, msg: &Value, rendered: &str, output: &str, prefill: &str) -> Result<ChatMessage, String> {
         let dropped = |field: &str| -> bool {
             let mut m = msg.clone();
             if field == "content" {

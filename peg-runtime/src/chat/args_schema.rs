@@ -169,14 +169,10 @@ fn write_canonical(v: &Value, schema: &Value, root: &Value, out: &mut String) {
         Value::Object(members) => {
             let empty = Map::new();
             let props = schema.get("properties").and_then(Value::as_object).unwrap_or(&empty);
-            let required =
-                |k: &str| schema.get("required").and_then(Value::as_array).is_some_and(|r| r.iter().any(|x| x.as_str() == Some(k)));
+            let required = |k: &str| schema.get("required").and_then(Value::as_array).is_some_and(|r| r.iter().any(|x| x.as_str() == Some(k)));
             let declared = props.keys().filter(|k| members.contains_key(*k));
-            let order = declared
-                .clone()
-                .filter(|k| required(k))
-                .chain(declared.filter(|k| !required(k)))
-                .chain(members.keys().filter(|k| !props.contains_key(*k)));
+            let order =
+                declared.clone().filter(|k| required(k)).chain(declared.filter(|k| !required(k))).chain(members.keys().filter(|k| !props.contains_key(*k)));
             let additional = match schema.get("additionalProperties") {
                 Some(s @ (Value::Object(_) | Value::Bool(_))) => s,
                 _ => &any,
@@ -288,15 +284,11 @@ mod tests {
             deep = json!({"type": "object", "properties": {"a": deep}});
         }
         assert!(fits(deep, r#"{"b": 1}"#));
-        let cycle =
-            json!({"$defs": {"a": {"allOf": [{"$ref": "#/$defs/a"}]}}, "type": "object", "properties": {"x": {"$ref": "#/$defs/a"}}});
+        let cycle = json!({"$defs": {"a": {"allOf": [{"$ref": "#/$defs/a"}]}}, "type": "object", "properties": {"x": {"$ref": "#/$defs/a"}}});
         assert!(fits(cycle, r#"{"x": 1}"#));
         let mut defs = serde_json::Map::new();
         for i in 0..40 {
-            defs.insert(
-                format!("d{i}"),
-                json!({"allOf": [{"$ref": format!("#/$defs/d{}", i + 1)}, {"$ref": format!("#/$defs/d{}", i + 1)}]}),
-            );
+            defs.insert(format!("d{i}"), json!({"allOf": [{"$ref": format!("#/$defs/d{}", i + 1)}, {"$ref": format!("#/$defs/d{}", i + 1)}]}));
         }
         defs.insert("d40".into(), json!({"type": "integer"}));
         let doubling = json!({"$defs": defs, "type": "object", "properties": {"x": {"$ref": "#/$defs/d0"}}});

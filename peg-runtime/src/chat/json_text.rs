@@ -106,11 +106,7 @@ impl PyToJson {
         let mut run_start = 0;
         for (i, c) in s.char_indices() {
             let plain = match self.state {
-                PyState::Normal => {
-                    self.ident.is_empty()
-                        && self.comma.is_none()
-                        && !matches!(c, '"' | '\'' | 'A'..='Z' | 'a'..='z' | '_' | ',')
-                }
+                PyState::Normal => self.ident.is_empty() && self.comma.is_none() && !matches!(c, '"' | '\'' | 'A'..='Z' | 'a'..='z' | '_' | ','),
                 PyState::Dq => !matches!(c, '\\' | '"'),
                 PyState::Sq => !matches!(c, '\\' | '\'' | '"') && c >= ' ',
                 _ => false,
@@ -535,26 +531,66 @@ mod tests {
         let v = |pieces: &[(bool, &str)]| serde_json::from_str::<serde_json::Value>(&literal_to_json(pieces)).unwrap();
         // {theme:<|"|>dark<|"|>,count:3,ok:True,none:None,list:[<|"|>a "b" \c\n<|"|>,{k:<|"|><|"|>}]}
         let pieces = [
-            (true, "{"), (false, "theme"), (true, ":"), (false, "dark"), (true, ","),
-            (false, "count"), (true, ":"), (true, "3"), (true, ","),
-            (false, "ok"), (true, ":"), (true, "True"), (true, ","),
-            (false, "none"), (true, ":"), (true, "None"), (true, ","),
-            (false, "list"), (true, ":"), (true, "["), (false, "a \"b\" \\c\nZürich"), (true, ","),
-            (true, "{"), (false, "k"), (true, ":"), (false, ""), (true, "}"), (true, ","), (true, "\"j\\\"s\""), (true, "]"),
+            (true, "{"),
+            (false, "theme"),
+            (true, ":"),
+            (false, "dark"),
+            (true, ","),
+            (false, "count"),
+            (true, ":"),
+            (true, "3"),
+            (true, ","),
+            (false, "ok"),
+            (true, ":"),
+            (true, "True"),
+            (true, ","),
+            (false, "none"),
+            (true, ":"),
+            (true, "None"),
+            (true, ","),
+            (false, "list"),
+            (true, ":"),
+            (true, "["),
+            (false, "a \"b\" \\c\nZürich"),
+            (true, ","),
+            (true, "{"),
+            (false, "k"),
+            (true, ":"),
+            (false, ""),
+            (true, "}"),
+            (true, ","),
+            (true, "\"j\\\"s\""),
+            (true, "]"),
             (true, "}"),
         ];
-        assert_eq!(
-            v(&pieces),
-            json!({"theme": "dark", "count": 3, "ok": true, "none": null, "list": ["a \"b\" \\c\nZürich", {"k": ""}, "j\"s"]})
-        );
+        assert_eq!(v(&pieces), json!({"theme": "dark", "count": 3, "ok": true, "none": null, "list": ["a \"b\" \\c\nZürich", {"k": ""}, "j\"s"]}));
         assert_eq!(v(&[(true, "["), (true, "1"), (true, ","), (true, "]")]), json!([1]));
         assert_eq!(v(&[(true, "-1.5e3")]), json!(-1.5e3));
         assert_eq!(literal_to_json(&[]), "null");
         // Values written as elements have no separators: items after a complete one imply them.
         let pieces = [
-            (true, "{"), (false, "loc"), (true, ":"), (true, "{"), (false, "city"), (true, ":"), (false, "Paris"),
-            (false, "zip"), (true, ":"), (true, "75001"), (true, "}"),
-            (false, "stops"), (true, ":"), (true, "["), (true, "1"), (false, "x"), (true, "["), (true, "]"), (true, "{"), (true, "}"), (true, "None"), (true, "]"),
+            (true, "{"),
+            (false, "loc"),
+            (true, ":"),
+            (true, "{"),
+            (false, "city"),
+            (true, ":"),
+            (false, "Paris"),
+            (false, "zip"),
+            (true, ":"),
+            (true, "75001"),
+            (true, "}"),
+            (false, "stops"),
+            (true, ":"),
+            (true, "["),
+            (true, "1"),
+            (false, "x"),
+            (true, "["),
+            (true, "]"),
+            (true, "{"),
+            (true, "}"),
+            (true, "None"),
+            (true, "]"),
             (true, "}"),
         ];
         assert_eq!(v(&pieces), json!({"loc": {"city": "Paris", "zip": 75001}, "stops": [1, "x", [], {}, null]}));
@@ -602,11 +638,8 @@ mod tests {
             let words = tok(p.choice([p.literal("true"), p.literal("false"), p.literal("None")]));
             let v = p.rule("v", p.choice([map, list, string(), tok(p.json_number()), words]));
             let arg = p.tool_arg(p.tool_arg_open(p.tool_arg_name(p.chars("[a-z]", 1, None)) + ":") + v + p.tool_arg_close(p.eps()));
-            let call = p.tool(
-                p.tool_open("call:" + p.tool_name(p.chars("[a-z_]", 1, None)) + "{")
-                    + p.optional(arg + p.zero_or_more("," + arg))
-                    + p.tool_close("}"),
-            );
+            let call =
+                p.tool(p.tool_open("call:" + p.tool_name(p.chars("[a-z_]", 1, None)) + "{") + p.optional(arg + p.zero_or_more("," + arg)) + p.tool_close("}"));
             p.content(p.until("<|tool_call>")) + p.zero_or_more("<|tool_call>" + call + "<tool_call|>") + p.end()
         })
         .unwrap();

@@ -68,9 +68,7 @@ impl Kind {
 
     /// The text kind of a tag.
     pub(crate) fn of_text_tag(tag: &str) -> Option<Kind> {
-        [Kind::Content, Kind::Reasoning, Kind::ToolArgs, Kind::ArgString, Kind::ArgJson]
-            .into_iter()
-            .find(|k| k.text_tag() == Some(tag))
+        [Kind::Content, Kind::Reasoning, Kind::ToolArgs, Kind::ArgString, Kind::ArgJson].into_iter().find(|k| k.text_tag() == Some(tag))
     }
 
     fn is_text(self) -> bool {
@@ -785,9 +783,7 @@ fn utf8_safe_end(input: &[u8], from: usize, end: usize) -> usize {
             // Invalid bytes inside: only an incomplete sequence at the very end is held back.
             let tail_start = end.saturating_sub(3).max(from);
             for s in tail_start..end {
-                if std::str::from_utf8(&input[s..end]).is_err_and(|e| e.error_len().is_none() && e.valid_up_to() == 0)
-                    && (input[s] & 0xC0) == 0xC0
-                {
+                if std::str::from_utf8(&input[s..end]).is_err_and(|e| e.error_len().is_none() && e.valid_up_to() == 0) && (input[s] & 0xC0) == 0xC0 {
                     return s;
                 }
             }
@@ -1098,15 +1094,7 @@ mod tests {
         fn add(a: &mut Ast, t: T) -> AstId {
             let T::N(tag, start, end, partial, children) = t;
             let id = AstId(a.nodes.len() as u32);
-            a.nodes.push(AstNode {
-                tag: Some(Arc::from(tag)),
-                rule: None,
-                start,
-                end,
-                children: vec![],
-                partial,
-                invalid_utf8: false,
-            });
+            a.nodes.push(AstNode { tag: Some(Arc::from(tag)), rule: None, start, end, children: vec![], partial, invalid_utf8: false });
             let kids: Vec<AstId> = children.into_iter().map(|c| add(a, c)).collect();
             a.nodes[id.0 as usize].children = kids;
             id
@@ -1144,23 +1132,14 @@ mod tests {
                 false,
                 vec![
                     N("tool_name", n0, n1, false, vec![]),
-                    N("tool_arg", a0 - 3, v1 + 4, false, vec![
-                        N("tool_arg_name", a0, a1, false, vec![]),
-                        N("tool_arg_string_value", v0, v1, false, vec![]),
-                    ]),
-                    N("tool_arg", b0 - 3, w1 + 4, false, vec![
-                        N("tool_arg_name", b0, b1, false, vec![]),
-                        N("tool_arg_string_value", w0, w1, false, vec![]),
-                    ]),
+                    N("tool_arg", a0 - 3, v1 + 4, false, vec![N("tool_arg_name", a0, a1, false, vec![]), N("tool_arg_string_value", v0, v1, false, vec![])]),
+                    N("tool_arg", b0 - 3, w1 + 4, false, vec![N("tool_arg_name", b0, b1, false, vec![]), N("tool_arg_string_value", w0, w1, false, vec![])]),
                     N("tool_close", end - 4, end, false, vec![]),
                 ],
             ),
         ]);
         let mut cx = Context { id_prefix: "call_".into(), has_scopes: true, ..Context::default() };
-        cx.arg_types.insert(
-            "get".into(),
-            [("city".to_owned(), ArgType::String), ("days".to_owned(), ArgType::Json)].into_iter().collect(),
-        );
+        cx.arg_types.insert("get".into(), [("city".to_owned(), ArgType::String), ("days".to_owned(), ArgType::Json)].into_iter().collect());
         let mut d = Driver::default();
         let mut sink = MessageSink::default();
         d.advance(&tree, input.as_bytes(), true, &cx, &mut sink);
@@ -1236,10 +1215,7 @@ mod tests {
         f.finish(&cx, &mut sink);
         let m = ChatMessage::from_deltas(&sink.deltas);
         let calls: Vec<_> = m.tool_calls.iter().map(|c| (c.id.as_str(), c.name.as_str(), c.arguments.as_str())).collect();
-        assert_eq!(
-            calls,
-            [("123456789", "f", "{\"a\": 1}"), ("call_1", "g", "{}"), ("first", "h", "{\"b\": \"x y"), ("call_3", "k", "{\"c\": \"x")]
-        );
+        assert_eq!(calls, [("123456789", "f", "{\"a\": 1}"), ("call_1", "g", "{}"), ("first", "h", "{\"b\": \"x y"), ("call_3", "k", "{\"c\": \"x")]);
     }
 
     /// Without ids after the arguments, the arguments starting mean no id is coming.

@@ -71,12 +71,7 @@ impl ArgumentsIn {
 
 impl Serialize for ChatToolCall {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        ToolCallOut {
-            id: &self.id,
-            kind: "function",
-            function: FunctionRef { name: &self.name, arguments: &self.arguments },
-        }
-        .serialize(s)
+        ToolCallOut { id: &self.id, kind: "function", function: FunctionRef { name: &self.name, arguments: &self.arguments } }.serialize(s)
     }
 }
 
@@ -233,15 +228,9 @@ struct FunctionDeltaWire {
 
 impl Serialize for ToolCallDelta {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let function = (self.name.is_some() || self.arguments.is_some())
-            .then(|| FunctionDeltaWire { name: self.name.clone(), arguments: self.arguments.clone() });
-        ToolCallDeltaWire {
-            index: self.index,
-            id: self.id.clone(),
-            kind: self.id.as_ref().map(|_| "function".to_owned()),
-            function,
-        }
-        .serialize(s)
+        let function =
+            (self.name.is_some() || self.arguments.is_some()).then(|| FunctionDeltaWire { name: self.name.clone(), arguments: self.arguments.clone() });
+        ToolCallDeltaWire { index: self.index, id: self.id.clone(), kind: self.id.as_ref().map(|_| "function".to_owned()), function }.serialize(s)
     }
 }
 
@@ -344,12 +333,9 @@ impl DeltaRef<'_> {
         match *self {
             DeltaRef::Content(s) => ChatDelta::content(s),
             DeltaRef::Reasoning(s) => ChatDelta::reasoning(s),
-            DeltaRef::ToolCall { index, id, name, arguments } => ChatDelta::tool_call(ToolCallDelta {
-                index,
-                id: id.map(str::to_owned),
-                name: name.map(str::to_owned),
-                arguments: arguments.map(str::to_owned),
-            }),
+            DeltaRef::ToolCall { index, id, name, arguments } => {
+                ChatDelta::tool_call(ToolCallDelta { index, id: id.map(str::to_owned), name: name.map(str::to_owned), arguments: arguments.map(str::to_owned) })
+            }
         }
     }
 }
@@ -361,9 +347,7 @@ impl Serialize for DeltaRef<'_> {
         match *self {
             DeltaRef::Content(c) => m.serialize_entry("content", c)?,
             DeltaRef::Reasoning(r) => m.serialize_entry("reasoning_content", r)?,
-            DeltaRef::ToolCall { index, id, name, arguments } => {
-                m.serialize_entry("tool_calls", &[ToolCallRef { index, id, name, arguments }])?
-            }
+            DeltaRef::ToolCall { index, id, name, arguments } => m.serialize_entry("tool_calls", &[ToolCallRef { index, id, name, arguments }])?,
         }
         m.end()
     }
@@ -624,8 +608,7 @@ mod tests {
         let flat: ChatToolCall = serde_json::from_str(r#"{"name":"f","arguments":"{\"a\":1}","id":""}"#).unwrap();
         assert_eq!(flat.name, "f");
         assert_eq!(flat.arguments, r#"{"a":1}"#);
-        let nested: ChatToolCall =
-            serde_json::from_str(r#"{"id":"x","type":"function","function":{"name":"f","arguments":"{}"}}"#).unwrap();
+        let nested: ChatToolCall = serde_json::from_str(r#"{"id":"x","type":"function","function":{"name":"f","arguments":"{}"}}"#).unwrap();
         assert_eq!(nested, ChatToolCall { id: "x".into(), name: "f".into(), arguments: "{}".into() });
         let obj: ChatToolCall = serde_json::from_str(r#"{"name":"f","arguments":{"a":1}}"#).unwrap();
         assert_eq!(obj.arguments, r#"{"a":1}"#);
@@ -633,10 +616,9 @@ mod tests {
 
     #[test]
     fn message_reads_corpus_shape() {
-        let m: ChatMessage = serde_json::from_str(
-            r#"{"role":"assistant","content":null,"reasoning_content":"r","tool_calls":[{"name":"f","arguments":"{}","id":""}]}"#,
-        )
-        .unwrap();
+        let m: ChatMessage =
+            serde_json::from_str(r#"{"role":"assistant","content":null,"reasoning_content":"r","tool_calls":[{"name":"f","arguments":"{}","id":""}]}"#)
+                .unwrap();
         assert_eq!(m.content, "");
         assert_eq!(m.reasoning_content, "r");
         assert_eq!(m.tool_calls.len(), 1);
@@ -663,12 +645,7 @@ mod tests {
         b.content("");
         let want = vec![
             ChatDelta::content("ab"),
-            ChatDelta::tool_call(ToolCallDelta {
-                index: 0,
-                id: Some("call_0".into()),
-                name: Some("f".into()),
-                arguments: Some("{}".into()),
-            }),
+            ChatDelta::tool_call(ToolCallDelta { index: 0, id: Some("call_0".into()), name: Some("f".into()), arguments: Some("{}".into()) }),
             ChatDelta::tool_call(ToolCallDelta::arguments(1, "x")),
             ChatDelta::reasoning("r"),
             ChatDelta::content(""),

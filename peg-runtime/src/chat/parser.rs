@@ -76,13 +76,7 @@ pub struct ChatParseOptions {
 
 impl Default for ChatParseOptions {
     fn default() -> ChatParseOptions {
-        ChatParseOptions {
-            tools: Vec::new(),
-            strict: false,
-            prefill: String::new(),
-            tool_id_prefix: "call_".to_owned(),
-            close_partial_arguments: false,
-        }
+        ChatParseOptions { tools: Vec::new(), strict: false, prefill: String::new(), tool_id_prefix: "call_".to_owned(), close_partial_arguments: false }
     }
 }
 
@@ -150,9 +144,7 @@ pub struct ChatParser {
 impl ChatParser {
     /// A parser over `arena` (built with one of the shape builders).
     pub fn new(arena: Arc<Arena>, options: ChatParseOptions) -> ChatParser {
-        let has_tag = |names: &[&str]| {
-            arena.nodes().iter().any(|n| matches!(n, Node::Tag { tag, .. } if names.contains(&tag.as_str())))
-        };
+        let has_tag = |names: &[&str]| arena.nodes().iter().any(|n| matches!(n, Node::Tag { tag, .. } if names.contains(&tag.as_str())));
         let mut cx = Context {
             has_tool_id: has_tag(&[tags::TOOL_ID]),
             has_scopes: has_tag(&[tags::TOOL, tags::TOOL_OPEN]),
@@ -403,8 +395,5 @@ fn fall_back(inner: &Inner, driver: &mut Driver, sink: &mut dyn Sink, input: &[u
     let rest_from = rest_from.min(input.len());
     let rest = String::from_utf8_lossy(&input[rest_from..]);
     driver.fold.extra_content(&rest, sink);
-    Diagnostic {
-        offset: l.saturating_sub(inner.options.prefill.len()),
-        message: format!("{what}; the rest is kept as content"),
-    }
+    Diagnostic { offset: l.saturating_sub(inner.options.prefill.len()), message: format!("{what}; the rest is kept as content") }
 }

@@ -33,8 +33,7 @@ pub(crate) struct Predictor {
     firsts: [ByteSet; 5],
 }
 
-const TEXT_TAGS: [&str; 5] =
-    [tags::CONTENT, tags::REASONING, tags::TOOL_ARGS, tags::TOOL_ARG_STRING_VALUE, tags::TOOL_ARG_JSON_VALUE];
+const TEXT_TAGS: [&str; 5] = [tags::CONTENT, tags::REASONING, tags::TOOL_ARGS, tags::TOOL_ARG_STRING_VALUE, tags::TOOL_ARG_JSON_VALUE];
 
 impl Predictor {
     pub(crate) fn new(arena: &Arena) -> Predictor {
@@ -160,12 +159,9 @@ pub(crate) fn id_after_args(arena: &Arena) -> bool {
         let s = match &nodes[i] {
             Node::Tag { tag, child } => match tag.as_str() {
                 tags::TOOL_ID => ID | of(&sum, *child),
-                tags::TOOL_ARGS
-                | tags::TOOL_ARGS_STRING
-                | tags::TOOL_ARG
-                | tags::TOOL_ARG_NAME
-                | tags::TOOL_ARG_STRING_VALUE
-                | tags::TOOL_ARG_JSON_VALUE => ARGS | of(&sum, *child),
+                tags::TOOL_ARGS | tags::TOOL_ARGS_STRING | tags::TOOL_ARG | tags::TOOL_ARG_NAME | tags::TOOL_ARG_STRING_VALUE | tags::TOOL_ARG_JSON_VALUE => {
+                    ARGS | of(&sum, *child)
+                }
                 // A nested call is its own scope.
                 tags::TOOL => 0,
                 _ => of(&sum, *child),
@@ -225,9 +221,7 @@ fn classify(arena: &Arena, id: NodeId, depth: usize) -> Option<Growth> {
         Node::Until { delimiters } => Some(Growth::Until(delimiters.iter().map(|d| d.as_bytes().to_vec()).collect())),
         Node::Rest => Some(Growth::Until(Vec::new())),
         Node::Json { kind: JsonKind::Value | JsonKind::Object | JsonKind::Array | JsonKind::String }
-        | Node::Python { kind: PythonKind::Value | PythonKind::Dict | PythonKind::List | PythonKind::Str } => {
-            Some(Growth::JsonString)
-        }
+        | Node::Python { kind: PythonKind::Value | PythonKind::Dict | PythonKind::List | PythonKind::Str } => Some(Growth::JsonString),
         Node::Choice { children } if !children.is_empty() => {
             let all = children.iter().all(|&c| classify(arena, c, depth + 1) == Some(Growth::JsonString));
             all.then_some(Growth::JsonString)
@@ -361,10 +355,9 @@ mod tests {
     fn ids_after_arguments_are_found_in_tool_scopes() {
         use crate::chat::ConstructedBuilder;
         let native = |order: &dyn Fn(&NativeBuilder) -> crate::Parser<'_>| {
-            let arena = NativeBuilder::build(|p| {
-                p.content(p.until("[")) + p.zero_or_more("[" << p.tool(p.tool_open("{") << order(p) << p.tool_close("}")) << "]")
-            })
-            .unwrap();
+            let arena =
+                NativeBuilder::build(|p| p.content(p.until("[")) + p.zero_or_more("[" << p.tool(p.tool_open("{") << order(p) << p.tool_close("}")) << "]"))
+                    .unwrap();
             id_after_args(&arena)
         };
         fn name(p: &NativeBuilder) -> crate::Parser<'_> {
@@ -411,7 +404,9 @@ mod tests {
             let call = p.tool(
                 p.tool_open("<call=" + p.tool_name(p.chars("[a-z]", 1, None)) + ">")
                     + p.zero_or_more(arg)
-                    + "<id>" + p.tool_id(p.until("</id>")) + "</id>"
+                    + "<id>"
+                    + p.tool_id(p.until("</id>"))
+                    + "</id>"
                     + p.tool_close("</call>"),
             );
             p.content(p.until("<call=")) + p.zero_or_more(call)

@@ -532,10 +532,7 @@ mod tests {
 
     fn parsers() -> Vec<ChatParser> {
         let (native, constructed) = (crate::chat::presets::hermes(), crate::chat::presets::qwen3_coder());
-        let tool = ToolSpec::new(
-            "f",
-            serde_json::json!({"type": "object", "properties": {"a": {"type": "string"}, "n": {"type": "integer"}}}),
-        );
+        let tool = ToolSpec::new("f", serde_json::json!({"type": "object", "properties": {"a": {"type": "string"}, "n": {"type": "integer"}}}));
         vec![
             ChatParser::new(Arc::new(native), ChatParseOptions { tools: vec![tool.clone()], ..Default::default() }),
             ChatParser::new(Arc::new(constructed), ChatParseOptions { tools: vec![tool], ..Default::default() }),
@@ -609,8 +606,34 @@ mod tests {
     /// `<` inside values, multi-byte UTF-8, characters JSON escapes, trailing whitespace.
     fn tricky() -> impl Strategy<Value = String> {
         let pieces = prop::sample::select(vec![
-            "a", "word ", "xyz", " ", "  ", "\n", "\n\n", "<", "</", "<b>", "\"", "\\", "\\\"", "é", "😀", "\t", "\r",
-            "\u{1}", "\u{8}", "\u{c}", "\u{1f}", "\u{7f}", "\n</param", "\n</parameter", "<tool_", "</think", "{", "}",
+            "a",
+            "word ",
+            "xyz",
+            " ",
+            "  ",
+            "\n",
+            "\n\n",
+            "<",
+            "</",
+            "<b>",
+            "\"",
+            "\\",
+            "\\\"",
+            "é",
+            "😀",
+            "\t",
+            "\r",
+            "\u{1}",
+            "\u{8}",
+            "\u{c}",
+            "\u{1f}",
+            "\u{7f}",
+            "\n</param",
+            "\n</parameter",
+            "<tool_",
+            "</think",
+            "{",
+            "}",
         ]);
         prop::collection::vec(pieces, 0..40).prop_map(|v| v.concat())
     }

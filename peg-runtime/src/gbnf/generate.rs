@@ -52,12 +52,7 @@ pub fn generate(arena: &Arena, options: &GbnfOptions) -> Result<String, Error> {
     let root = g.b.reserve("root");
     check_triggers(arena)?;
     let root_body = if options.lazy {
-        let triggers: Vec<NodeId> = arena
-            .rules()
-            .iter()
-            .map(|&(_, id)| id)
-            .filter(|&id| matches!(arena.node(id), Node::Rule { trigger: true, .. }))
-            .collect();
+        let triggers: Vec<NodeId> = arena.rules().iter().map(|&(_, id)| id).filter(|&id| matches!(arena.node(id), Node::Rule { trigger: true, .. })).collect();
         if triggers.is_empty() {
             return Err(Error::new(ErrorKind::Grammar, "a lazy grammar needs at least one trigger rule"));
         }
@@ -97,7 +92,9 @@ fn check_triggers(arena: &Arena) -> Result<(), Error> {
                 Node::Peek { .. } | Node::Negate { .. } => {
                     return Err(Error::new(
                         ErrorKind::Grammar,
-                        format!("trigger rule `{name}` uses lookahead (`peek`/`negate`), which GBNF cannot express; wrap it in `schema`, `gbnf` or `constrained`"),
+                        format!(
+                            "trigger rule `{name}` uses lookahead (`peek`/`negate`), which GBNF cannot express; wrap it in `schema`, `gbnf` or `constrained`"
+                        ),
                     ))
                 }
                 // These emit their own grammar instead of their child's.
@@ -317,8 +314,7 @@ impl Gen<'_> {
             (0..=t.len()).find_map(|k| state_index.get(&t[k..]).copied())
         };
         let base = self.b.reserve("until");
-        let names: Vec<String> =
-            (0..states.len()).map(|q| if q == 0 { base.clone() } else { self.b.reserve(&format!("{base}-s{q}")) }).collect();
+        let names: Vec<String> = (0..states.len()).map(|q| if q == 0 { base.clone() } else { self.b.reserve(&format!("{base}-s{q}")) }).collect();
         self.b.memo.insert(key, base.clone());
         for (q, s) in states.iter().enumerate() {
             let mut by_target: Vec<(usize, Vec<char>)> = Vec::new();
@@ -377,10 +373,7 @@ impl Gen<'_> {
                 let o = self.b.reserve("json-object");
                 let a = self.b.reserve("json-array");
                 self.b.define(&v, &format!("{o} | {a} | {string} | {number} | {boolean} | {null}"));
-                self.b.define(
-                    &o,
-                    &format!("\"{{\" {ws} ({string} {ws} \":\" {ws} {v} {ws} (\",\" {ws} {string} {ws} \":\" {ws} {v} {ws})*)? \"}}\""),
-                );
+                self.b.define(&o, &format!("\"{{\" {ws} ({string} {ws} \":\" {ws} {v} {ws} (\",\" {ws} {string} {ws} \":\" {ws} {v} {ws})*)? \"}}\""));
                 self.b.define(&a, &format!("\"[\" {ws} ({v} {ws} (\",\" {ws} {v} {ws})*)? \"]\""));
                 self.b.memo.insert("json:value".into(), v.clone());
                 self.b.memo.insert("json:object".into(), o.clone());
@@ -419,10 +412,7 @@ impl Gen<'_> {
                 let l = self.b.reserve("py-list");
                 let key = format!("({string} | {number} | {boolean} | {none})");
                 self.b.define(&v, &format!("{d} | {l} | {string} | {number} | {boolean} | {none}"));
-                self.b.define(
-                    &d,
-                    &format!("\"{{\" {ws} ({key} {ws} \":\" {ws} {v} {ws} (\",\" {ws} {key} {ws} \":\" {ws} {v} {ws})* (\",\" {ws})?)? \"}}\""),
-                );
+                self.b.define(&d, &format!("\"{{\" {ws} ({key} {ws} \":\" {ws} {v} {ws} (\",\" {ws} {key} {ws} \":\" {ws} {v} {ws})* (\",\" {ws})?)? \"}}\""));
                 self.b.define(&l, &format!("\"[\" {ws} ({v} {ws} (\",\" {ws} {v} {ws})* (\",\" {ws})?)? \"]\""));
                 self.b.memo.insert("py:value".into(), v.clone());
                 self.b.memo.insert("py:dict".into(), d.clone());
@@ -453,7 +443,8 @@ mod tests {
 
     #[test]
     fn until_is_exact_for_overlapping_delimiters() {
-        for delims in [vec!["ab"], vec!["aab"], vec!["abab"], vec!["</tool_call>"], vec!["ab", "bc"], vec!["x", "yz", "xyzzy"], vec!["\n</p>", "</p>", "</p>"]] {
+        for delims in [vec!["ab"], vec!["aab"], vec!["abab"], vec!["</tool_call>"], vec!["ab", "bc"], vec!["x", "yz", "xyzzy"], vec!["\n</p>", "</p>", "</p>"]]
+        {
             let arena = Arena::build(|p| p.until_one_of(&delims)).unwrap();
             let g = full(&arena);
             // All strings over the delimiters' alphabet plus one other char, up to length 6.

@@ -31,8 +31,8 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::OnceLock;
 
-pub use builder::{escape_class_char, escape_literal, format_class, repetition, sanitize_name, GrammarBuilder};
 pub(crate) use builder::structural_chars;
+pub use builder::{escape_class_char, escape_literal, format_class, repetition, sanitize_name, GrammarBuilder};
 pub use generate::{generate, GbnfOptions};
 pub use recognize::{Matcher, Recognizer};
 

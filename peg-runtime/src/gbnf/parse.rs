@@ -107,9 +107,7 @@ impl<'t> Parser<'t> {
         if start == self.pos {
             return Err(self.err("expecting a number"));
         }
-        self.text[start..self.pos]
-            .parse::<u32>()
-            .map_err(|_| error_at(self.text, start, "repetition count is too large"))
+        self.text[start..self.pos].parse::<u32>().map_err(|_| error_at(self.text, start, "repetition count is too large"))
     }
 
     fn hex(&mut self, digits: usize) -> Result<char, Error> {
@@ -263,11 +261,7 @@ impl<'t> Parser<'t> {
                                 return Err(self.err("expecting `}`"));
                             }
                             if min > MAX_REPETITION || max.is_some_and(|m| m > MAX_REPETITION) {
-                                return Err(error_at(
-                                    self.text,
-                                    start,
-                                    format!("repetition count exceeds the limit of {MAX_REPETITION}"),
-                                ));
+                                return Err(error_at(self.text, start, format!("repetition count exceeds the limit of {MAX_REPETITION}")));
                             }
                             if max.is_some_and(|m| m < min) {
                                 return Err(error_at(self.text, start, "repetition bounds are inverted"));

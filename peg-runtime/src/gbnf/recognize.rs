@@ -143,16 +143,8 @@ impl Compiler<'_> {
 impl Recognizer {
     /// Compiles `grammar` for recognition starting at rule `start`.
     pub fn new(grammar: &Grammar, start: &str) -> Result<Recognizer, Error> {
-        let start = *grammar
-            .index
-            .get(start)
-            .ok_or_else(|| Error::new(ErrorKind::Grammar, format!("no rule named `{start}`")))?;
-        let mut c = Compiler {
-            grammar,
-            classes: Vec::new(),
-            class_index: HashMap::new(),
-            rules: vec![Vec::new(); grammar.rules.len()],
-        };
+        let start = *grammar.index.get(start).ok_or_else(|| Error::new(ErrorKind::Grammar, format!("no rule named `{start}`")))?;
+        let mut c = Compiler { grammar, classes: Vec::new(), class_index: HashMap::new(), rules: vec![Vec::new(); grammar.rules.len()] };
         for (i, r) in grammar.rules.iter().enumerate() {
             let alts = r.alternatives.iter().map(|s| c.seq(s)).collect();
             c.rules[i] = alts;
@@ -193,11 +185,7 @@ impl Recognizer {
         loop {
             let mut changed = false;
             for r in 0..rules.len() {
-                if !nullable[r]
-                    && rules[r].iter().any(|a| {
-                        a.iter().all(|it| it.min == 0 || matches!(it.sym, Sym::Rule(x) if nullable[x as usize]))
-                    })
-                {
+                if !nullable[r] && rules[r].iter().any(|a| a.iter().all(|it| it.min == 0 || matches!(it.sym, Sym::Rule(x) if nullable[x as usize]))) {
                     nullable[r] = true;
                     changed = true;
                 }
@@ -391,11 +379,7 @@ impl<'r> Run<'r> {
     }
 
     fn complete(&self) -> bool {
-        self.items.iter().any(|it| {
-            it.origin == 0
-                && self.g.alt_rule[it.alt as usize] == self.g.start
-                && it.pos as usize == self.g.alts[it.alt as usize].len()
-        })
+        self.items.iter().any(|it| it.origin == 0 && self.g.alt_rule[it.alt as usize] == self.g.start && it.pos as usize == self.g.alts[it.alt as usize].len())
     }
 }
 

@@ -392,12 +392,7 @@ impl<'e> Engine<'e> {
         }
         if memoize {
             let memo = self.memo.as_deref_mut().expect("checked");
-            let entry = Entry {
-                res,
-                generation: memo.generation,
-                ast: self.out[mark..].into(),
-                resume: if res.touched { resume } else { None },
-            };
+            let entry = Entry { res, generation: memo.generation, ast: self.out[mark..].into(), resume: if res.touched { resume } else { None } };
             memo.map.insert((id.0, pos), entry);
         }
         Ok(res)
@@ -530,15 +525,7 @@ impl<'e> Engine<'e> {
             let label = self.arena.label(id).cloned();
             let (tag, rule) = if is_rule { (None, label) } else { (label, None) };
             let ast_id = AstId(self.nodes.len() as u32);
-            self.nodes.push(AstNode {
-                tag,
-                rule,
-                start: pos,
-                end: r.end,
-                children,
-                partial: r.outcome == Outcome::NeedMoreInput,
-                invalid_utf8: r.invalid,
-            });
+            self.nodes.push(AstNode { tag, rule, start: pos, end: r.end, children, partial: r.outcome == Outcome::NeedMoreInput, invalid_utf8: r.invalid });
             self.out.push(ast_id);
         }
         Ok(r)
@@ -612,12 +599,7 @@ impl<'e> Engine<'e> {
                 Outcome::Fail => break if count >= min { Outcome::Success } else { Outcome::Fail },
             }
         };
-        let resume = snapshot.map(|(c, rp, ast_len, inv)| Resume::Repeat {
-            count: c,
-            pos: rp,
-            ast: self.out[mark..mark + ast_len].to_vec(),
-            invalid: inv,
-        });
+        let resume = snapshot.map(|(c, rp, ast_len, inv)| Resume::Repeat { count: c, pos: rp, ast: self.out[mark..mark + ast_len].to_vec(), invalid: inv });
         Ok((Res::new(outcome, p, touched, invalid), resume))
     }
 
@@ -811,7 +793,15 @@ pub(crate) fn until_scan(
 pub(crate) fn memoizable(node: &Node) -> bool {
     !matches!(
         node,
-        Node::Eps | Node::Start | Node::End | Node::Literal { .. } | Node::Any | Node::Schema { .. } | Node::Gbnf { .. } | Node::Constrained { .. } | Node::Atomic { .. }
+        Node::Eps
+            | Node::Start
+            | Node::End
+            | Node::Literal { .. }
+            | Node::Any
+            | Node::Schema { .. }
+            | Node::Gbnf { .. }
+            | Node::Constrained { .. }
+            | Node::Atomic { .. }
     )
 }
 

@@ -273,10 +273,8 @@ fn recursion_is_bounded() {
     let ok = format!("{}{}", "(".repeat(50), ")".repeat(50));
     assert_eq!(a.parse(ok.as_bytes(), false).unwrap().result.end, 100);
     // The default limit fits a 2 MB thread stack.
-    let handle = std::thread::Builder::new()
-        .stack_size(2 << 20)
-        .spawn(move || a.parse(deep.as_bytes(), false).map(|o| o.result.outcome).map_err(|e| e.kind()))
-        .unwrap();
+    let handle =
+        std::thread::Builder::new().stack_size(2 << 20).spawn(move || a.parse(deep.as_bytes(), false).map(|o| o.result.outcome).map_err(|e| e.kind())).unwrap();
     assert_eq!(handle.join().unwrap(), Err(ErrorKind::TooDeep));
     let j = arena(|p| p.json());
     let deep = "[".repeat(100_000);

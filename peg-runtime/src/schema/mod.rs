@@ -444,11 +444,7 @@ fn magnitude_range(lo: &Dec, lo_excl: bool, hi: Option<(&Dec, bool)>) -> Vec<Str
         }
         Some((hi, _)) if !lo.le(hi) => {}
         Some((hi, _)) if hi.int == lo.int => {
-            let f = if lo.frac.is_empty() {
-                format!("(\".\" {})?", frac_le(&hi.frac))
-            } else {
-                format!("\".\" {}", frac_between(&lo.frac, &hi.frac))
-            };
+            let f = if lo.frac.is_empty() { format!("(\".\" {})?", frac_le(&hi.frac)) } else { format!("\".\" {}", frac_between(&lo.frac, &hi.frac)) };
             alts.push(format!("\"{}\" {f}", lo.int));
         }
         Some((hi, hi_excl)) => {
@@ -676,10 +672,7 @@ impl<'b> SchemaConverter<'b> {
                 let t = self.b.add_rule("time", time);
                 self.b.add_rule("date-time", &format!("{d} \"T\" {t}"))
             }
-            "uuid" => self.b.add_rule(
-                "uuid",
-                r#"[0-9a-fA-F]{8} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{12}"#,
-            ),
+            "uuid" => self.b.add_rule("uuid", r#"[0-9a-fA-F]{8} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{12}"#),
             _ => return None,
         })
     }
@@ -828,10 +821,9 @@ impl<'b> SchemaConverter<'b> {
         let sp = self.space();
         let parts: Vec<String> = match v {
             Value::Array(items) => items.iter().map(|i| self.constant(i)).collect(),
-            Value::Object(m) => m
-                .iter()
-                .map(|(k, v)| format!("{} {sp} \":\" {sp} {}", escape_literal(&json_literal(&Value::String(k.clone()))), self.constant(v)))
-                .collect(),
+            Value::Object(m) => {
+                m.iter().map(|(k, v)| format!("{} {sp} \":\" {sp} {}", escape_literal(&json_literal(&Value::String(k.clone()))), self.constant(v))).collect()
+            }
             _ => Vec::new(),
         };
         format!("\"{open}\" {sp} {} {sp} \"{close}\"", parts.join(&format!(" {sp} \",\" {sp} ")))
@@ -998,11 +990,7 @@ impl<'b> SchemaConverter<'b> {
             Some(_) => return Err(schema_err(format!("`properties` of `{name}` must be an object"))),
             None => &empty,
         };
-        let required: BTreeSet<&str> = obj
-            .get("required")
-            .and_then(Value::as_array)
-            .map(|r| r.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
+        let required: BTreeSet<&str> = obj.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
         let additional = match obj.get("additionalProperties") {
             None if props.is_empty() => Some(Value::Bool(true)),
             None | Some(Value::Bool(false)) => None,
@@ -1097,11 +1085,7 @@ impl Tails<'_> {
         }
         let mut alts = Vec::new();
         for (pos, &i) in remaining.iter().enumerate() {
-            let rest: Vec<usize> = if any_order {
-                remaining.iter().copied().filter(|&j| j != i).collect()
-            } else {
-                remaining[pos + 1..].to_vec()
-            };
+            let rest: Vec<usize> = if any_order { remaining.iter().copied().filter(|&j| j != i).collect() } else { remaining[pos + 1..].to_vec() };
             let next = self.tail(conv, &rest, false);
             alts.push(format!("{sep}{} {next}", self.opt[i]).trim_end().to_owned());
         }
@@ -1121,9 +1105,7 @@ fn bound(obj: &Map<String, Value>, inclusive: &str, exclusive: &str, lower: bool
     let shift = |v: f64| if lower { v + step } else { v - step };
     match obj.get(exclusive) {
         Some(Value::Number(n)) => return n.as_f64().map(|v| if integer && v.fract() == 0.0 { shift(v) } else { v }),
-        Some(Value::Bool(true)) => {
-            return obj.get(inclusive).and_then(Value::as_f64).map(|v| if integer && v.fract() == 0.0 { shift(v) } else { v })
-        }
+        Some(Value::Bool(true)) => return obj.get(inclusive).and_then(Value::as_f64).map(|v| if integer && v.fract() == 0.0 { shift(v) } else { v }),
         _ => {}
     }
     obj.get(inclusive).and_then(Value::as_f64)
@@ -1168,4 +1150,3 @@ pub(crate) fn merge_schemas(a: &Value, b: &Value) -> Value {
     }
     Value::Object(out)
 }
-

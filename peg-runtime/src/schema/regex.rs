@@ -289,11 +289,7 @@ impl P<'_> {
                 self.i += 1;
                 let h = self.peek().expect("checked");
                 self.i += 1;
-                let hi = if h == '\\' {
-                    self.escape()?.map_err(|_| err(self.src, "a class shorthand cannot end a range"))?
-                } else {
-                    h
-                };
+                let hi = if h == '\\' { self.escape()?.map_err(|_| err(self.src, "a class shorthand cannot end a range"))? } else { h };
                 if hi < lo {
                     return Err(err(self.src, "range out of order"));
                 }

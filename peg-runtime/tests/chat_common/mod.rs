@@ -22,9 +22,11 @@ pub fn extends(prev: &ChatMessage, cur: &ChatMessage) -> bool {
     cur.content.starts_with(&prev.content)
         && cur.reasoning_content.starts_with(&prev.reasoning_content)
         && prev.tool_calls.len() <= cur.tool_calls.len()
-        && prev.tool_calls.iter().zip(&cur.tool_calls).all(|(a, b)| {
-            (a.id.is_empty() || a.id == b.id) && a.name == b.name && b.arguments.starts_with(&a.arguments)
-        })
+        && prev
+            .tool_calls
+            .iter()
+            .zip(&cur.tool_calls)
+            .all(|(a, b)| (a.id.is_empty() || a.id == b.id) && a.name == b.name && b.arguments.starts_with(&a.arguments))
 }
 
 /// Checks the streaming contract on `output`: for several chunkings the deltas add up to the

@@ -164,9 +164,8 @@ impl<'b> Ctx<'_, 'b> {
         let named_flat = || "{" + b.space() + skip() + self.key_of(&name_keys) + quoted_name(false);
         let named = b.choice([named_flat(), "{" + b.space() + skip() + self.key_of(&[WRAPPER_KEY]) + named_flat()]);
         // ... and arguments (an object with a name alone is not a call).
-        let any_but_args = || {
-            b.negate(self.key_of(&args_keys)) + b.negate(self.key_of(&[WRAPPER_KEY]) + "{") + b.json_string() + b.space() + ":" + b.space() + b.json()
-        };
+        let any_but_args =
+            || b.negate(self.key_of(&args_keys)) + b.negate(self.key_of(&[WRAPPER_KEY]) + "{") + b.json_string() + b.space() + ":" + b.space() + b.json();
         let skip_args = || b.zero_or_more(any_but_args() + b.space() + "," + b.space());
         let with_args_flat = || "{" + b.space() + skip_args() + self.key_of(&args_keys);
         let with_args = b.choice([with_args_flat(), "{" + b.space() + skip_args() + self.key_of(&[WRAPPER_KEY]) + with_args_flat()]);
@@ -249,10 +248,7 @@ impl<'b> Ctx<'_, 'b> {
     pub(super) fn decoration_before(&self, what: Parser<'b>) -> Parser<'b> {
         let b = self.b;
         let one = b.negate(what)
-            + b.choice([
-                self.recovered(RecoveryKind::CodeFence, self.fence_open()),
-                self.recovered(RecoveryKind::ExtraWrapper, self.wrapper_open()),
-            ]);
+            + b.choice([self.recovered(RecoveryKind::CodeFence, self.fence_open()), self.recovered(RecoveryKind::ExtraWrapper, self.wrapper_open())]);
         // Atomic: a token is reported only once the marker after it is there.
         // At most a fence and a token (`` ```\n<|python_start|> ``): a run of tags in text
         // is then looked at a bounded length from each position. The gate turns most text
@@ -280,10 +276,7 @@ impl<'b> Ctx<'_, 'b> {
         let b = self.b;
         let calls = self.json_call_run(Names::Declared);
         let opt = |kind: RecoveryKind, p: Parser<'b>| b.optional(self.recovered(kind, p));
-        let inner = opt(RecoveryKind::CodeFence, self.fence_open() + b.space())
-            + b.space()
-            + calls
-            + b.optional(b.space() + "```");
+        let inner = opt(RecoveryKind::CodeFence, self.fence_open() + b.space()) + b.space() + calls + b.optional(b.space() + "```");
         let whole = opt(RecoveryKind::ExtraWrapper, self.wrapper_open() + b.space()) + inner + b.optional(b.space() + self.wrapper_close());
         // Atomic: a fence or token is reported only with the calls it holds (a fence in
         // prose usually holds code). The gate turns most text away at its first bytes: each
