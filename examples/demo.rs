@@ -34,9 +34,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 << p.json_member("arguments", p.tool_args(p.schema(p.json(), "get-weather-args", schema.clone(), false)))
                 << p.tool_close("}"),
         );
-        let tool_calls = p.trigger_rule("tool-calls", p.one_or_more(p.space() + "<tool_call>" << call << "</tool_call>"));
+        let tool_calls = p.trigger_rule("tool-calls", p.one_or_more((p.space() + "<tool_call>") << call << "</tool_call>"));
         let reasoning = p.optional("<think>" + p.reasoning(p.until("</think>")) + "</think>");
-        reasoning << p.content(p.until("<tool_call>")) + p.optional(tool_calls) + p.space() + p.end()
+        reasoning << (p.content(p.until("<tool_call>")) + p.optional(tool_calls) + p.space() + p.end())
     })?;
 
     let options = ChatParseOptions { tools: vec![ToolSpec::new("get_weather", schema)], ..Default::default() };
