@@ -12,7 +12,7 @@ use std::hint::black_box;
 use chat_peg::autoparser::analysis::{analyze_template, TemplateAnalysis, TemplateRender};
 use chat_peg::autoparser::generator::{build_grammar_arena, generate, Request};
 use chat_peg::autoparser::template::ChatTemplate;
-use chat_peg::peg_runtime::chat::ToolSpec;
+use chat_peg::peg_runtime::chat::Strictness;
 use chat_peg::peg_runtime::gbnf::{self, GbnfOptions};
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::json;
@@ -98,13 +98,12 @@ fn benches(c: &mut Criterion) {
     // A 30 KB answer with code fences, HTML tags and JSON examples, streamed in 4-byte chunks.
     let answer = markup_answer();
     let req = request();
-    let tools: Vec<ToolSpec> = req.tools.iter().filter_map(ToolSpec::from_openai).collect();
     let mut g = c.benchmark_group("autoparser_stream_markup_30kb");
     g.sample_size(10);
     g.throughput(criterion::Throughput::Bytes(answer.len() as u64));
     for name in ["NousResearch-Hermes-3-Llama-3.1-8B-tool_use", "meta-llama-Llama-3.2-3B-Instruct", "Qwen3-Coder"] {
         let at = names.iter().position(|n| n == name).expect("a shared template");
-        let parser = generate(&TemplateRender(&all[at]), &analyses[at], &req).unwrap().chat_parser(tools.clone(), false);
+        let parser = generate(&TemplateRender(&all[at]), &analyses[at], &req).unwrap().chat_parser(Strictness::Lenient);
         g.bench_function(name, |b| {
             b.iter(|| {
                 let mut s = parser.stream();

@@ -7,7 +7,7 @@ use autoparser::analysis::{TemplateAnalysis, TemplateRender};
 use autoparser::generator::{generate, GeneratedParser, Request};
 use autoparser::template::ChatRequest;
 use autoparser::verify::{check_grammar, compare_messages, stream_message};
-use peg_runtime::chat::{ChatMessage, ChatParser, ToolSpec};
+use peg_runtime::chat::{ChatMessage, ChatParser, Strictness};
 use serde_json::Value;
 
 use super::templates::{LoadedTemplate, TemplateStore};
@@ -114,7 +114,6 @@ struct ParseCase<'c> {
     inputs: &'c Value,
     analysis: Arc<TemplateAnalysis>,
     generated: GeneratedParser,
-    tools: Vec<ToolSpec>,
 }
 
 fn prepare_parse<'c>(case: &'c Value, store: &mut TemplateStore, timings: &mut Timings) -> Result<ParseCase<'c>, String> {
@@ -135,13 +134,12 @@ fn prepare_parse<'c>(case: &'c Value, store: &mut TemplateStore, timings: &mut T
     let t0 = Instant::now();
     let generated = generate(&TemplateRender(tmpl), &analysis, &req).map_err(|e| format!("generate: {e}"))?;
     timings.generate.push(t0.elapsed());
-    let tools = req.tools.iter().filter_map(ToolSpec::from_openai).collect();
-    Ok(ParseCase { output, partial, expect_failure, expected, inputs, analysis, generated, tools })
+    Ok(ParseCase { output, partial, expect_failure, expected, inputs, analysis, generated })
 }
 
 impl ParseCase<'_> {
     fn parser(&self, strict: bool) -> ChatParser {
-        self.generated.chat_parser(self.tools.clone(), strict)
+        self.generated.chat_parser(if strict { Strictness::Strict } else { Strictness::Lenient })
     }
 
     fn judge(&self, opts: &CheckOptions, timings: &mut Timings) -> Vec<String> {

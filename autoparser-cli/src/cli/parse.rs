@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use autoparser::analysis::TemplateRender;
 use autoparser::generator::{generate, Request};
 use clap::Args;
-use peg_runtime::chat::{ChatParser, ChatStream, ParsedMessage, ToolSpec};
+use peg_runtime::chat::{ChatParser, ChatStream, ParsedMessage, Strictness};
 
 use super::{print_json, RequestTarget};
 
@@ -39,7 +39,7 @@ pub fn run(args: &ParseArgs) -> Result<ExitCode, String> {
     let a = args.target.analysis.get(&t)?;
     let req = Request::from_inputs(&inputs);
     let g = generate(&TemplateRender(&t), &a, &req).map_err(|e| e.to_string())?;
-    let parser = g.chat_parser(req.tools.iter().filter_map(ToolSpec::from_openai).collect(), args.strict);
+    let parser = g.chat_parser(if args.strict { Strictness::Strict } else { Strictness::Lenient });
     if args.stream {
         return stream(&parser, args);
     }

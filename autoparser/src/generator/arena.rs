@@ -1251,7 +1251,7 @@ pub fn grammar(arena: &Arena, lazy: bool) -> Result<String, Error> {
 
 #[cfg(test)]
 mod literal_value_tests {
-    use peg_runtime::chat::{ChatMessage, ChatParseOptions, ChatParser, ToolSpec};
+    use peg_runtime::chat::{ChatMessage, ChatParseOptions, ChatParser, Strictness};
     use serde_json::{json, Value};
 
     use crate::analysis::test_util::template;
@@ -1276,7 +1276,7 @@ mod literal_value_tests {
         let tools: Value = serde_json::from_str(tools).unwrap();
         let req = Request::from_inputs(&json!({"messages": [{"role": "user", "content": "hi"}], "tools": tools}));
         let g = generate(&TemplateRender(&t), &a, &req).unwrap();
-        let parser = g.chat_parser(req.tools.iter().filter_map(ToolSpec::from_openai).collect(), false);
+        let parser = g.chat_parser(Strictness::Lenient);
         (g, a, parser)
     }
 
@@ -1531,7 +1531,7 @@ mod literal_value_tests {
 
 #[cfg(test)]
 mod tagged_args_tests {
-    use peg_runtime::chat::{ChatParser, ToolSpec};
+    use peg_runtime::chat::{ChatParser, Strictness};
     use serde_json::{json, Value};
 
     use crate::analysis::test_util::template;
@@ -1545,7 +1545,7 @@ mod tagged_args_tests {
         let tools = json!([{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": params}}}]);
         let req = Request::from_inputs(&json!({"messages": [{"role": "user", "content": "hi"}], "tools": tools}));
         let g = generate(&TemplateRender(&t), &a, &req).unwrap();
-        let parser = g.chat_parser(req.tools.iter().filter_map(ToolSpec::from_openai).collect(), false);
+        let parser = g.chat_parser(Strictness::Lenient);
         (g, a, parser)
     }
 
@@ -1656,7 +1656,7 @@ mod tagged_args_tests {
 
 #[cfg(test)]
 mod parts_tests {
-    use peg_runtime::chat::ToolSpec;
+    use peg_runtime::chat::Strictness;
     use serde_json::{json, Value};
 
     use crate::analysis::{analyze_template, TemplateRender};
@@ -1688,7 +1688,7 @@ mod parts_tests {
                 "{name}: {:?}",
                 g.grammar_triggers
             );
-            let parser = g.chat_parser(req.tools.iter().filter_map(ToolSpec::from_openai).collect(), false);
+            let parser = g.chat_parser(Strictness::Lenient);
             let m = parser.parse(out, false).unwrap().message;
             assert_eq!((m.reasoning_content.as_str(), m.content.as_str()), (reasoning, content), "{name}");
             let calls: Vec<(String, Value)> = m.tool_calls.iter().map(|c| (c.name.clone(), serde_json::from_str(&c.arguments).unwrap())).collect();
@@ -1712,7 +1712,7 @@ mod parts_tests {
         let req = Request::from_inputs(&json!({"messages": [{"role": "user", "content": "hi"}], "tools": tools, "parallel_tool_calls": true}));
         let g = generate(&TemplateRender(&t), &a, &req).unwrap();
         assert!(g.grammar_triggers.contains(&GrammarTrigger::Word(">>>f\n".into())), "{:?}", g.grammar_triggers);
-        let parser = g.chat_parser(req.tools.iter().filter_map(ToolSpec::from_openai).collect(), false);
+        let parser = g.chat_parser(Strictness::Lenient);
         for (out, content, n) in
             [("f\n{\"n\": 1}>>>f\n{\"n\": 2}", "", 2), ("all\nSure >> ok.>>>f\n{\"n\": 1}", "Sure >> ok.", 1), ("all\nJust text.", "Just text.", 0)]
         {

@@ -7,7 +7,7 @@ pub mod request;
 
 use std::sync::Arc;
 
-use peg_runtime::chat::{ChatParseOptions, ChatParser, ToolSpec};
+use peg_runtime::chat::{ChatParseOptions, ChatParser, Strictness, ToolSpec};
 use peg_runtime::Arena;
 use serde::{Deserialize, Serialize};
 
@@ -50,14 +50,20 @@ pub struct GeneratedParser {
     /// What the request asked that generation could only approximate (a tool parameter of an
     /// unknown type is left unconstrained), for the server to log.
     pub warnings: Vec<String>,
+    /// The request's tools, read once: their schemas type the parsed arguments, and calls
+    /// outside them are flagged.
+    pub tools: Vec<ToolSpec>,
 }
 
 impl GeneratedParser {
-    /// The chat parser of the request's output: this arena and prefill, with `tools` (the
-    /// request's, as [`ToolSpec::from_openai`](peg_runtime::chat::ToolSpec::from_openai) reads
-    /// them) typing the arguments.
-    pub fn chat_parser(&self, tools: Vec<ToolSpec>, strict: bool) -> ChatParser {
-        let options = ChatParseOptions { tools, strict, prefill: self.prefill.clone(), ..ChatParseOptions::default() };
+    /// The chat parser of the request's output: this arena, prefill and tools.
+    pub fn chat_parser(&self, strictness: Strictness) -> ChatParser {
+        let options = ChatParseOptions {
+            tools: self.tools.clone(),
+            strict: strictness == Strictness::Strict,
+            prefill: self.prefill.clone(),
+            ..ChatParseOptions::default()
+        };
         ChatParser::new(self.arena.clone(), options)
     }
 }
@@ -309,6 +315,7 @@ fn generate_inner(r: &dyn Render, a: &TemplateAnalysis, req: &Request) -> Result
         generation_prompt,
         prompt,
         warnings: schema_warnings(&req.tool_schemas()),
+        tools: req.tools.iter().filter_map(ToolSpec::from_openai).collect(),
     })
 }
 
@@ -363,10 +370,7 @@ mod tests {
         let call = |args: &str| format!(r#"<tool_call>{{"name": "f", "arguments": {args}}}</tool_call>"#);
         assert!(grammar.accepts(&call(r#"{"x": 1.5, "y": 2, "z": {"a": 1}, "w": [1, "any"]}"#)));
         assert!(!grammar.accepts(&call(r#"{"x": "not a float"}"#)));
-        let parsed = g
-            .chat_parser(Request::from_inputs(&inputs).tools.iter().filter_map(ToolSpec::from_openai).collect(), false)
-            .parse(&call(r#"{"x": 1.5, "w": "t"}"#), false)
-            .unwrap();
+        let parsed = g.chat_parser(Strictness::Lenient).parse(&call(r#"{"x": 1.5, "w": "t"}"#), false).unwrap();
         assert_eq!(parsed.message.tool_calls[0].arguments, r#"{"x": 1.5, "w": "t"}"#);
     }
     use crate::analysis::{analyze_template, TemplateRender};

@@ -36,7 +36,7 @@ mod judge;
 
 use std::fmt::Write as _;
 
-use peg_runtime::chat::{ChatMessage, ChatToolCall, ToolSpec};
+use peg_runtime::chat::{ChatMessage, ChatToolCall, Strictness};
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -358,7 +358,6 @@ struct Session<'r> {
     analysis: &'r TemplateAnalysis,
     /// The request with thinking on, and with thinking off.
     modes: [Mode; 2],
-    tools: Vec<ToolSpec>,
     /// What the template writes after a turn's last element: after plain content, and after
     /// content it places behind calls. The model stops there (its end-of-turn token).
     tails: Vec<String>,
@@ -379,8 +378,7 @@ impl<'r> Session<'r> {
             let generated = generate(r, analysis, &req).map_err(|e| format!("generate: {e}"));
             Mode { req, generated }
         };
-        let tools = req.tools.iter().filter_map(ToolSpec::from_openai).collect();
-        let mut s = Session { r, analysis, modes: [mode(true), mode(false)], tools, tails: Vec::new() };
+        let mut s = Session { r, analysis, modes: [mode(true), mode(false)], tails: Vec::new() };
         const NEEDLE: &str = "END_OF_TURN_PROBE";
         let mut with_call = json!({"role": "assistant", "content": NEEDLE});
         if let Ok(m) = cases::message(Feature::OneCall, &s.modes[1].req.tools, &mut cases::Rng::new(0)) {
@@ -523,7 +521,7 @@ impl<'r> Session<'r> {
             Ok(m) => m,
             Err(why) => return Outcome::Unrendered(why),
         };
-        let parser = g.chat_parser(self.tools.clone(), false);
+        let parser = g.chat_parser(Strictness::Lenient);
         let mut reasons = Vec::new();
         let parsed = match parser.parse(&output, false) {
             Ok(p) => {

@@ -53,6 +53,18 @@ impl ToolSpec {
     }
 }
 
+/// How a parser treats output that deviates from the grammar.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Strictness {
+    /// Recover what the model meant ([`ParsedMessage::recoveries`] says what), and keep output
+    /// that still does not fit as content ([`ParsedMessage::diagnostic`] says where).
+    #[default]
+    Lenient,
+    /// Any deviation from the grammar is an [`ErrorKind::ParseFailed`] error.
+    Strict,
+}
+
 /// How a [`ChatParser`] maps output.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChatParseOptions {
