@@ -18,7 +18,7 @@
 //! ```
 
 use crate::arena::{JsonKind, PythonKind};
-use crate::parse::Outcome;
+use crate::outcome::Outcome;
 
 /// Which literal syntax the scanner accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -11,7 +11,6 @@ use crate::analysis::{with_name, AddressedParts, ContentMode, ElementSyntax, Rea
 mod recovery;
 
 use peg_runtime::chat::RecoveryKind;
-use recovery::Names;
 
 /// The rule of the tool section (a grammar trigger rule).
 const SECTION_RULE: &str = "tool-calls";
@@ -197,6 +196,26 @@ impl ElementKind {
             _ => ElementKind::Other,
         }
     }
+}
+
+/// Whether marker `m` is spelled as an opening (`<|tool_response>`, `<result>`), not a close.
+fn is_opening(m: &str) -> bool {
+    let m = m.trim();
+    let special = m.starts_with("<|") && m.ends_with('>') && !m.ends_with("|>");
+    let word_start = m.strip_prefix('<').and_then(|r| r.chars().next()).is_some_and(|c| c.is_alphanumeric() || c == '_');
+    let element = word_start && m.ends_with('>') && !m.ends_with("/>");
+    special || element
+}
+
+/// How a call's function name may be written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Names<'n> {
+    /// Exactly this tool.
+    One(&'n str),
+    /// Any tool of the request.
+    Declared,
+    /// Any name (a call after a marker that announces calls; the mapper flags unknown ones).
+    Any,
 }
 
 struct Ctx<'a, 'b> {
@@ -1056,7 +1075,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
             // A section end spelled as an opening (`<|tool_response>`) starts what follows the
             // calls, where the model stops: missing at the end, it is no deviation.
             let se = lit(b, &f.section_end);
-            sec = sec + if recovery::is_opening(&f.section_end) { b.optional(se) } else { b.optional(self.closing(se, false)) };
+            sec = sec + if is_opening(&f.section_end) { b.optional(se) } else { b.optional(self.closing(se, false)) };
         }
         b.trigger_rule(SECTION_RULE, sec + self.after_calls() + after)
     }

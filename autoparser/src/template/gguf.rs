@@ -263,17 +263,25 @@ fn token_at<R: Read + Seek>(c: &mut Cursor<R>, arr: &GgufValue, index: u64) -> R
     }
 }
 
+/// What GGUF metadata holds of a chat: its templates (name, source) and special tokens. Plain
+/// data, so that this reader does not depend on the sources built from it.
+#[derive(Debug)]
+pub(crate) struct GgufChat {
+    pub templates: Vec<(String, String)>,
+    pub bos_token: String,
+    pub eos_token: String,
+}
+
 /// Chat templates and special tokens from GGUF metadata.
-pub(crate) fn templates_from_gguf<R: Read + Seek>(r: R) -> Result<super::source::TemplateSource, TemplateError> {
-    use super::source::{NamedTemplate, TemplateSource};
+pub(crate) fn templates_from_gguf<R: Read + Seek>(r: R) -> Result<GgufChat, TemplateError> {
     let (meta, mut c) = read_inner(r)?;
     let mut templates = Vec::new();
     if let Some(src) = meta.kv.get("tokenizer.chat_template").and_then(|v| v.as_str()) {
-        templates.push(NamedTemplate { name: "default".into(), source: src.to_string() });
+        templates.push(("default".to_owned(), src.to_string()));
     }
     for (k, v) in &meta.kv {
         if let (Some(name), Some(src)) = (k.strip_prefix("tokenizer.chat_template."), v.as_str()) {
-            templates.push(NamedTemplate { name: name.to_string(), source: src.to_string() });
+            templates.push((name.to_string(), src.to_string()));
         }
     }
     if templates.is_empty() {
@@ -287,7 +295,7 @@ pub(crate) fn templates_from_gguf<R: Read + Seek>(r: R) -> Result<super::source:
     };
     let bos_token = token("tokenizer.ggml.bos_token_id")?;
     let eos_token = token("tokenizer.ggml.eos_token_id")?;
-    Ok(TemplateSource { templates, bos_token, eos_token })
+    Ok(GgufChat { templates, bos_token, eos_token })
 }
 
 #[cfg(test)]
@@ -352,7 +360,7 @@ pub(crate) mod tests {
             let src = templates_from_gguf(std::io::Cursor::new(&bytes)).unwrap();
             assert_eq!(src.bos_token, "<s>");
             assert_eq!(src.eos_token, "</s>");
-            let names: Vec<_> = src.templates.iter().map(|t| t.name.as_str()).collect();
+            let names: Vec<_> = src.templates.iter().map(|(name, _)| name.as_str()).collect();
             assert_eq!(names, ["default", "tool_use"]);
             let meta = read_gguf_metadata(std::io::Cursor::new(&bytes)).unwrap();
             assert_eq!(meta.version, 3);

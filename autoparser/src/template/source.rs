@@ -81,7 +81,12 @@ impl TemplateSource {
 
     /// Read templates and special tokens from GGUF bytes.
     pub fn from_gguf_bytes(bytes: &[u8]) -> Result<TemplateSource, TemplateError> {
-        super::gguf::templates_from_gguf(std::io::Cursor::new(bytes))
+        super::gguf::templates_from_gguf(std::io::Cursor::new(bytes)).map(TemplateSource::from_gguf)
+    }
+
+    fn from_gguf(g: super::gguf::GgufChat) -> TemplateSource {
+        let templates = g.templates.into_iter().map(|(name, source)| NamedTemplate { name, source }).collect();
+        TemplateSource { templates, bos_token: g.bos_token, eos_token: g.eos_token }
     }
 
     /// The template named `default`, else the first one.
@@ -139,7 +144,7 @@ pub fn load(path: &Path) -> Result<TemplateSource, TemplateError> {
     if is_gguf || path.extension().is_some_and(|e| e == "gguf") {
         use std::io::Seek;
         f.rewind().map_err(io_err)?;
-        return super::gguf::templates_from_gguf(BufReader::new(f));
+        return super::gguf::templates_from_gguf(BufReader::new(f)).map(TemplateSource::from_gguf);
     }
     drop(f);
     let text = std::fs::read_to_string(path).map_err(io_err)?;

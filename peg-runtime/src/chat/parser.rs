@@ -12,7 +12,6 @@ use crate::chat::mapper::{ArgType, Context, Driver, Kind, MessageSink, Sink};
 use crate::chat::message::ChatMessage;
 use crate::chat::predict::{id_after_args, leading_literals, Predictor};
 use crate::chat::recovery::Recovery;
-use crate::chat::stream::ChatStream;
 use crate::error::{Error, ErrorKind};
 use crate::parse::{Outcome, ParseOutput};
 
@@ -150,7 +149,7 @@ pub(crate) struct Inner {
 /// ```
 #[derive(Debug, Clone)]
 pub struct ChatParser {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
 impl ChatParser {
@@ -255,11 +254,6 @@ impl ChatParser {
             }
         }
         Ok(ParsedMessage { message, diagnostic, recoveries: driver.fold.recoveries })
-    }
-
-    /// A streaming parser: feed chunks, get deltas.
-    pub fn stream(&self) -> ChatStream {
-        ChatStream::new(self.inner.clone())
     }
 }
 

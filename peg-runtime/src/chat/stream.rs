@@ -5,11 +5,19 @@ use std::sync::Arc;
 use crate::chat::json_text;
 use crate::chat::mapper::{Driver, Kind, Sink, Verbatim};
 use crate::chat::message::{push_token, ChatDelta, ChatMessage, DeltaBuffer, DeltaRef};
-use crate::chat::parser::{fold_parse, no_recovery_if_strict, Diagnostic, Inner, ParsedMessage};
+use crate::chat::parser::{fold_parse, no_recovery_if_strict, ChatParser, Diagnostic, Inner, ParsedMessage};
 use crate::chat::predict::{string_growth, until_extends_with, Growth};
 use crate::chat::recovery::Recovery;
 use crate::error::{Error, ErrorKind};
 use crate::session::Session;
+
+impl ChatParser {
+    /// A streaming parser: feed chunks, get deltas. (Here, so the parser does not depend on
+    /// the stream that is built from it.)
+    pub fn stream(&self) -> ChatStream {
+        ChatStream::new(self.inner.clone())
+    }
+}
 
 #[derive(Debug)]
 enum State {

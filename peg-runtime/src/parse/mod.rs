@@ -20,17 +20,7 @@ use crate::error::{Error, ErrorKind};
 use crate::json::{Dialect, Scanner, Target};
 use utf8::Dec;
 
-/// How a parse ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Outcome {
-    /// The input does not match.
-    Fail,
-    /// The input matches (the span says how much of it).
-    Success,
-    /// The input matches so far but was cut by the end of partial input.
-    NeedMoreInput,
-}
+pub use crate::outcome::Outcome;
 
 /// An outcome with the span it covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

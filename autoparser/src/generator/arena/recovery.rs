@@ -6,7 +6,7 @@
 use peg_runtime::chat::RecoveryKind;
 use peg_runtime::Parser;
 
-use super::Ctx;
+use super::{Ctx, Names};
 use crate::analysis::ToolFormat;
 
 /// Keys models write a JSON call's function name under, beside the template's own.
@@ -17,26 +17,6 @@ const ARGS_KEYS: &[&str] = &["arguments", "parameters", "args", "params", "input
 const ID_KEYS: &[&str] = &["id", "call_id", "tool_call_id"];
 /// The key of an extra wrapper object around a call (`{"type": "function", "function": {...}}`).
 const WRAPPER_KEY: &str = "function";
-
-/// Whether marker `m` is spelled as an opening (`<|tool_response>`, `<result>`), not a close.
-pub(super) fn is_opening(m: &str) -> bool {
-    let m = m.trim();
-    let special = m.starts_with("<|") && m.ends_with('>') && !m.ends_with("|>");
-    let word_start = m.strip_prefix('<').and_then(|r| r.chars().next()).is_some_and(|c| c.is_alphanumeric() || c == '_');
-    let element = word_start && m.ends_with('>') && !m.ends_with("/>");
-    special || element
-}
-
-/// How a call's function name may be written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Names<'n> {
-    /// Exactly this tool.
-    One(&'n str),
-    /// Any tool of the request.
-    Declared,
-    /// Any name (a call after a marker that announces calls; the mapper flags unknown ones).
-    Any,
-}
 
 impl<'b> Ctx<'_, 'b> {
     /// Whether this arena parses (not generates): recoveries are for parsing only.
@@ -307,7 +287,7 @@ impl<'b> Ctx<'_, 'b> {
 
 #[cfg(test)]
 mod tests {
-    use super::is_opening;
+    use super::super::is_opening;
 
     #[test]
     fn openings_and_closes() {
