@@ -1004,8 +1004,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 call
             } else {
                 // A JSON list of calls where the template writes one call per marker.
-                let list = "[" + b.space() + call + b.zero_or_more(b.space() + "," + b.space() + call) + b.space() + "]";
-                b.choice([call, self.recovered(RecoveryKind::ExtraWrapper, list), self.fenced(call)])
+                b.choice([call, self.recovered(RecoveryKind::ExtraWrapper, self.json_list(call)), self.fenced(call)])
             }
         } else {
             let mut calls: Vec<Parser<'b>> =
@@ -1019,8 +1018,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let own_marker = f.mode != ToolFormat::JsonNative && !self.a.tools.function.name_prefix.trim().is_empty();
         // Recovering: several calls inside one per-call wrapper, where a call's start says so.
         let one = if self.recovering() && !f.per_call_start.trim().is_empty() && (own_marker || self.json_calls()) {
-            let joined = b.space() + b.optional(b.choice([b.literal(";"), b.literal(",")])) + b.space();
-            single + b.zero_or_more(self.recovered(RecoveryKind::CallSeparator, joined + single))
+            single + b.zero_or_more(self.joined_call("", single))
         } else {
             single
         };
@@ -1054,12 +1052,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
         } else {
             // Models join calls with `;`, `,` or line breaks whatever the template does, and
             // write several where the template (or the request) has one.
-            let mut seps = vec![b.literal(";"), b.literal(",")];
-            if !sep.is_empty() {
-                seps.insert(0, b.literal(sep));
-            }
-            // The report covers the call too: it is final only once the call is.
-            let joined = self.recovered(RecoveryKind::CallSeparator, b.space() + b.optional(b.choice(seps)) + b.space() + call);
+            let joined = self.joined_call(sep, call);
             if self.req.parallel_tool_calls {
                 call + b.zero_or_more(b.choice([more, joined]))
             } else {

@@ -133,20 +133,20 @@ impl<'b> Ctx<'_, 'b> {
         special.extend(args_keys.iter().copied());
         special.extend(id_keys.iter().copied());
         special.push(WRAPPER_KEY);
-        let other = || b.negate(self.key_of(&special)) + b.json_string() + b.space() + ":" + b.space() + b.json();
+        // Any member, as JSON; `not` says which it must not be.
+        let member_but = |not: Parser<'b>| b.negate(not) + b.json_string() + b.space() + ":" + b.space() + b.json();
+        let other = || member_but(self.key_of(&special));
         let quoted_name = |tagged: bool| {
             let n = self.name_parser(names);
             "\"" + if tagged { n } else { b.atomic(n) } + "\""
         };
         // Lookahead: the object (or its wrapper's) has a name member naming a tool.
-        let any_but_name = || b.negate(self.key_of(&name_keys)) + b.json_string() + b.space() + ":" + b.space() + b.json();
-        let skip = || b.zero_or_more(any_but_name() + b.space() + "," + b.space());
+        let skip = || b.zero_or_more(member_but(self.key_of(&name_keys)) + b.space() + "," + b.space());
         let named_flat = || "{" + b.space() + skip() + self.key_of(&name_keys) + quoted_name(false);
         let named = b.choice([named_flat(), "{" + b.space() + skip() + self.key_of(&[WRAPPER_KEY]) + named_flat()]);
         // ... and arguments (an object with a name alone is not a call).
-        let any_but_args =
-            || b.negate(self.key_of(&args_keys)) + b.negate(self.key_of(&[WRAPPER_KEY]) + "{") + b.json_string() + b.space() + ":" + b.space() + b.json();
-        let skip_args = || b.zero_or_more(any_but_args() + b.space() + "," + b.space());
+        let not_args = || b.choice([self.key_of(&args_keys), self.key_of(&[WRAPPER_KEY]) + "{"]);
+        let skip_args = || b.zero_or_more(member_but(not_args()) + b.space() + "," + b.space());
         let with_args_flat = || "{" + b.space() + skip_args() + self.key_of(&args_keys);
         let with_args = b.choice([with_args_flat(), "{" + b.space() + skip_args() + self.key_of(&[WRAPPER_KEY]) + with_args_flat()]);
         let named = b.peek(with_args) + named;
@@ -191,19 +191,30 @@ impl<'b> Ctx<'_, 'b> {
         b.choice(alts)
     }
 
-    /// Calls one after another joined by `;`, `,` or whitespace, or a JSON list of them.
-    fn json_call_run(&self, names: Names<'_>) -> Parser<'b> {
+    /// Another `call` joined otherwise than the template joins calls: by `sep` (the template's
+    /// separator, if any), `;`, `,` or whitespace. The report covers the call too: it is final
+    /// only once the call is.
+    pub(super) fn joined_call(&self, sep: &str, call: Parser<'b>) -> Parser<'b> {
         let b = self.b;
-        let call = || self.json_call_any_shape(names);
-        let joined = b.space() + b.optional(b.choice([b.literal(";"), b.literal(",")])) + b.space();
-        let list = "[" + b.space() + call() + b.zero_or_more(b.space() + "," + b.space() + call()) + b.space() + "]";
-        b.choice([list, call() + b.zero_or_more(self.recovered(RecoveryKind::CallSeparator, joined) + call())])
+        let mut seps = vec![b.literal(";"), b.literal(",")];
+        if !sep.is_empty() {
+            seps.insert(0, b.literal(sep));
+        }
+        self.recovered(RecoveryKind::CallSeparator, b.space() + b.optional(b.choice(seps)) + b.space() + call)
     }
 
-    /// Calls found inside content (JSON formats): a run of complete calls of declared tools,
-    /// perhaps in a markdown code fence and wrapper tokens the template never writes
-    /// (`<|python_tag|>`, `<|python_start|>...<|python_end|>`, `<tool_call>[...]</tool_call>`).
-    /// `in_prose`: text came before it (where the template writes calls at the turn's start).
+    /// A JSON list of `call`s, `[call, call]`.
+    pub(super) fn json_list(&self, call: Parser<'b>) -> Parser<'b> {
+        let b = self.b;
+        "[" + b.space() + call + b.zero_or_more(b.space() + "," + b.space() + call) + b.space() + "]"
+    }
+
+    /// Calls one after another joined by `;`, `,` or whitespace, or a JSON list of them.
+    fn json_call_run(&self, names: Names<'_>) -> Parser<'b> {
+        let call = self.json_call_any_shape(names);
+        self.b.choice([self.json_list(call), call + self.b.zero_or_more(self.joined_call("", call))])
+    }
+
     /// A special token or tag that may wrap calls: `<|python_start|>`, `<tool_call>`, `[CALLS]`.
     fn wrapper_open(&self) -> Parser<'b> {
         let b = self.b;
@@ -252,6 +263,10 @@ impl<'b> Ctx<'_, 'b> {
         b.space() + open + b.space() + args + b.space() + "```"
     }
 
+    /// Calls found inside content (JSON formats): a run of complete calls of declared tools,
+    /// perhaps in a markdown code fence and wrapper tokens the template never writes
+    /// (`<|python_tag|>`, `<|python_start|>...<|python_end|>`, `<tool_call>[...]</tool_call>`).
+    /// `in_prose`: text came before it (where the template writes calls at the turn's start).
     pub(super) fn embedded_calls(&self, in_prose: bool) -> Parser<'b> {
         let b = self.b;
         let calls = self.json_call_run(Names::Declared);
