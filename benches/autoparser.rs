@@ -9,9 +9,10 @@
 
 use std::hint::black_box;
 
-use chat_peg::autoparser::analysis::{analyze_template, TemplateAnalysis, TemplateRender};
-use chat_peg::autoparser::generator::{build_grammar_arena, generate, Request};
+use chat_peg::autoparser::analysis::{analyze, TemplateAnalysis};
+use chat_peg::autoparser::generator::{build_grammar_arena, generate};
 use chat_peg::autoparser::template::ChatTemplate;
+use chat_peg::autoparser::Request;
 use chat_peg::peg_runtime::chat::Strictness;
 use chat_peg::peg_runtime::gbnf::{self, GbnfOptions};
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -71,16 +72,14 @@ fn many_tools(n: usize) -> Vec<serde_json::Value> {
 
 fn benches(c: &mut Criterion) {
     let (names, all): (Vec<String>, Vec<ChatTemplate>) = templates().into_iter().unzip();
-    let analyses: Vec<TemplateAnalysis> = all.iter().map(|t| analyze_template(t).unwrap()).collect();
+    let analyses: Vec<TemplateAnalysis> = all.iter().map(|t| analyze(t).unwrap()).collect();
     let req = request();
     let mut g = c.benchmark_group("autoparser");
     g.sample_size(10);
     // Per iteration: every template once (divide by the template count for one).
-    g.bench_function(format!("analyze_{}_templates", all.len()), |b| {
-        b.iter(|| all.iter().map(|t| analyze_template(black_box(t)).is_ok() as usize).sum::<usize>())
-    });
+    g.bench_function(format!("analyze_{}_templates", all.len()), |b| b.iter(|| all.iter().map(|t| analyze(black_box(t)).is_ok() as usize).sum::<usize>()));
     g.bench_function(format!("generate_cached_{}_templates", all.len()), |b| {
-        b.iter(|| all.iter().zip(&analyses).map(|(t, a)| generate(&TemplateRender(t), a, black_box(&req)).is_ok() as usize).sum::<usize>())
+        b.iter(|| all.iter().zip(&analyses).map(|(t, a)| generate(t, a, black_box(&req)).is_ok() as usize).sum::<usize>())
     });
     g.finish();
 
@@ -90,7 +89,7 @@ fn benches(c: &mut Criterion) {
     let req = Request { tools: many_tools(300), ..request() };
     let mut g = c.benchmark_group("autoparser_300_tools");
     g.sample_size(10);
-    g.bench_function("generate", |b| b.iter(|| generate(&TemplateRender(hermes.0), hermes.1, black_box(&req)).unwrap().grammar.map(|t| t.len())));
+    g.bench_function("generate", |b| b.iter(|| generate(hermes.0, hermes.1, black_box(&req)).unwrap().grammar.map(|t| t.len())));
     let arena = build_grammar_arena(hermes.1, &req, "").unwrap();
     g.bench_function("gbnf_lazy", |b| b.iter(|| gbnf::generate(black_box(&arena), &GbnfOptions { lazy: true, ..Default::default() }).unwrap().len()));
     g.finish();
@@ -103,7 +102,7 @@ fn benches(c: &mut Criterion) {
     g.throughput(criterion::Throughput::Bytes(answer.len() as u64));
     for name in ["NousResearch-Hermes-3-Llama-3.1-8B-tool_use", "meta-llama-Llama-3.2-3B-Instruct", "Qwen3-Coder"] {
         let at = names.iter().position(|n| n == name).expect("a shared template");
-        let parser = generate(&TemplateRender(&all[at]), &analyses[at], &req).unwrap().chat_parser(Strictness::Lenient);
+        let parser = generate(&all[at], &analyses[at], &req).unwrap().chat_parser(Strictness::Lenient);
         g.bench_function(name, |b| {
             b.iter(|| {
                 let mut s = parser.stream();

@@ -8,8 +8,9 @@
 
 use std::sync::Arc;
 
-use autoparser::template::{ChatRequest, ChatTemplate};
+use autoparser::template::ChatTemplate;
 use autoparser::verify::compare_messages;
+use autoparser::Request;
 use chat_peg::formats::{self, gpt_oss, gpt_oss_inline_reasoning, hermes, qwen3_coder};
 use peg_runtime::chat::{stream_pieces, ChatMessage, ChatParseOptions, ChatParser, ToolSpec};
 use peg_runtime::{Arena, ParseOutput};
@@ -64,7 +65,7 @@ fn format_of(template: &str, reasoning_none: bool) -> Option<Format> {
 fn prefill_of(template: &str, inputs: &Value) -> Result<String, String> {
     let path = std::path::PathBuf::from(format!("{TEMPLATES}/{template}.jinja"));
     let tmpl = ChatTemplate::load(&path).map_err(|e| format!("template {template}: {e}"))?;
-    let req: ChatRequest = serde_json::from_value(inputs.clone()).map_err(|e| format!("request: {e}"))?;
+    let req = Request::from_json(inputs).map_err(|e| format!("request: {e}"))?;
     let rendered = tmpl.apply(&req).map_err(|e| format!("render: {e}"))?;
     Ok(formats::prefill(&rendered.generation_prompt).to_owned())
 }

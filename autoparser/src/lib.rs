@@ -10,8 +10,14 @@
 //! are the `autoparser-cli` package; this library has no command-line dependency.
 #![warn(missing_docs)]
 
+mod error;
+mod request;
+
 pub mod analysis;
 pub mod generator;
 pub mod registry;
 pub mod template;
 pub mod verify;
+
+pub use error::{Error, ErrorKind, Limit};
+pub use request::{ContinueFinal, ReasoningFormat, Request, ToolChoice};

@@ -15,7 +15,7 @@
 use peg_runtime::{Arena, Error};
 
 use crate::analysis::TemplateAnalysis;
-use crate::generator::Request;
+use crate::request::Request;
 
 /// A model-specific parser builder.
 pub trait ModelBuilder: Send + Sync {
@@ -105,7 +105,7 @@ impl ModelBuilder for GptOssHarmony {
 
 fn harmony_arena(req: &Request) -> Result<Arena, Error> {
     use crate::generator::tags;
-    use crate::generator::{ReasoningFormat, ToolChoice};
+    use crate::request::{ReasoningFormat, ToolChoice};
     let b = peg_runtime::Builder::new();
     let stops = ["<|end|>", "<|return|>", "<|call|>", "<|start|>"];
     let msg_end = || b.optional(b.choice(["<|end|>", "<|return|>", "<|call|>"]));

@@ -1,8 +1,9 @@
 //! Template analysis and generation over every template of `../shared/templates`.
 
-use autoparser::analysis::{analyze_template as analyze, TemplateAnalysis, TemplateRender};
-use autoparser::generator::{generate, Request, ToolChoice};
+use autoparser::analysis::{analyze, TemplateAnalysis};
+use autoparser::generator::{generate, render_conversation};
 use autoparser::template::ChatTemplate;
+use autoparser::{Request, ToolChoice};
 use serde_json::json;
 
 fn templates() -> Vec<(String, ChatTemplate)> {
@@ -60,10 +61,10 @@ fn every_template_generates_parser_and_grammar() {
                 tool_choice: choice,
                 parallel_tool_calls: true,
                 add_generation_prompt: true,
-                enable_thinking: true,
+                enable_thinking: Some(true),
                 ..Request::default()
             };
-            let g = generate(&TemplateRender(&t), &a, &req).unwrap_or_else(|e| panic!("{name} {choice:?}: {e}"));
+            let g = generate(&t, &a, &req).unwrap_or_else(|e| panic!("{name} {choice:?}: {e}"));
             if let Some(grammar) = &g.grammar {
                 peg_runtime::gbnf::Grammar::parse(grammar).unwrap_or_else(|e| panic!("{name}: grammar: {e}"));
             }
@@ -92,11 +93,11 @@ fn round_trip_reasoning_and_two_tool_calls() {
             tools: tools(),
             parallel_tool_calls: true,
             add_generation_prompt: true,
-            enable_thinking: true,
+            enable_thinking: Some(true),
             ..Request::default()
         };
-        let g = generate(&TemplateRender(&t), &a, &req).unwrap();
-        let full = match t.render(&req.context_with(&[user, asst], false)) {
+        let g = generate(&t, &a, &req).unwrap();
+        let full = match render_conversation(&t, &a, &Request { messages: vec![user, asst], ..req.clone() }, false) {
             Ok(f) => f,
             Err(_) => continue,
         };
@@ -136,7 +137,7 @@ fn whitespace_after_calls_follows_the_template() {
     let a = analyze(glm).unwrap();
     assert!(!a.tools.format.space_after_calls, "GLM-4.7 ends the turn right after `</tool_call>`");
     let req = Request { messages: vec![json!({"role": "user", "content": "Weather?"})], tools: tools(), add_generation_prompt: true, ..Request::default() };
-    let g = generate(&TemplateRender(glm), &a, &req).unwrap();
+    let g = generate(glm, &a, &req).unwrap();
     let call = "<tool_call>search<arg_key>query</arg_key><arg_value>Paris</arg_value></tool_call>";
     let parse = |output: &str| g.arena.parse(format!("{}{output}", g.prefill).as_bytes(), false).unwrap().result.outcome;
     assert_eq!(parse(call), peg_runtime::parse::Outcome::Success);
@@ -190,7 +191,7 @@ fn odd_templates_never_panic() {
                 add_generation_prompt: true,
                 ..Request::default()
             };
-            if let Err(e) = generate(&TemplateRender(&t), &a, &req) {
+            if let Err(e) = generate(&t, &a, &req) {
                 assert!(!e.to_string().contains("internal error"), "{src:?}: {e}");
             }
         }

@@ -22,10 +22,11 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
-use autoparser::analysis::{analyze_template, TemplateAnalysis, TemplateRender};
-use autoparser::generator::{generate, render_conversation, GeneratedParser, Request};
+use autoparser::analysis::{analyze, TemplateAnalysis};
+use autoparser::generator::{generate, render_conversation, GeneratedParser};
 use autoparser::template::ChatTemplate;
 use autoparser::verify::compare_messages;
+use autoparser::Request;
 use peg_runtime::chat::{stream_pieces, ChatDelta, ChatMessage, ChatParser, ParsedMessage, RecoveryKind, Strictness};
 use serde_json::{json, Value};
 use RecoveryKind::*;
@@ -502,7 +503,7 @@ impl Templates {
             .or_insert_with(|| {
                 let path = template_path(name).ok_or("no ../shared/templates")?;
                 let t = ChatTemplate::load(&path).map_err(|e| format!("load {}: {e}", path.display()))?;
-                let a = analyze_template(&t).map_err(|e| format!("analysis: {e}"))?;
+                let a = analyze(&t).map_err(|e| format!("analysis: {e}"))?;
                 Ok((t, a))
             })
             .as_ref()
@@ -516,7 +517,7 @@ fn request(tools: &Value, thinking: Option<bool>, messages: Value) -> Request {
         inputs["enable_thinking"] = on.into();
         inputs["chat_template_kwargs"] = json!({"thinking": on});
     }
-    Request::from_inputs(&inputs)
+    Request::from_json(&inputs).unwrap()
 }
 
 fn user() -> Value {
@@ -557,7 +558,7 @@ fn check_row(templates: &mut Templates, r: &Row) -> Vec<String> {
         Err(e) => return vec![e],
     };
     let req = request(&r.tools, r.thinking, json!([user()]));
-    let g = match generate(&TemplateRender(t), a, &req) {
+    let g = match generate(t, a, &req) {
         Ok(g) => g,
         Err(e) => return vec![format!("generate: {e}")],
     };
@@ -720,7 +721,7 @@ fn rendered_output(t: &ChatTemplate, a: &TemplateAnalysis, req: &Request, g: &Ge
     let render = |m: &Value| {
         let mut r = req.clone();
         r.messages.push(m.clone());
-        render_conversation(&TemplateRender(t), a, &r, false).map_err(|e| e.to_string())
+        render_conversation(t, a, &r, false).map_err(|e| e.to_string())
     };
     const NEEDLE: &str = "END_OF_TURN_PROBE";
     let probe = render(&json!({"role": "assistant", "content": NEEDLE}))?;
@@ -779,7 +780,7 @@ fn well_formed_outputs_report_no_recovery() {
             }
         };
         let req = request(&tools(), thinking, json!([user()]));
-        let g = match generate(&TemplateRender(t), a, &req) {
+        let g = match generate(t, a, &req) {
             Ok(g) => g,
             Err(e) => {
                 failures.push(format!("{name}: generate: {e}"));

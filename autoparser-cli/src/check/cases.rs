@@ -3,10 +3,10 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use autoparser::analysis::{TemplateAnalysis, TemplateRender};
-use autoparser::generator::{generate, GeneratedParser, Request};
-use autoparser::template::ChatRequest;
+use autoparser::analysis::TemplateAnalysis;
+use autoparser::generator::{generate, GeneratedParser};
 use autoparser::verify::{check_grammar, compare_messages, stream_message};
+use autoparser::Request;
 use peg_runtime::chat::{ChatMessage, ChatParser, Strictness};
 use serde_json::Value;
 
@@ -53,7 +53,7 @@ fn judge_prompt(case: &Value, store: &mut TemplateStore) -> Result<(), String> {
     let loaded = case_template(case, store)?;
     let tmpl = loaded.template.as_ref().map_err(Clone::clone)?;
     let inputs = case.get("inputs").ok_or("missing `inputs`")?;
-    let req: ChatRequest = serde_json::from_value(inputs.clone()).map_err(|e| format!("bad inputs: {e}"))?;
+    let req = Request::from_json(inputs).map_err(|e| format!("bad inputs: {e}"))?;
     let out = tmpl.apply(&req).map_err(|e| format!("render error: {e}"))?;
     let checks = case.get("checks").and_then(Value::as_array).ok_or("missing `checks`")?;
     let mut errs = Vec::new();
@@ -130,9 +130,9 @@ fn prepare_parse<'c>(case: &'c Value, store: &mut TemplateStore, timings: &mut T
     let tmpl = loaded.template.as_ref().map_err(Clone::clone)?;
     let (analysis, _) = loaded.analysis();
     let analysis = analysis?;
-    let req = Request::from_inputs(inputs);
+    let req = Request::from_json(inputs).map_err(|e| format!("bad inputs: {e}"))?;
     let t0 = Instant::now();
-    let generated = generate(&TemplateRender(tmpl), &analysis, &req).map_err(|e| format!("generate: {e}"))?;
+    let generated = generate(tmpl, &analysis, &req).map_err(|e| format!("generate: {e}"))?;
     timings.generate.push(t0.elapsed());
     Ok(ParseCase { output, partial, expect_failure, expected, inputs, analysis, generated })
 }

@@ -9,8 +9,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 use std::time::Instant;
 
-use autoparser::template::TemplateError;
 use autoparser::verify::window;
+use autoparser::Error;
 
 use super::templates::TemplateStore;
 use super::{CaseResult, Status};
@@ -52,7 +52,7 @@ pub enum RenderVerdict {
 /// * `raise_exception` in jinja2: we must raise too ([`TemplateError::is_raised`]);
 /// * a Python-level jinja2 error: we must fail too, except for [`JINJA2_ERROR_QUIRKS`], which
 ///   we render (skipped).
-pub fn judge_render(template: &str, got: &Result<String, TemplateError>, expected: &RenderExpectation) -> RenderVerdict {
+pub fn judge_render(template: &str, got: &Result<String, Error>, expected: &RenderExpectation) -> RenderVerdict {
     match expected {
         RenderExpectation::Text(want) => {
             let html_escaped = ["&#34;", "&#39;", "&lt;", "&gt;", "&amp;", "&quot;"].iter().any(|e| want.contains(e));
@@ -172,7 +172,7 @@ mod tests {
     #[test]
     fn quirks_are_skipped_only_for_their_templates() {
         let want = RenderExpectation::Text("a &lt; b".into());
-        let got: Result<String, TemplateError> = Ok("a < b".into());
+        let got: Result<String, Error> = Ok("a < b".into());
         assert!(matches!(judge_render("meetkai-functionary-medium-v3.1", &got, &want), RenderVerdict::Skip(_)));
         assert!(matches!(judge_render("other", &got, &want), RenderVerdict::Fail(_)));
         let err = RenderExpectation::Error("TypeError: 'NoneType' object is not iterable".into());

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use autoparser::analysis::{analyze_template, TemplateAnalysis};
+use autoparser::analysis::{analyze, TemplateAnalysis};
 use autoparser::template::ChatTemplate;
 
 /// Finds the file of template `name` in `dir`: `NAME.jinja`, `NAME.json` (a
@@ -45,7 +45,7 @@ impl LoadedTemplate {
             .get_or_init(|| match &self.template {
                 Ok(t) => {
                     let t0 = Instant::now();
-                    let a = analyze_template(t).map(Arc::new).map_err(|e| format!("analysis failed: {e}"));
+                    let a = analyze(t).map(Arc::new).map_err(|e| format!("analysis failed: {e}"));
                     (a, t0.elapsed())
                 }
                 Err(e) => (Err(e.clone()), Duration::ZERO),

@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
-use autoparser::analysis::analyze_template;
+use autoparser::analysis::analyze;
 use clap::Args;
 
 use super::{print_json, TemplateArg};
@@ -24,7 +24,7 @@ pub struct AnalyzeArgs {
 pub fn run(args: &AnalyzeArgs) -> Result<ExitCode, String> {
     let t = args.template.load()?;
     let t0 = Instant::now();
-    let a = analyze_template(&t).map_err(|e| e.to_string())?;
+    let a = analyze(&t).map_err(|e| e.to_string())?;
     if args.timings {
         eprintln!("analysis: {:.3} ms", t0.elapsed().as_secs_f64() * 1e3);
     }

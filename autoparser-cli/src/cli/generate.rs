@@ -3,8 +3,8 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
-use autoparser::analysis::TemplateRender;
-use autoparser::generator::{generate, GeneratedParser, Request};
+use autoparser::generator::{generate, GeneratedParser};
+use autoparser::Request;
 use clap::Args;
 use serde_json::json;
 
@@ -44,7 +44,7 @@ pub fn run(args: &GenerateArgs) -> Result<ExitCode, String> {
     let t0 = Instant::now();
     let a = args.target.analysis.get(&t)?;
     let t1 = Instant::now();
-    let g = generate(&TemplateRender(&t), &a, &Request::from_inputs(&inputs)).map_err(|e| e.to_string())?;
+    let g = generate(&t, &a, &Request::from_json(&inputs).map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
     if args.timings {
         let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
         eprintln!("analysis: {:.3} ms, generate: {:.3} ms", ms(t1 - t0), ms(t1.elapsed()));

@@ -24,7 +24,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use autoparser::analysis::{analyze_template, TemplateAnalysis};
+use autoparser::analysis::{analyze, TemplateAnalysis};
 use autoparser::template::{load_named, ChatTemplate};
 use clap::{Args, Parser, Subcommand};
 use serde_json::Value;
@@ -98,7 +98,7 @@ impl AnalysisArg {
                 let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
                 TemplateAnalysis::from_json(&text).map_err(|e| format!("{}: not an analysis: {e}", p.display()))
             }
-            None => analyze_template(t).map_err(|e| e.to_string()),
+            None => analyze(t).map_err(|e| e.to_string()),
         }
     }
 }

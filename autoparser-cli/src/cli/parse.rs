@@ -3,8 +3,8 @@
 use std::io::{Read, Write};
 use std::process::ExitCode;
 
-use autoparser::analysis::TemplateRender;
-use autoparser::generator::{generate, Request};
+use autoparser::generator::generate;
+use autoparser::Request;
 use clap::Args;
 use peg_runtime::chat::{ChatParser, ChatStream, ParsedMessage, Strictness};
 
@@ -37,8 +37,8 @@ pub fn run(args: &ParseArgs) -> Result<ExitCode, String> {
     let t = args.target.template.load()?;
     let inputs = args.target.request.load()?;
     let a = args.target.analysis.get(&t)?;
-    let req = Request::from_inputs(&inputs);
-    let g = generate(&TemplateRender(&t), &a, &req).map_err(|e| e.to_string())?;
+    let req = Request::from_json(&inputs).map_err(|e| e.to_string())?;
+    let g = generate(&t, &a, &req).map_err(|e| e.to_string())?;
     let parser = g.chat_parser(if args.strict { Strictness::Strict } else { Strictness::Lenient });
     if args.stream {
         return stream(&parser, args);

@@ -2,8 +2,9 @@
 
 use std::process::ExitCode;
 
-use autoparser::template::ChatRequest;
 use clap::Args;
+
+use autoparser::Request;
 
 use super::{print_json, RequestArg, TemplateArg};
 
@@ -27,7 +28,7 @@ pub fn run(args: &RenderArgs) -> Result<ExitCode, String> {
         print!("{text}");
         return Ok(ExitCode::SUCCESS);
     }
-    let req: ChatRequest = serde_json::from_value(req).map_err(|e| format!("bad request: {e}"))?;
+    let req = Request::from_json(&req).map_err(|e| e.to_string())?;
     let out = t.apply(&req).map_err(|e| e.to_string())?;
     print_json(&out)?;
     Ok(ExitCode::SUCCESS)

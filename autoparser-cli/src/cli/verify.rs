@@ -2,9 +2,9 @@
 
 use std::process::ExitCode;
 
-use autoparser::analysis::{analyze_template, TemplateRender};
-use autoparser::generator::Request;
+use autoparser::analysis::analyze;
 use autoparser::verify::{verify, VerifyOptions};
+use autoparser::Request;
 use clap::Args;
 
 /// Arguments of `verify`.
@@ -30,12 +30,12 @@ pub struct VerifyArgs {
 pub fn run(args: &VerifyArgs) -> Result<ExitCode, String> {
     let t = args.template.load()?;
     let request = match &args.request {
-        Some(p) => Some(Request::from_inputs(&super::read_json(p)?)),
+        Some(p) => Some(Request::from_json(&super::read_json(p)?).map_err(|e| e.to_string())?),
         None => None,
     };
-    let analysis = analyze_template(&t).map_err(|e| e.to_string())?;
+    let analysis = analyze(&t).map_err(|e| e.to_string())?;
     let opts = VerifyOptions { seed: args.seed, cases: args.cases, request, ..VerifyOptions::default() };
-    let report = verify(&TemplateRender(&t), &analysis, &opts);
+    let report = verify(&t, &analysis, &opts);
     if args.json {
         super::print_json(&report)?;
     } else {

@@ -48,24 +48,17 @@ pub mod types;
 
 pub use types::*;
 
-/// Why a template could not be analyzed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum AnalysisError {
-    /// Even the simplest conversation does not render.
-    #[error("the template does not render a basic conversation: {0}")]
-    Render(String),
-    /// A tool-call phase failed on a template that renders tool calls.
-    #[error("tool-call analysis failed: {0}")]
-    Tools(String),
-}
+use crate::error::{Error, ErrorKind};
+use crate::template::{Lenient, Render};
 
 /// Analyzes a template through any renderer: phases R1-R3, C1, T1-T7, A1-A2.
 ///
 /// ```
-/// # use autoparser::analysis::{analyze, Render, ToolFormat};
+/// # use autoparser::analysis::{analyze, ToolFormat};
+/// # use autoparser::template::Render;
 /// struct Fixed;
 /// impl Render for Fixed {
-///     fn render(&self, ctx: &serde_json::Value) -> Result<String, String> {
+///     fn render(&self, ctx: &serde_json::Value) -> Result<String, autoparser::Error> {
 ///         let mut out = String::new();
 ///         for m in ctx["messages"].as_array().unwrap() {
 ///             out += &format!("<|{}|>", m["role"].as_str().unwrap());
@@ -86,21 +79,22 @@ pub enum AnalysisError {
 /// assert_eq!(a.tools.format.mode, ToolFormat::JsonNative);
 /// assert_eq!(a.tools.format.per_call_start, "<tool_call>");
 /// ```
-pub fn analyze(r: &dyn Render) -> Result<TemplateAnalysis, AnalysisError> {
+pub fn analyze(r: &dyn Render) -> Result<TemplateAnalysis, Error> {
     // A bug in a phase must not take the caller down: report it as an error.
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| analyze_inner(r)))
-        .unwrap_or_else(|_| Err(AnalysisError::Tools("internal error during analysis".into())))
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| analyze_inner(r))).unwrap_or_else(|panic| Err(Error::from_panic("analysis", panic)))
 }
 
-fn analyze_inner(r: &dyn Render) -> Result<TemplateAnalysis, AnalysisError> {
+fn analyze_inner(r: &dyn Render) -> Result<TemplateAnalysis, Error> {
     let lenient = Lenient(r);
     let r: &dyn Render = &lenient;
     let mut p = probe::Probe::new(r);
     let mut a = TemplateAnalysis::default();
     // The basic conversation must render, with tools or without.
-    if let Err(e) = p.render_prompt(Some(true)) {
+    if let Err(e) = r.render(&p.ctx(p.base(), true, Some(true))) {
         p.with_tools = false;
-        p.render_prompt(Some(true)).map_err(|_| AnalysisError::Render(e))?;
+        if r.render(&p.ctx(p.base(), true, Some(true))).is_err() {
+            return Err(Error::new(ErrorKind::Analysis, format!("the template does not render a basic conversation: {e}")).with_source(e));
+        }
     }
     a.caps.supports_tools = p.with_tools && {
         let with = p.render_prompt(Some(true)).ok();
@@ -188,7 +182,7 @@ fn analyze_inner(r: &dyn Render) -> Result<TemplateAnalysis, AnalysisError> {
         a.builder = Some(b.name().to_owned());
         b.adjust(&mut a);
     } else if let Some(e) = tools_error {
-        return Err(AnalysisError::Tools(e));
+        return Err(Error::new(ErrorKind::Analysis, format!("tool-call analysis failed: {e}")));
     }
     a.preserved_tokens = collect_preserved_tokens(&a);
     Ok(a)
@@ -260,123 +254,6 @@ pub fn collect_preserved_tokens(a: &TemplateAnalysis) -> Vec<String> {
     out
 }
 
-/// A renderer that retries a render failing on an undefined variable (`functions`,
-/// `datetime`) with that variable set to an empty string: some templates expect extra
-/// variables that serving stacks pass.
-pub struct Lenient<'r>(pub &'r dyn Render);
-
-/// Context keys the analysis and generation always decide themselves.
-const KNOWN_KEYS: &[&str] = &[
-    "messages",
-    "tools",
-    "add_generation_prompt",
-    "bos_token",
-    "eos_token",
-    "enable_thinking",
-    "thinking",
-    "documents",
-    "now",
-    "tool_choice",
-    "parallel_tool_calls",
-    "continue_final_message",
-    // engine globals and functions
-    "namespace",
-    "range",
-    "dict",
-    "lipsum",
-    "cycler",
-    "joiner",
-    "raise_exception",
-    "strftime_now",
-    "loop",
-    "true",
-    "false",
-    "none",
-    "True",
-    "False",
-    "None",
-];
-
-impl Render for Lenient<'_> {
-    fn render(&self, ctx: &serde_json::Value) -> Result<String, String> {
-        let mut ctx = ctx.clone();
-        let mut last = self.0.render(&ctx);
-        for attempt in 0..4 {
-            let Err(e) = &last else { break };
-            if !e.contains("undefined") || !ctx.is_object() {
-                break;
-            }
-            match e.split('`').nth(1).filter(|_| e.contains("is undefined")) {
-                Some(name) if ctx.get(name).is_none() => ctx[name] = serde_json::Value::String(String::new()),
-                // Unnamed (release builds of the engine): fill every unknown free variable once.
-                _ if attempt == 0 => {
-                    let mut filled = false;
-                    for v in self.0.free_variables() {
-                        if !KNOWN_KEYS.contains(&v.as_str()) && ctx.get(&v).is_none() {
-                            ctx[v.as_str()] = serde_json::Value::String(String::new());
-                            filled = true;
-                        }
-                    }
-                    if !filled {
-                        break;
-                    }
-                }
-                _ => break,
-            }
-            last = self.0.render(&ctx);
-        }
-        last
-    }
-
-    fn free_variables(&self) -> Vec<String> {
-        self.0.free_variables()
-    }
-
-    fn special_tokens(&self) -> (String, String) {
-        self.0.special_tokens()
-    }
-}
-
-/// Renders a template context (`messages`, `tools`, `add_generation_prompt`, `enable_thinking`,
-/// `bos_token`, ...) into text. The analysis depends only on this trait.
-pub trait Render {
-    /// Renders `ctx`; `Err` carries the template's error message.
-    fn render(&self, ctx: &serde_json::Value) -> Result<String, String>;
-
-    /// Variables the template reads (a hint for retrying renders that fail on an undefined
-    /// variable when the error does not name it). Default: none known.
-    fn free_variables(&self) -> Vec<String> {
-        Vec::new()
-    }
-
-    /// The BOS and EOS tokens prompts are rendered with (`bos_token`, `eos_token`).
-    /// Default: none (empty).
-    fn special_tokens(&self) -> (String, String) {
-        (String::new(), String::new())
-    }
-}
-
-/// A [`ChatTemplate`](crate::template::ChatTemplate) as a [`Render`] that also reports the
-/// template's free variables.
-pub struct TemplateRender<'t>(pub &'t crate::template::ChatTemplate);
-
-impl Render for TemplateRender<'_> {
-    fn render(&self, ctx: &serde_json::Value) -> Result<String, String> {
-        self.0.render(ctx).map_err(|e| e.to_string())
-    }
-    fn free_variables(&self) -> Vec<String> {
-        self.0.variables(false).into_iter().collect()
-    }
-    fn special_tokens(&self) -> (String, String) {
-        (self.0.bos_token().to_owned(), self.0.eos_token().to_owned())
-    }
-}
-
-/// [`analyze`] for a [`ChatTemplate`](crate::template::ChatTemplate).
-pub fn analyze_template(t: &crate::template::ChatTemplate) -> Result<TemplateAnalysis, AnalysisError> {
-    analyze(&TemplateRender(t))
-}
-
 #[cfg(test)]
 pub(crate) mod test_util {
     use crate::template::ChatTemplate;
@@ -432,7 +309,7 @@ mod all_templates {
                     continue;
                 }
             };
-            match super::analyze_template(&t) {
+            match super::analyze(&t) {
                 Ok(a) => {
                     ok += 1;
                     if let Ok(dir) = std::env::var("DUMP") {

@@ -3,7 +3,7 @@
 use serde_json::{json, Value};
 
 use super::diff::{calculate_diff_split, DiffSplit};
-use super::Render;
+use crate::template::Render;
 
 /// Needles: distinctive values whose position in renders reveals the markers around them.
 pub mod needle {
@@ -175,17 +175,17 @@ impl<'r> Probe<'r> {
     pub fn render_asst(&self, a: &Asst) -> Result<String, String> {
         let mut m = self.base();
         m.push(self.asst_json(a));
-        self.r.render(&self.ctx(m, false, Some(true)))
+        self.render(&self.ctx(m, false, Some(true)))
     }
 
     /// Renders `[user]` with a generation prompt.
     pub fn render_prompt(&self, thinking: Option<bool>) -> Result<String, String> {
-        self.r.render(&self.ctx(self.base(), true, thinking))
+        self.render(&self.ctx(self.base(), true, thinking))
     }
 
-    /// Renders any context.
+    /// Renders any context; the phases compare and report error messages.
     pub fn render(&self, ctx: &Value) -> Result<String, String> {
-        self.r.render(ctx)
+        self.r.render(ctx).map_err(|e| e.to_string())
     }
 
     /// Diff of two assistant messages' renders.

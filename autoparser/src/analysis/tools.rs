@@ -894,7 +894,7 @@ mod tests {
     fn analyzed(name: &str) -> TemplateAnalysis {
         let path = crate::analysis::test_util::template_path(name);
         let t = crate::analysis::test_util::template(&std::fs::read_to_string(path).unwrap()).unwrap();
-        crate::analysis::analyze_template(&t).unwrap()
+        crate::analysis::analyze(&t).unwrap()
     }
 
     #[test]

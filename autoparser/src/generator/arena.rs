@@ -5,8 +5,8 @@ use peg_runtime::{Arena, Builder, Error, Parser};
 use serde_json::Value;
 
 use super::literal::{LiteralSchema, PythonSpelling};
-use super::request::{ReasoningFormat, Request, ToolChoice};
 use crate::analysis::{with_name, AddressedParts, ContentMode, ElementSyntax, ReasoningMode, TemplateAnalysis, ToolFormat};
+use crate::request::{ReasoningFormat, Request, ToolChoice};
 
 mod recovery;
 
@@ -1267,7 +1267,7 @@ mod literal_value_tests {
     use serde_json::{json, Value};
 
     use crate::analysis::test_util::template;
-    use crate::analysis::{analyze_template, TemplateAnalysis, TemplateRender};
+    use crate::analysis::{analyze, TemplateAnalysis};
     use crate::generator::{generate, GeneratedParser, Request};
 
     const TOOLS: &str = r#"[{"type": "function", "function": {"name": "search", "parameters": {"type": "object", "properties": {
@@ -1284,10 +1284,10 @@ mod literal_value_tests {
     fn generated(name: &str, tools: &str) -> (GeneratedParser, TemplateAnalysis, ChatParser) {
         let src = std::fs::read_to_string(crate::analysis::test_util::templates_dir().join(format!("{name}.jinja"))).unwrap();
         let t = template(&src).unwrap();
-        let a = analyze_template(&t).unwrap();
+        let a = analyze(&t).unwrap();
         let tools: Value = serde_json::from_str(tools).unwrap();
-        let req = Request::from_inputs(&json!({"messages": [{"role": "user", "content": "hi"}], "tools": tools}));
-        let g = generate(&TemplateRender(&t), &a, &req).unwrap();
+        let req = Request::from_json(&json!({"messages": [{"role": "user", "content": "hi"}], "tools": tools})).unwrap();
+        let g = generate(&t, &a, &req).unwrap();
         let parser = g.chat_parser(Strictness::Lenient);
         (g, a, parser)
     }
@@ -1525,16 +1525,17 @@ mod literal_value_tests {
             for name in ["google-gemma-4-31B-it", "LFM2.5-8B-A1B"] {
                 let src = std::fs::read_to_string(crate::analysis::test_util::templates_dir().join(format!("{name}.jinja"))).unwrap();
                 let t = template(&src).unwrap();
-                let a = analyze_template(&t).unwrap();
+                let a = analyze(&t).unwrap();
                 let req =
-                    Request::from_inputs(&json!({"messages": [{"role": "user", "content": "hi"}], "tools": serde_json::from_str::<Value>(&tools).unwrap()}));
-                match generate(&TemplateRender(&t), &a, &req) {
+                    Request::from_json(&json!({"messages": [{"role": "user", "content": "hi"}], "tools": serde_json::from_str::<Value>(&tools).unwrap()}))
+                        .unwrap();
+                match generate(&t, &a, &req) {
                     Ok(g) => {
                         let text = g.grammar.unwrap_or_else(|| panic!("{name}: no grammar for {schema}"));
                         peg_runtime::gbnf::Grammar::parse(&text).unwrap_or_else(|e| panic!("{name} {schema}: {e}"));
                     }
                     // The JSON-schema converter refuses contradictions and dangling `$ref`s.
-                    Err(e) => assert!(matches!(e, crate::generator::GenerateError::Grammar(ref m) if m.contains("Schema")), "{name} {schema}: {e}"),
+                    Err(e) => assert!(e.kind() == crate::ErrorKind::Generation && e.detail().contains("Schema"), "{name} {schema}: {e}"),
                 }
             }
         }
@@ -1547,16 +1548,16 @@ mod tagged_args_tests {
     use serde_json::{json, Value};
 
     use crate::analysis::test_util::template;
-    use crate::analysis::{analyze_template, TemplateAnalysis, TemplateRender};
+    use crate::analysis::{analyze, TemplateAnalysis};
     use crate::generator::{generate, GeneratedParser, Request};
 
     fn generated(name: &str, params: Value) -> (GeneratedParser, TemplateAnalysis, ChatParser) {
         let src = std::fs::read_to_string(crate::analysis::test_util::template_path(name)).unwrap();
         let t = template(&src).unwrap();
-        let a = analyze_template(&t).unwrap();
+        let a = analyze(&t).unwrap();
         let tools = json!([{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": params}}}]);
-        let req = Request::from_inputs(&json!({"messages": [{"role": "user", "content": "hi"}], "tools": tools}));
-        let g = generate(&TemplateRender(&t), &a, &req).unwrap();
+        let req = Request::from_json(&json!({"messages": [{"role": "user", "content": "hi"}], "tools": tools})).unwrap();
+        let g = generate(&t, &a, &req).unwrap();
         let parser = g.chat_parser(Strictness::Lenient);
         (g, a, parser)
     }
@@ -1671,7 +1672,7 @@ mod parts_tests {
     use peg_runtime::chat::Strictness;
     use serde_json::{json, Value};
 
-    use crate::analysis::{analyze_template, TemplateRender};
+    use crate::analysis::analyze;
     use crate::generator::{generate, GrammarTrigger, Request};
     use crate::template::ChatTemplate;
 
@@ -1685,16 +1686,16 @@ mod parts_tests {
     fn addressed_parts_parse_stream_and_fit_the_grammar() {
         let tools = json!([{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}},
             {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties": {"zone": {"type": "string"}}}}}]);
-        let req = Request::from_inputs(&json!({"messages": [{"role": "user", "content": "hi"}], "tools": tools, "parallel_tool_calls": true}));
+        let req = Request::from_json(&json!({"messages": [{"role": "user", "content": "hi"}], "tools": tools, "parallel_tool_calls": true})).unwrap();
         let cases = [
             ("addressed-special", "to=thoughts<|message|>Hmm.\nto=user?<|end|>to=user<|message|>On it: to=x<|end|>to=get_weather<|message|>{\"city\": \"Paris\"}<|end|>to=get_time<|message|>{\"zone\": \"CET\"}", "Hmm.\nto=user?", "On it: to=x"),
             ("addressed-words", "@user: On it.\n@someone: not a part\n@get_weather: {\"city\": \"Paris\"}\n@get_time: {\"zone\": \"CET\"}", "", "On it.\n@someone: not a part"),
         ];
         for (name, out, reasoning, content) in cases {
             let t = fixture(name);
-            let a = analyze_template(&t).unwrap();
+            let a = analyze(&t).unwrap();
             assert!(a.parts.is_some(), "{name}: {a:?}");
-            let g = generate(&TemplateRender(&t), &a, &req).unwrap();
+            let g = generate(&t, &a, &req).unwrap();
             assert!(
                 g.grammar_lazy && g.grammar_triggers.iter().all(|t| matches!(t, GrammarTrigger::Word(w) if w.contains("get_"))),
                 "{name}: {:?}",
@@ -1716,13 +1717,13 @@ mod parts_tests {
     fn parts_opened_by_the_prompt() {
         let src = std::fs::read_to_string(crate::analysis::test_util::templates_dir().join("meetkai-functionary-medium-v3.2.jinja")).unwrap();
         let t = crate::analysis::test_util::template(&src).unwrap();
-        let a = analyze_template(&t).unwrap();
+        let a = analyze(&t).unwrap();
         assert_eq!(a.builder, None);
         let p = a.parts.clone().unwrap();
         assert_eq!((p.part_start.as_str(), p.content_recipient.as_str(), p.recipient_suffix.as_str()), (">>>", "all", "\n"));
         let tools = json!([{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"n": {"type": "integer"}}}}}]);
-        let req = Request::from_inputs(&json!({"messages": [{"role": "user", "content": "hi"}], "tools": tools, "parallel_tool_calls": true}));
-        let g = generate(&TemplateRender(&t), &a, &req).unwrap();
+        let req = Request::from_json(&json!({"messages": [{"role": "user", "content": "hi"}], "tools": tools, "parallel_tool_calls": true})).unwrap();
+        let g = generate(&t, &a, &req).unwrap();
         assert!(g.grammar_triggers.contains(&GrammarTrigger::Word(">>>f\n".into())), "{:?}", g.grammar_triggers);
         let parser = g.chat_parser(Strictness::Lenient);
         for (out, content, n) in

@@ -3,7 +3,6 @@
 
 mod arena;
 mod literal;
-pub mod request;
 
 use std::sync::Arc;
 
@@ -11,9 +10,11 @@ use peg_runtime::chat::{ChatParseOptions, ChatParser, Strictness, ToolSpec};
 use peg_runtime::Arena;
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::{diff::calculate_diff_split, Render, TemplateAnalysis, ToolFormat};
+use crate::analysis::{diff::calculate_diff_split, TemplateAnalysis, ToolFormat};
+use crate::error::{Error, ErrorKind};
+use crate::request::{ContinueFinal, ReasoningFormat, Request, ToolChoice};
+use crate::template::{Lenient, Render};
 pub use arena::{build_arena, build_grammar_arena, tags};
-pub use request::{ContinueFinal, ReasoningFormat, Request, ToolChoice};
 
 /// What starts the constrained part of a lazy grammar.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -68,20 +69,6 @@ impl GeneratedParser {
     }
 }
 
-/// Why generation failed.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum GenerateError {
-    /// The template failed on the request.
-    #[error("template render failed: {0}")]
-    Render(String),
-    /// The arena did not build.
-    #[error("parser construction failed: {0}")]
-    Arena(String),
-    /// The grammar did not generate.
-    #[error("grammar generation failed: {0}")]
-    Grammar(String),
-}
-
 /// The prefill (seed 002): what the prompt's end already wrote of the model's turn.
 ///
 /// 1. start and end at the end (`<think></think>`): `start + end`, reasoning opened and closed;
@@ -125,15 +112,15 @@ fn continue_final(
     mode: ContinueFinal,
     last: &serde_json::Value,
     earlier: &[serde_json::Value],
-) -> Result<(String, String, String), GenerateError> {
-    let p0 = r.render(&req.context_with(earlier, true)).map_err(GenerateError::Render)?;
+) -> Result<(String, String, String), Error> {
+    let p0 = r.render(&context(req, earlier, true)).map_err(render_failed)?;
     // Templates may refuse a final message without content: then the turn is built below.
-    let full = r.render(&req.context(false)).unwrap_or_default();
+    let full = r.render(&context(req, &req.messages, false)).unwrap_or_default();
     let get = |k: &str| last.get(k).and_then(serde_json::Value::as_str).unwrap_or("");
     let reasoning_text = [get("reasoning_content"), get("thinking"), get("reasoning")].into_iter().find(|s| !s.is_empty()).unwrap_or("");
     let content_text = get("content");
     let text = if mode == ContinueFinal::Reasoning { reasoning_text } else { content_text };
-    let gp_for = |prompt: &str| calculate_diff_split(&r.render(&req.context_with(earlier, false)).unwrap_or_default(), prompt).right;
+    let gp_for = |prompt: &str| calculate_diff_split(&r.render(&context(req, earlier, false)).unwrap_or_default(), prompt).right;
     // The template rendered the text (and the reasoning, if any) after the new turn's start: cut there.
     if !text.is_empty() {
         if let Some(pos) = full.rfind(text) {
@@ -221,38 +208,80 @@ fn continue_final(
 /// let parsed = g.arena.parse(out.as_bytes(), false).unwrap();
 /// assert_eq!(parsed.result.outcome, peg_runtime::Outcome::Success);
 /// ```
-pub fn generate(r: &dyn Render, a: &TemplateAnalysis, req: &Request) -> Result<GeneratedParser, GenerateError> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| generate_inner(r, a, req)))
-        .unwrap_or_else(|_| Err(GenerateError::Arena("internal error during generation".into())))
+pub fn generate(r: &dyn Render, a: &TemplateAnalysis, req: &Request) -> Result<GeneratedParser, Error> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| generate_inner(r, a, req))).unwrap_or_else(|panic| Err(Error::from_panic("generation", panic)))
 }
 
 /// The request as the template is rendered with it: arguments as objects where the template
 /// reads them so, and the template's own special tokens unless the request names them.
 fn template_request(r: &dyn Render, a: &TemplateAnalysis, req: &Request) -> Request {
-    let mut req = if a.caps.supports_object_arguments { req.with_object_arguments() } else { req.clone() };
+    let mut req = req.clone();
+    if a.caps.supports_object_arguments {
+        object_arguments(&mut req.messages);
+    }
     let (bos, eos) = r.special_tokens();
-    req.extra_context.entry("bos_token").or_insert_with(|| bos.into());
-    req.extra_context.entry("eos_token").or_insert_with(|| eos.into());
+    req.chat_template_kwargs.entry("bos_token").or_insert_with(|| bos.into());
+    req.chat_template_kwargs.entry("eos_token").or_insert_with(|| eos.into());
     req
+}
+
+/// Tool-call arguments given as JSON text become objects (templates that iterate
+/// `arguments.items()` need objects).
+fn object_arguments(messages: &mut [serde_json::Value]) {
+    use serde_json::Value;
+    for m in messages {
+        let Some(calls) = m.get_mut("tool_calls").and_then(Value::as_array_mut) else { continue };
+        for c in calls {
+            let Some(f) = c.get_mut("function") else { continue };
+            if let Some(Value::String(text)) = f.get("arguments") {
+                if let Ok(v @ Value::Object(_)) = serde_json::from_str::<Value>(text) {
+                    f["arguments"] = v;
+                }
+            }
+        }
+    }
+}
+
+/// The context the generator renders: the request as llama.cpp's server passes it (thinking on
+/// unless the request turns it off, `tools` only when there are some), then `now` and the
+/// request's template variables.
+fn context(req: &Request, messages: &[serde_json::Value], add_generation_prompt: bool) -> serde_json::Value {
+    let mut c = serde_json::json!({
+        "messages": messages,
+        "add_generation_prompt": add_generation_prompt,
+        "enable_thinking": req.enable_thinking.unwrap_or(true),
+        "bos_token": "",
+        "eos_token": "",
+    });
+    if !req.tools.is_empty() {
+        c["tools"] = serde_json::Value::Array(req.tools.clone());
+    }
+    if let Some(now) = req.now {
+        c["now"] = now.into();
+    }
+    for (k, v) in &req.chat_template_kwargs {
+        c[k] = v.clone();
+    }
+    c
 }
 
 /// Renders `req`'s conversation exactly as [`generate`] renders its prompt (same context), with
 /// or without the generation prompt: the text a finished turn has in a later prompt.
-pub fn render_conversation(r: &dyn Render, a: &TemplateAnalysis, req: &Request, add_generation_prompt: bool) -> Result<String, GenerateError> {
-    let lenient = crate::analysis::Lenient(r);
+pub fn render_conversation(r: &dyn Render, a: &TemplateAnalysis, req: &Request, add_generation_prompt: bool) -> Result<String, Error> {
+    let lenient = Lenient(r);
     let req = template_request(&lenient, a, req);
-    lenient.render(&req.context(add_generation_prompt)).map_err(GenerateError::Render)
+    lenient.render(&context(&req, &req.messages, add_generation_prompt)).map_err(render_failed)
 }
 
-fn generate_inner(r: &dyn Render, a: &TemplateAnalysis, req: &Request) -> Result<GeneratedParser, GenerateError> {
-    let lenient = crate::analysis::Lenient(r);
+fn generate_inner(r: &dyn Render, a: &TemplateAnalysis, req: &Request) -> Result<GeneratedParser, Error> {
+    let lenient = Lenient(r);
     let r: &dyn Render = &lenient;
     let req = &template_request(r, a, req);
-    let (mut prompt, generation_prompt, prefill) = match (req.continue_final, req.messages.split_last()) {
+    let (mut prompt, generation_prompt, prefill) = match (req.continue_final_message, req.messages.split_last()) {
         (ContinueFinal::None, _) | (_, None) => {
-            let prompt = r.render(&req.context(req.add_generation_prompt)).map_err(GenerateError::Render)?;
+            let prompt = r.render(&context(req, &req.messages, req.add_generation_prompt)).map_err(render_failed)?;
             let generation_prompt = if req.add_generation_prompt {
-                match r.render(&req.context(false)) {
+                match r.render(&context(req, &req.messages, false)) {
                     Ok(without) => calculate_diff_split(&without, &prompt).right,
                     Err(_) => String::new(),
                 }
@@ -269,7 +298,7 @@ fn generate_inner(r: &dyn Render, a: &TemplateAnalysis, req: &Request) -> Result
         (mode, Some((last, earlier))) => continue_final(r, a, req, mode, last, earlier)?,
     };
     // Tokens the tokenizer adds itself are not in the prompt text (as llama.cpp does).
-    let special = |key: &str| req.extra_context.get(key).and_then(serde_json::Value::as_str).unwrap_or("").to_owned();
+    let special = |key: &str| req.chat_template_kwargs.get(key).and_then(serde_json::Value::as_str).unwrap_or("").to_owned();
     let (bos, eos) = (special("bos_token"), special("eos_token"));
     if req.add_bos && !bos.is_empty() && prompt.starts_with(&bos) {
         prompt.drain(..bos.len());
@@ -277,7 +306,7 @@ fn generate_inner(r: &dyn Render, a: &TemplateAnalysis, req: &Request) -> Result
     if req.add_eos && !eos.is_empty() && prompt.ends_with(&eos) {
         prompt.truncate(prompt.len() - eos.len());
     }
-    let arena = build_arena(a, req).map_err(|e| GenerateError::Arena(e.to_string()))?;
+    let arena = build_arena(a, req).map_err(|e| generation_failed("parser construction", e))?;
     let tools_on = !req.tools.is_empty() && req.tool_choice != ToolChoice::None && a.tools.format.mode != ToolFormat::None;
     let mut grammar_triggers = Vec::new();
     if tools_on && req.tool_choice == ToolChoice::Auto {
@@ -299,8 +328,8 @@ fn generate_inner(r: &dyn Render, a: &TemplateAnalysis, req: &Request) -> Result
     }
     let constrained = tools_on || req.json_schema.is_some();
     let grammar = if constrained {
-        let ga = build_grammar_arena(a, req, &prefill).map_err(|e| GenerateError::Arena(e.to_string()))?;
-        Some(arena::grammar(&ga, grammar_lazy).map_err(|e| GenerateError::Grammar(e.to_string()))?)
+        let ga = build_grammar_arena(a, req, &prefill).map_err(|e| generation_failed("parser construction", e))?;
+        Some(arena::grammar(&ga, grammar_lazy).map_err(|e| generation_failed("grammar generation", e))?)
     } else {
         None
     };
@@ -317,6 +346,14 @@ fn generate_inner(r: &dyn Render, a: &TemplateAnalysis, req: &Request) -> Result
         warnings: schema_warnings(&req.tool_schemas()),
         tools: req.tools.iter().filter_map(ToolSpec::from_openai).collect(),
     })
+}
+
+fn render_failed(e: Error) -> Error {
+    Error::new(ErrorKind::Generation, format!("the template failed on the request: {e}")).with_source(e)
+}
+
+fn generation_failed(what: &str, e: peg_runtime::Error) -> Error {
+    Error::new(ErrorKind::Generation, format!("{what} failed: {e}")).with_source(e)
 }
 
 /// A warning for each `type` name in the tools' schemas that is no JSON type nor a known
@@ -361,10 +398,10 @@ mod tests {
     fn unknown_type_names_degrade_with_a_warning() {
         let src = "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% for c in m.tool_calls or [] %}<tool_call>{{ c.function | tojson }}</tool_call>{% endfor %}<|end|>{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}";
         let t = ChatTemplate::from_source(src, "", "").unwrap();
-        let a = analyze_template(&t).unwrap();
+        let a = analyze(&t).unwrap();
         let inputs = serde_json::json!({"messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function", "function": {"name": "f",
             "parameters": {"type": "object", "properties": {"x": {"type": "float"}, "y": {"type": "int"}, "z": {"type": "dict"}, "w": {"type": "tensor"}}, "required": ["x"]}}}]});
-        let g = generate(&TemplateRender(&t), &a, &Request::from_inputs(&inputs)).unwrap();
+        let g = generate(&t, &a, &Request::from_json(&inputs).unwrap()).unwrap();
         assert_eq!(g.warnings, ["tool `f`: unknown type `tensor` at `/properties/w`; its value is not constrained"]);
         let grammar = peg_runtime::gbnf::Grammar::parse(g.grammar.as_ref().unwrap()).unwrap();
         let call = |args: &str| format!(r#"<tool_call>{{"name": "f", "arguments": {args}}}</tool_call>"#);
@@ -373,25 +410,25 @@ mod tests {
         let parsed = g.chat_parser(Strictness::Lenient).parse(&call(r#"{"x": 1.5, "w": "t"}"#), false).unwrap();
         assert_eq!(parsed.message.tool_calls[0].arguments, r#"{"x": 1.5, "w": "t"}"#);
     }
-    use crate::analysis::{analyze_template, TemplateRender};
+    use crate::analysis::analyze;
     use crate::template::ChatTemplate;
 
     #[test]
     fn prompt_has_the_template_bos_unless_the_tokenizer_adds_it() {
         let src = "{{ bos_token }}{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{{ eos_token }}{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}";
         let t = ChatTemplate::from_source(src, "<s>", "</s>").unwrap();
-        let a = analyze_template(&t).unwrap();
+        let a = analyze(&t).unwrap();
         let inputs = serde_json::json!({"messages": [{"role": "user", "content": "hi"}]});
-        let g = generate(&TemplateRender(&t), &a, &Request::from_inputs(&inputs)).unwrap();
+        let g = generate(&t, &a, &Request::from_json(&inputs).unwrap()).unwrap();
         assert_eq!(g.prompt, "<s><|user|>hi</s><|assistant|>");
         assert_eq!(g.generation_prompt, "<|assistant|>");
         let mut inputs = inputs;
         inputs["add_bos"] = true.into();
-        let g = generate(&TemplateRender(&t), &a, &Request::from_inputs(&inputs)).unwrap();
+        let g = generate(&t, &a, &Request::from_json(&inputs).unwrap()).unwrap();
         assert_eq!(g.prompt, "<|user|>hi</s><|assistant|>");
         // A request may name its own tokens.
         inputs["chat_template_kwargs"] = serde_json::json!({"bos_token": "<BOS>"});
-        let g = generate(&TemplateRender(&t), &a, &Request::from_inputs(&inputs)).unwrap();
+        let g = generate(&t, &a, &Request::from_json(&inputs).unwrap()).unwrap();
         assert_eq!(g.prompt, "<|user|>hi</s><|assistant|>");
     }
 }

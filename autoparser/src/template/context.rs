@@ -1,9 +1,11 @@
 //! From an OpenAI chat-completions request to the template context, and the prompt it renders.
 
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value as Json};
 
-use super::{env, Capabilities, ChatTemplate, TemplateError};
+use super::{env, Capabilities, ChatTemplate};
+use crate::error::{Error, ErrorKind};
+use crate::request::{ContinueFinal, Request};
 
 /// Tags a model wraps its reasoning in (e.g. `<think>` / `</think>`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -32,94 +34,6 @@ pub(crate) fn guess_reasoning_tags(source: &str) -> Option<ReasoningTags> {
     None
 }
 
-/// How the final message of a request is treated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ContinueMode {
-    /// A normal conversation: the model answers after the generation prompt.
-    #[default]
-    None,
-    /// The final assistant message's `content` is partial: the model continues it.
-    Content,
-    /// The final assistant message's `reasoning_content` is partial: the model continues it.
-    Reasoning,
-}
-
-impl<'de> Deserialize<'de> for ContinueMode {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            Bool(bool),
-            Str(String),
-            Null(()),
-        }
-        Ok(match Raw::deserialize(d)? {
-            Raw::Bool(true) => ContinueMode::Content,
-            Raw::Bool(false) | Raw::Null(()) => ContinueMode::None,
-            Raw::Str(s) => match s.as_str() {
-                "none" | "" => ContinueMode::None,
-                "content" => ContinueMode::Content,
-                "reasoning" => ContinueMode::Reasoning,
-                other => return Err(serde::de::Error::custom(format!("continue_final_message must be none, content or reasoning, not {other:?}"))),
-            },
-        })
-    }
-}
-
-fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Default + Deserialize<'de>,
-{
-    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
-}
-
-/// An OpenAI-style chat request (the shape of the corpus `inputs` object).
-///
-/// Unknown fields are ignored. `messages` and `tools` use the chat-completions format.
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
-pub struct ChatRequest {
-    /// Conversation messages (`role`, `content` as text or parts, `tool_calls`,
-    /// `reasoning_content`, `tool_call_id`, `name`...).
-    #[serde(default, deserialize_with = "null_as_default")]
-    pub messages: Vec<Json>,
-    /// Tool definitions (`{"type": "function", "function": {...}}`).
-    #[serde(default, deserialize_with = "null_as_default")]
-    pub tools: Vec<Json>,
-    /// RAG documents, passed through as `documents`.
-    #[serde(default)]
-    pub documents: Option<Json>,
-    /// Append the assistant-turn opener.
-    #[serde(default)]
-    pub add_generation_prompt: bool,
-    /// Continue the final assistant message instead of opening a new turn.
-    #[serde(default)]
-    pub continue_final_message: ContinueMode,
-    /// Passed as `enable_thinking` when set (left undefined otherwise, as HF does);
-    /// `chat_template_kwargs` may override it.
-    #[serde(default)]
-    pub enable_thinking: Option<bool>,
-    /// Passed as `reasoning_effort` when set.
-    #[serde(default)]
-    pub reasoning_effort: Option<String>,
-    /// A JSON schema as text; when non-empty it is parsed and passed as `response_format`.
-    #[serde(default, deserialize_with = "null_as_default")]
-    pub json_schema: String,
-    /// Extra template variables, applied last.
-    #[serde(default, deserialize_with = "null_as_default")]
-    pub chat_template_kwargs: Map<String, Json>,
-    /// The clock `strftime_now` reads (Unix seconds, UTC). Default: the Unix epoch.
-    #[serde(default)]
-    pub now: Option<i64>,
-    /// The tokenizer adds BOS itself: drop a BOS the template wrote at the start.
-    #[serde(default)]
-    pub add_bos: bool,
-    /// The tokenizer adds EOS itself: drop an EOS the template wrote at the end.
-    #[serde(default)]
-    pub add_eos: bool,
-}
-
 /// What [`ChatTemplate::apply`] renders.
 ///
 /// Without `continue_final_message`, `generation_prompt` is what `add_generation_prompt`
@@ -141,12 +55,12 @@ pub(crate) const PRESERVE_KNOBS: &[(&str, bool)] =
 
 const CONTINUE_MARKER: &str = "XCHATPEGCONTINUEMARKERX";
 
-fn bad(msg: impl Into<String>) -> TemplateError {
-    TemplateError::InvalidSource(msg.into())
+fn bad(msg: impl Into<String>) -> Error {
+    Error::new(ErrorKind::InvalidRequest, msg)
 }
 
 /// Normalize request messages for this template's needs.
-pub(crate) fn prepare_messages(messages: &[Json], caps: &Capabilities) -> Result<Vec<Json>, TemplateError> {
+pub(crate) fn prepare_messages(messages: &[Json], caps: &Capabilities) -> Result<Vec<Json>, Error> {
     messages
         .iter()
         .enumerate()
@@ -229,7 +143,7 @@ fn normalize_content(content: &mut Json, caps: &Capabilities) {
 }
 
 /// The context for one render: every variable but `messages` and `add_generation_prompt`.
-fn base_context(tmpl: &ChatTemplate, req: &ChatRequest) -> Result<Map<String, Json>, TemplateError> {
+fn base_context(tmpl: &ChatTemplate, req: &Request) -> Result<Map<String, Json>, Error> {
     let mut ctx = Map::new();
     // As HF: `tools` and `documents` are always defined, `None` when absent.
     let tools = if req.tools.is_empty() { Json::Null } else { Json::Array(req.tools.clone()) };
@@ -243,9 +157,8 @@ fn base_context(tmpl: &ChatTemplate, req: &ChatRequest) -> Result<Map<String, Js
     if let Some(e) = &req.reasoning_effort {
         ctx.insert("reasoning_effort".into(), e.clone().into());
     }
-    if !req.json_schema.trim().is_empty() {
-        let schema: Json = serde_json::from_str(&req.json_schema).map_err(|e| bad(format!("json_schema is not valid JSON: {e}")))?;
-        ctx.insert("response_format".into(), schema);
+    if let Some(schema) = &req.json_schema {
+        ctx.insert("response_format".into(), schema.clone());
     }
     for (k, v) in &req.chat_template_kwargs {
         ctx.insert(k.clone(), v.clone());
@@ -262,7 +175,7 @@ fn base_context(tmpl: &ChatTemplate, req: &ChatRequest) -> Result<Map<String, Js
     Ok(ctx)
 }
 
-fn render_with(tmpl: &ChatTemplate, base: &Map<String, Json>, messages: &[Json], agp: bool) -> Result<String, TemplateError> {
+fn render_with(tmpl: &ChatTemplate, base: &Map<String, Json>, messages: &[Json], agp: bool) -> Result<String, Error> {
     let mut ctx = base.clone();
     ctx.insert("messages".into(), Json::Array(messages.to_vec()));
     ctx.insert("add_generation_prompt".into(), agp.into());
@@ -278,7 +191,7 @@ pub(crate) fn common_prefix(a: &str, b: &str) -> usize {
     n
 }
 
-pub(crate) fn apply(tmpl: &ChatTemplate, req: &ChatRequest) -> Result<RenderedPrompt, TemplateError> {
+pub(crate) fn apply(tmpl: &ChatTemplate, req: &Request) -> Result<RenderedPrompt, Error> {
     let mut out = apply_inner(tmpl, req)?;
     let (bos, eos) = (tmpl.bos_token(), tmpl.eos_token());
     if req.add_bos && !bos.is_empty() && out.prompt.starts_with(bos) {
@@ -296,11 +209,11 @@ pub(crate) fn apply(tmpl: &ChatTemplate, req: &ChatRequest) -> Result<RenderedPr
     Ok(out)
 }
 
-fn apply_inner(tmpl: &ChatTemplate, req: &ChatRequest) -> Result<RenderedPrompt, TemplateError> {
+fn apply_inner(tmpl: &ChatTemplate, req: &Request) -> Result<RenderedPrompt, Error> {
     let caps = tmpl.capabilities();
     let messages = prepare_messages(&req.messages, &caps)?;
     let base = base_context(tmpl, req)?;
-    if req.continue_final_message == ContinueMode::None {
+    if req.continue_final_message == ContinueFinal::None {
         let with = render_with(tmpl, &base, &messages, true)?;
         let without = render_with(tmpl, &base, &messages, false)?;
         let generation_prompt = with[common_prefix(&with, &without)..].to_string();
@@ -328,11 +241,11 @@ fn apply_inner(tmpl: &ChatTemplate, req: &ChatRequest) -> Result<RenderedPrompt,
     // The template never shows a final message's reasoning, but the model writes it between
     // known tags: open the assistant turn and write the reasoning (and content) ourselves.
     if let Some(tags) = tmpl.reasoning_tags() {
-        if (mode == ContinueMode::Reasoning || !reasoning.is_empty()) && !tmpl.renders_final_reasoning() {
+        if (mode == ContinueFinal::Reasoning || !reasoning.is_empty()) && !tmpl.renders_final_reasoning() {
             let mut prompt = render_with(tmpl, &base, history, true)?;
             prompt.push_str(&tags.start);
             prompt.push_str(&reasoning);
-            if mode == ContinueMode::Content {
+            if mode == ContinueFinal::Content {
                 prompt.push_str(&tags.end);
                 prompt.push_str(&content);
             }
@@ -342,7 +255,7 @@ fn apply_inner(tmpl: &ChatTemplate, req: &ChatRequest) -> Result<RenderedPrompt,
 
     // Render with a marker right after the partial text, and cut there: the text up to the
     // marker is exactly what the template writes before the model's continuation.
-    let attempt = |field: &str| -> Result<Option<String>, TemplateError> {
+    let attempt = |field: &str| -> Result<Option<String>, Error> {
         let mut m = last.as_object().cloned().unwrap_or_default();
         let marked = Json::String(format!("{}{CONTINUE_MARKER}", text(field)));
         m.insert(field.into(), marked.clone());
@@ -355,7 +268,7 @@ fn apply_inner(tmpl: &ChatTemplate, req: &ChatRequest) -> Result<RenderedPrompt,
         Ok(out.find(CONTINUE_MARKER).map(|i| out[..i].to_string()))
     };
     let mut cut = None;
-    if mode == ContinueMode::Reasoning {
+    if mode == ContinueFinal::Reasoning {
         // Partial reasoning with empty content may be refused by the template: fall through.
         cut = attempt("reasoning_content").unwrap_or(None);
     }

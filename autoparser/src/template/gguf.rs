@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::io::{Read, Seek, SeekFrom};
 
-use super::TemplateError;
+use crate::error::{Error, ErrorKind};
 
 /// Longest string value accepted (chat templates are far smaller).
 const MAX_STRING: u64 = 64 << 20;
@@ -72,8 +72,8 @@ pub struct GgufMetadata {
     pub kv: BTreeMap<String, GgufValue>,
 }
 
-fn err(msg: impl Into<String>) -> TemplateError {
-    TemplateError::Gguf(msg.into())
+fn err(msg: impl Into<String>) -> Error {
+    Error::new(ErrorKind::InvalidSource, format!("invalid GGUF file: {}", msg.into() as String))
 }
 
 struct Cursor<R> {
@@ -83,14 +83,14 @@ struct Cursor<R> {
 }
 
 impl<R: Read + Seek> Cursor<R> {
-    fn need(&self, n: u64, what: &str) -> Result<(), TemplateError> {
+    fn need(&self, n: u64, what: &str) -> Result<(), Error> {
         if self.len.saturating_sub(self.pos) < n {
             return Err(err(format!("truncated file: {what} needs {n} bytes at offset {}", self.pos)));
         }
         Ok(())
     }
 
-    fn bytes<const N: usize>(&mut self, what: &str) -> Result<[u8; N], TemplateError> {
+    fn bytes<const N: usize>(&mut self, what: &str) -> Result<[u8; N], Error> {
         self.need(N as u64, what)?;
         let mut b = [0u8; N];
         self.r.read_exact(&mut b).map_err(|e| err(format!("read error: {e}")))?;
@@ -98,22 +98,22 @@ impl<R: Read + Seek> Cursor<R> {
         Ok(b)
     }
 
-    fn u32(&mut self, what: &str) -> Result<u32, TemplateError> {
+    fn u32(&mut self, what: &str) -> Result<u32, Error> {
         Ok(u32::from_le_bytes(self.bytes(what)?))
     }
 
-    fn u64(&mut self, what: &str) -> Result<u64, TemplateError> {
+    fn u64(&mut self, what: &str) -> Result<u64, Error> {
         Ok(u64::from_le_bytes(self.bytes(what)?))
     }
 
-    fn skip(&mut self, n: u64, what: &str) -> Result<(), TemplateError> {
+    fn skip(&mut self, n: u64, what: &str) -> Result<(), Error> {
         self.need(n, what)?;
         self.r.seek(SeekFrom::Current(n as i64)).map_err(|e| err(format!("seek error: {e}")))?;
         self.pos += n;
         Ok(())
     }
 
-    fn seek_to(&mut self, pos: u64) -> Result<(), TemplateError> {
+    fn seek_to(&mut self, pos: u64) -> Result<(), Error> {
         if pos > self.len {
             return Err(err("offset past end of file"));
         }
@@ -122,7 +122,7 @@ impl<R: Read + Seek> Cursor<R> {
         Ok(())
     }
 
-    fn string(&mut self, what: &str) -> Result<String, TemplateError> {
+    fn string(&mut self, what: &str) -> Result<String, Error> {
         let n = self.u64(what)?;
         if n > MAX_STRING {
             return Err(err(format!("{what}: string of {n} bytes is too long")));
@@ -134,7 +134,7 @@ impl<R: Read + Seek> Cursor<R> {
         String::from_utf8(buf).map_err(|_| err(format!("{what}: string is not UTF-8")))
     }
 
-    fn skip_string(&mut self, what: &str) -> Result<(), TemplateError> {
+    fn skip_string(&mut self, what: &str) -> Result<(), Error> {
         let n = self.u64(what)?;
         self.skip(n, what)
     }
@@ -150,7 +150,7 @@ impl<R: Read + Seek> Cursor<R> {
         }
     }
 
-    fn value(&mut self, t: u32, depth: usize, what: &str) -> Result<GgufValue, TemplateError> {
+    fn value(&mut self, t: u32, depth: usize, what: &str) -> Result<GgufValue, Error> {
         Ok(match t {
             0 => GgufValue::U64(self.bytes::<1>(what)?[0] as u64),
             1 => GgufValue::I64(self.bytes::<1>(what)?[0] as i8 as i64),
@@ -191,7 +191,7 @@ impl<R: Read + Seek> Cursor<R> {
         })
     }
 
-    fn skip_array(&mut self, elem: u32, len: u64, depth: usize, what: &str) -> Result<(), TemplateError> {
+    fn skip_array(&mut self, elem: u32, len: u64, depth: usize, what: &str) -> Result<(), Error> {
         if let Some(size) = Self::scalar_size(elem) {
             let n = len.checked_mul(size).ok_or_else(|| err(format!("{what}: array too large")))?;
             return self.skip(n, what);
@@ -215,11 +215,11 @@ impl<R: Read + Seek> Cursor<R> {
 }
 
 /// Read a GGUF file's header and metadata (tensor data is never read).
-pub fn read_gguf_metadata<R: Read + Seek>(r: R) -> Result<GgufMetadata, TemplateError> {
+pub fn read_gguf_metadata<R: Read + Seek>(r: R) -> Result<GgufMetadata, Error> {
     read_inner(r).map(|(m, _)| m)
 }
 
-fn read_inner<R: Read + Seek>(mut r: R) -> Result<(GgufMetadata, Cursor<R>), TemplateError> {
+fn read_inner<R: Read + Seek>(mut r: R) -> Result<(GgufMetadata, Cursor<R>), Error> {
     let len = r.seek(SeekFrom::End(0)).map_err(|e| err(format!("seek error: {e}")))?;
     r.seek(SeekFrom::Start(0)).map_err(|e| err(format!("seek error: {e}")))?;
     let mut c = Cursor { r, pos: 0, len };
@@ -246,7 +246,7 @@ fn read_inner<R: Read + Seek>(mut r: R) -> Result<(GgufMetadata, Cursor<R>), Tem
 }
 
 /// Token text at `index` of a (large or inline) string array.
-fn token_at<R: Read + Seek>(c: &mut Cursor<R>, arr: &GgufValue, index: u64) -> Result<Option<String>, TemplateError> {
+fn token_at<R: Read + Seek>(c: &mut Cursor<R>, arr: &GgufValue, index: u64) -> Result<Option<String>, Error> {
     match arr {
         GgufValue::Array(items) => Ok(items.get(index as usize).and_then(|v| v.as_str()).map(String::from)),
         GgufValue::LargeArray { elem_type: 8, len, offset } => {
@@ -273,7 +273,7 @@ pub(crate) struct GgufChat {
 }
 
 /// Chat templates and special tokens from GGUF metadata.
-pub(crate) fn templates_from_gguf<R: Read + Seek>(r: R) -> Result<GgufChat, TemplateError> {
+pub(crate) fn templates_from_gguf<R: Read + Seek>(r: R) -> Result<GgufChat, Error> {
     let (meta, mut c) = read_inner(r)?;
     let mut templates = Vec::new();
     if let Some(src) = meta.kv.get("tokenizer.chat_template").and_then(|v| v.as_str()) {
@@ -285,9 +285,9 @@ pub(crate) fn templates_from_gguf<R: Read + Seek>(r: R) -> Result<GgufChat, Temp
         }
     }
     if templates.is_empty() {
-        return Err(TemplateError::InvalidSource("GGUF metadata has no tokenizer.chat_template".into()));
+        return Err(Error::new(ErrorKind::InvalidSource, "GGUF metadata has no tokenizer.chat_template"));
     }
-    let mut token = |key: &str| -> Result<String, TemplateError> {
+    let mut token = |key: &str| -> Result<String, Error> {
         let (Some(id), Some(tokens)) = (meta.kv.get(key).and_then(|v| v.as_u64()), meta.kv.get("tokenizer.ggml.tokens")) else {
             return Ok(String::new());
         };

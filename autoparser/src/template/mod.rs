@@ -3,17 +3,18 @@
 //! A [`ChatTemplate`] is compiled once and rendered many times. Sources are a `.jinja` file, a
 //! `tokenizer_config.json` or a GGUF file's metadata ([`load`]); the render context is either a
 //! raw JSON object ([`ChatTemplate::render`], the HF kwargs) or an OpenAI-style
-//! [`ChatRequest`] ([`ChatTemplate::apply`]). [`Capabilities`] are detected by probing renders.
+//! [`Request`](crate::Request) ([`ChatTemplate::apply`]). [`Capabilities`] are detected by probing renders.
 //!
 //! ```
-//! use autoparser::template::{ChatTemplate, ChatRequest};
+//! use autoparser::template::ChatTemplate;
+//! use autoparser::Request;
 //!
 //! let tmpl = ChatTemplate::from_source(
 //!     "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}\n{% endfor %}\
 //!      {% if add_generation_prompt %}<|assistant|>{% endif %}",
 //!     "<s>", "</s>",
 //! ).unwrap();
-//! let req: ChatRequest = serde_json::from_value(serde_json::json!({
+//! let req: Request = serde_json::from_value(serde_json::json!({
 //!     "messages": [{"role": "user", "content": "Hi"}],
 //!     "add_generation_prompt": true,
 //! })).unwrap();
@@ -28,20 +29,24 @@ mod env;
 mod error;
 mod gguf;
 mod pyfmt;
+mod render;
 mod source;
 
 use std::io;
 use std::sync::Arc;
 
 pub use caps::Capabilities;
-pub use context::{ChatRequest, ContinueMode, ReasoningTags, RenderedPrompt};
+pub use context::{ReasoningTags, RenderedPrompt};
 pub use env::{strftime, Limits};
-pub use error::{Limit, TemplateError};
 pub use gguf::{read_gguf_metadata, GgufMetadata, GgufValue};
 pub use pyfmt::{float_repr, py_repr, py_str, to_json, JsonOpts};
+pub(crate) use render::Lenient;
+pub use render::Render;
 pub use source::{load, load_named, NamedTemplate, TemplateSource};
 
 use minijinja::Value;
+
+use crate::error::{Error, ErrorKind};
 
 const TEMPLATE_NAME: &str = "chat_template";
 
@@ -66,15 +71,15 @@ impl std::fmt::Debug for ChatTemplate {
 
 impl ChatTemplate {
     /// Compile a template source with default [`Limits`].
-    pub fn from_source(source: &str, bos_token: &str, eos_token: &str) -> Result<ChatTemplate, TemplateError> {
+    pub fn from_source(source: &str, bos_token: &str, eos_token: &str) -> Result<ChatTemplate, Error> {
         Self::with_limits(source, bos_token, eos_token, Limits::default())
     }
 
     /// Compile a template source with explicit resource limits for rendering.
-    pub fn with_limits(source: &str, bos_token: &str, eos_token: &str, limits: Limits) -> Result<ChatTemplate, TemplateError> {
+    pub fn with_limits(source: &str, bos_token: &str, eos_token: &str, limits: Limits) -> Result<ChatTemplate, Error> {
         let mut env = env::build_env(&limits);
         let prepared = env::strip_generation_tags(source).into_owned();
-        env.add_template_owned(TEMPLATE_NAME, prepared).map_err(|e| TemplateError::from_minijinja(e, false))?;
+        env.add_template_owned(TEMPLATE_NAME, prepared).map_err(|e| error::from_minijinja(e, false))?;
         Ok(ChatTemplate {
             env: Arc::new(env),
             source: source.into(),
@@ -90,7 +95,7 @@ impl ChatTemplate {
     /// Load the default template of a `.jinja`, `tokenizer_config.json` or `.gguf` file.
     ///
     /// Use [`load`] to see every named variant.
-    pub fn load(path: &std::path::Path) -> Result<ChatTemplate, TemplateError> {
+    pub fn load(path: &std::path::Path) -> Result<ChatTemplate, Error> {
         let src = load(path)?;
         src.default_template()?.compile(&src.bos_token, &src.eos_token)
     }
@@ -131,11 +136,11 @@ impl ChatTemplate {
     /// `bos_token`/`eos_token` default to this template's tokens when the context omits them.
     /// A numeric `now` key (Unix seconds, UTC) is the clock `strftime_now` reads; without it the
     /// clock is the Unix epoch (rendering never reads the system clock).
-    pub fn render(&self, ctx: &serde_json::Value) -> Result<String, TemplateError> {
+    pub fn render(&self, ctx: &serde_json::Value) -> Result<String, Error> {
         let mut map = match ctx {
             serde_json::Value::Object(m) => m.clone(),
             serde_json::Value::Null => serde_json::Map::new(),
-            _ => return Err(TemplateError::InvalidSource("render context must be a JSON object".into())),
+            _ => return Err(Error::new(ErrorKind::InvalidRequest, "render context must be a JSON object")),
         };
         map.entry("bos_token").or_insert_with(|| self.bos_token.to_string().into());
         map.entry("eos_token").or_insert_with(|| self.eos_token.to_string().into());
@@ -145,19 +150,19 @@ impl ChatTemplate {
     }
 
     /// Render with a prepared minijinja context value (no defaults added).
-    pub fn render_value(&self, ctx: Value) -> Result<String, TemplateError> {
-        let tmpl = self.env.get_template(TEMPLATE_NAME).map_err(|e| TemplateError::from_minijinja(e, false))?;
+    pub fn render_value(&self, ctx: Value) -> Result<String, Error> {
+        let tmpl = self.env.get_template(TEMPLATE_NAME).map_err(|e| error::from_minijinja(e, false))?;
         let mut w = LimitedWriter { buf: Vec::new(), limit: self.limits.output_bytes, overflow: false };
         let res = tmpl.render_captured_to(ctx, &mut w).map(|_| ());
         match res {
-            Ok(()) => String::from_utf8(w.buf).map_err(|_| TemplateError::Render { line: None, message: "output is not UTF-8".into() }),
-            Err(e) => Err(TemplateError::from_minijinja(e, w.overflow)),
+            Ok(()) => String::from_utf8(w.buf).map_err(|_| Error::new(ErrorKind::TemplateRender, "output is not UTF-8")),
+            Err(e) => Err(error::from_minijinja(e, w.overflow)),
         }
     }
 
     /// Render an OpenAI-style request: the prompt, and the generation prompt (what the
     /// template appends for the assistant turn the model continues).
-    pub fn apply(&self, req: &ChatRequest) -> Result<RenderedPrompt, TemplateError> {
+    pub fn apply(&self, req: &crate::Request) -> Result<RenderedPrompt, Error> {
         context::apply(self, req)
     }
 
@@ -186,10 +191,16 @@ impl ChatTemplate {
     }
 }
 
-/// Template analysis renders through this trait; errors become their message.
-impl crate::analysis::Render for ChatTemplate {
-    fn render(&self, ctx: &serde_json::Value) -> Result<String, String> {
-        ChatTemplate::render(self, ctx).map_err(|e| e.to_string())
+/// Analysis and generation render through this trait.
+impl Render for ChatTemplate {
+    fn render(&self, ctx: &serde_json::Value) -> Result<String, Error> {
+        ChatTemplate::render(self, ctx)
+    }
+    fn free_variables(&self) -> Vec<String> {
+        self.variables(false).into_iter().collect()
+    }
+    fn special_tokens(&self) -> (String, String) {
+        (self.bos_token.to_string(), self.eos_token.to_string())
     }
 }
 

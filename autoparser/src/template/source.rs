@@ -6,7 +6,8 @@ use std::path::Path;
 
 use serde_json::Value as Json;
 
-use super::{ChatTemplate, TemplateError};
+use super::ChatTemplate;
+use crate::error::{Error, ErrorKind};
 
 /// One chat template of a source (`default`, `tool_use`, `rag`...).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,7 +20,7 @@ pub struct NamedTemplate {
 
 impl NamedTemplate {
     /// Compile this template with the given special tokens.
-    pub fn compile(&self, bos_token: &str, eos_token: &str) -> Result<ChatTemplate, TemplateError> {
+    pub fn compile(&self, bos_token: &str, eos_token: &str) -> Result<ChatTemplate, Error> {
         ChatTemplate::from_source(&self.source, bos_token, eos_token)
     }
 }
@@ -43,10 +44,11 @@ impl TemplateSource {
 
     /// Parse a `tokenizer_config.json`: `chat_template` as a string or a list of
     /// `{"name", "template"}`; `bos_token`/`eos_token` as strings or `{"content": ..}` objects.
-    pub fn from_tokenizer_config(json: &str) -> Result<TemplateSource, TemplateError> {
-        let cfg: Json = serde_json::from_str(json).map_err(|e| TemplateError::InvalidSource(format!("tokenizer_config.json is not valid JSON: {e}")))?;
+    pub fn from_tokenizer_config(json: &str) -> Result<TemplateSource, Error> {
+        let cfg: Json =
+            serde_json::from_str(json).map_err(|e| Error::new(ErrorKind::InvalidSource, format!("tokenizer_config.json is not valid JSON: {e}")))?;
         let Json::Object(cfg) = cfg else {
-            return Err(TemplateError::InvalidSource("tokenizer_config.json is not a JSON object".into()));
+            return Err(Error::new(ErrorKind::InvalidSource, "tokenizer_config.json is not a JSON object"));
         };
         let templates = match cfg.get("chat_template") {
             Some(Json::String(s)) => vec![NamedTemplate { name: "default".into(), source: s.clone() }],
@@ -57,19 +59,22 @@ impl TemplateSource {
                     let src = item.get("template").and_then(Json::as_str);
                     match (name, src) {
                         (Some(n), Some(s)) => out.push(NamedTemplate { name: n.into(), source: s.into() }),
-                        _ => return Err(TemplateError::InvalidSource(format!("chat_template[{i}] needs string fields \"name\" and \"template\""))),
+                        _ => return Err(Error::new(ErrorKind::InvalidSource, format!("chat_template[{i}] needs string fields \"name\" and \"template\""))),
                     }
                 }
                 if out.is_empty() {
-                    return Err(TemplateError::InvalidSource("chat_template is an empty list".into()));
+                    return Err(Error::new(ErrorKind::InvalidSource, "chat_template is an empty list"));
                 }
                 out
             }
             Some(Json::Null) | None => {
-                return Err(TemplateError::InvalidSource("tokenizer_config.json has no chat_template (it may be in chat_template.jinja)".into()))
+                return Err(Error::new(ErrorKind::InvalidSource, "tokenizer_config.json has no chat_template (it may be in chat_template.jinja)"))
             }
             Some(other) => {
-                return Err(TemplateError::InvalidSource(format!("chat_template must be a string or a list of named templates, not {}", json_kind(other))))
+                return Err(Error::new(
+                    ErrorKind::InvalidSource,
+                    format!("chat_template must be a string or a list of named templates, not {}", json_kind(other)),
+                ))
             }
         };
         Ok(TemplateSource {
@@ -80,7 +85,7 @@ impl TemplateSource {
     }
 
     /// Read templates and special tokens from GGUF bytes.
-    pub fn from_gguf_bytes(bytes: &[u8]) -> Result<TemplateSource, TemplateError> {
+    pub fn from_gguf_bytes(bytes: &[u8]) -> Result<TemplateSource, Error> {
         super::gguf::templates_from_gguf(std::io::Cursor::new(bytes)).map(TemplateSource::from_gguf)
     }
 
@@ -90,20 +95,19 @@ impl TemplateSource {
     }
 
     /// The template named `default`, else the first one.
-    pub fn default_template(&self) -> Result<&NamedTemplate, TemplateError> {
+    pub fn default_template(&self) -> Result<&NamedTemplate, Error> {
         self.templates
             .iter()
             .find(|t| t.name == "default")
             .or_else(|| self.templates.first())
-            .ok_or_else(|| TemplateError::InvalidSource("no chat template".into()))
+            .ok_or_else(|| Error::new(ErrorKind::InvalidSource, "no chat template"))
     }
 
     /// The template called `name`.
-    pub fn get(&self, name: &str) -> Result<&NamedTemplate, TemplateError> {
-        self.templates
-            .iter()
-            .find(|t| t.name == name)
-            .ok_or_else(|| TemplateError::NotFound { name: name.into(), available: self.templates.iter().map(|t| t.name.clone()).collect() })
+    pub fn get(&self, name: &str) -> Result<&NamedTemplate, Error> {
+        self.templates.iter().find(|t| t.name == name).ok_or_else(|| {
+            Error::new(ErrorKind::NotFound, format!("{name:?} (available: {:?})", self.templates.iter().map(|t| t.name.as_str()).collect::<Vec<_>>()))
+        })
     }
 }
 
@@ -118,22 +122,22 @@ fn json_kind(v: &Json) -> &'static str {
     }
 }
 
-fn special_token(v: Option<&Json>, field: &str) -> Result<String, TemplateError> {
+fn special_token(v: Option<&Json>, field: &str) -> Result<String, Error> {
     match v {
         None | Some(Json::Null) => Ok(String::new()),
         Some(Json::String(s)) => Ok(s.clone()),
         Some(Json::Object(o)) => match o.get("content") {
             Some(Json::String(s)) => Ok(s.clone()),
-            _ => Err(TemplateError::InvalidSource(format!("{field} object needs a string \"content\""))),
+            _ => Err(Error::new(ErrorKind::InvalidSource, format!("{field} object needs a string \"content\""))),
         },
-        Some(other) => Err(TemplateError::InvalidSource(format!("{field} must be a string or an object, not {}", json_kind(other)))),
+        Some(other) => Err(Error::new(ErrorKind::InvalidSource, format!("{field} must be a string or an object, not {}", json_kind(other)))),
     }
 }
 
 /// Load every template of a file: `.gguf` (or GGUF magic), `.json` (a `tokenizer_config.json`;
 /// when it has no `chat_template`, a sibling `chat_template.jinja` is used), else Jinja.
-pub fn load(path: &Path) -> Result<TemplateSource, TemplateError> {
-    let io_err = |e| TemplateError::Io { path: path.to_path_buf(), source: e };
+pub fn load(path: &Path) -> Result<TemplateSource, Error> {
+    let io_err = |e: std::io::Error| Error::new(ErrorKind::Io, format!("{}: {e}", path.display())).with_source(e);
     let mut f = File::open(path).map_err(io_err)?;
     let mut magic = [0u8; 4];
     let is_gguf = {
@@ -154,7 +158,7 @@ pub fn load(path: &Path) -> Result<TemplateSource, TemplateError> {
         let cfg: Option<Json> = serde_json::from_str(&text).ok();
         let has_template = cfg.as_ref().and_then(|c| c.get("chat_template")).is_some_and(|t| !t.is_null());
         if !has_template && sibling.is_file() {
-            let jinja = std::fs::read_to_string(&sibling).map_err(|e| TemplateError::Io { path: sibling.clone(), source: e })?;
+            let jinja = std::fs::read_to_string(&sibling).map_err(|e| Error::new(ErrorKind::Io, format!("{}: {e}", sibling.display())).with_source(e))?;
             let mut cfg = cfg.unwrap_or_default();
             if let Json::Object(m) = &mut cfg {
                 m.insert("chat_template".into(), Json::String(jinja));
@@ -168,7 +172,7 @@ pub fn load(path: &Path) -> Result<TemplateSource, TemplateError> {
 }
 
 /// Load and compile one template of a file: `name` or the default.
-pub fn load_named(path: &Path, name: Option<&str>) -> Result<ChatTemplate, TemplateError> {
+pub fn load_named(path: &Path, name: Option<&str>) -> Result<ChatTemplate, Error> {
     let src = load(path)?;
     let t = match name {
         Some(n) => src.get(n)?,

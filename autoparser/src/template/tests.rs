@@ -1,9 +1,10 @@
 //! Unit tests of the template module (corpus tests live in the root `tests/`).
 
 use super::*;
+use crate::{ErrorKind, Limit, Request};
 use serde_json::json;
 
-fn render(src: &str, ctx: serde_json::Value) -> Result<String, TemplateError> {
+fn render(src: &str, ctx: serde_json::Value) -> Result<String, Error> {
     ChatTemplate::from_source(src, "<s>", "</s>")?.render(&ctx)
 }
 
@@ -76,31 +77,31 @@ fn namespace_and_dict() {
 #[test]
 fn syntax_errors_carry_the_line() {
     let err = ChatTemplate::from_source("ok\n{% if %}", "", "").unwrap_err();
-    assert!(matches!(err, TemplateError::Syntax { line: Some(2), .. }), "{err:?}");
+    assert!((err.kind(), err.line()) == (ErrorKind::TemplateSyntax, Some(2)), "{err:?}");
 }
 
 /// The error of a hostile template: a limit (fuel, recursion, output size) must stop it, which
 /// the callers check by the error's kind.
-fn quick_err(src: &str) -> TemplateError {
+fn quick_err(src: &str) -> Error {
     render(src, json!({})).unwrap_err()
 }
 
 #[test]
 fn hostile_infinite_loop() {
     let err = quick_err("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}");
-    assert!(matches!(err, TemplateError::Limit { limit: Limit::Fuel, .. }), "{err:?}");
+    assert!(err.limit() == Some(Limit::Fuel), "{err:?}");
 }
 
 #[test]
 fn hostile_huge_range() {
     let err = quick_err("{% for i in range(10**9) %}x{% endfor %}");
-    assert!(matches!(err, TemplateError::Limit { .. }), "{err:?}");
+    assert!(err.kind() == ErrorKind::LimitExceeded, "{err:?}");
 }
 
 #[test]
 fn hostile_deep_recursion() {
     let err = quick_err("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}");
-    assert!(matches!(err, TemplateError::Limit { limit: Limit::Recursion, .. }), "{err:?}");
+    assert!(err.limit() == Some(Limit::Recursion), "{err:?}");
 }
 
 #[test]
@@ -108,7 +109,7 @@ fn hostile_deep_syntax_nesting() {
     let depth = 100_000;
     let src = format!("{{{{ {}1{} }}}}", "(".repeat(depth), ")".repeat(depth));
     let err = ChatTemplate::from_source(&src, "", "").unwrap_err();
-    assert!(matches!(err, TemplateError::Syntax { .. }), "{err:?}");
+    assert!(err.kind() == ErrorKind::TemplateSyntax, "{err:?}");
     let src = format!("{}x{}", "{% if true %}".repeat(5000), "{% endif %}".repeat(5000));
     assert!(ChatTemplate::from_source(&src, "", "").is_err());
 }
@@ -126,7 +127,7 @@ fn hostile_deep_data() {
 #[test]
 fn hostile_huge_output() {
     let err = quick_err("{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}");
-    assert!(matches!(err, TemplateError::Limit { limit: Limit::OutputSize, .. }), "{err:?}");
+    assert!(err.limit() == Some(Limit::OutputSize), "{err:?}");
 }
 
 #[test]
@@ -145,7 +146,7 @@ fn load_sources() {
     assert_eq!(src.templates.len(), 2);
     assert_eq!(ChatTemplate::load(&cfg).unwrap().render(&json!({})).unwrap(), "<s>D");
     assert_eq!(load_named(&cfg, Some("tool_use")).unwrap().render(&json!({})).unwrap(), "T</s>");
-    assert!(matches!(load_named(&cfg, Some("rag")), Err(TemplateError::NotFound { .. })));
+    assert_eq!(load_named(&cfg, Some("rag")).unwrap_err().kind(), ErrorKind::NotFound);
 
     let gguf = dir.join("model.gguf");
     std::fs::write(&gguf, gguf::tests::sample(300)).unwrap();
@@ -168,7 +169,9 @@ fn load_sources() {
     {
         assert!(TemplateSource::from_tokenizer_config(bad).is_err(), "{bad}");
     }
-    assert!(matches!(load(&dir.join("missing.jinja")), Err(TemplateError::Io { .. })));
+    let err = load(&dir.join("missing.jinja")).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Io);
+    assert!(std::error::Error::source(&err).is_some_and(|e| e.is::<std::io::Error>()), "{err:?}");
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -180,7 +183,7 @@ fn apply_request_and_generation_prompt() {
         "",
     )
     .unwrap();
-    let req: ChatRequest = serde_json::from_value(json!({
+    let req: Request = serde_json::from_value(json!({
         "messages": [
             {"role": "developer", "content": [{"type": "text", "text": "sys"}]},
             {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": "{\"a\": 1}"}}]},
@@ -207,7 +210,7 @@ fn capabilities_of_a_simple_template() {
 #[test]
 fn add_bos_strips_the_template_bos() {
     let t = ChatTemplate::from_source("{{ bos_token }}{{ messages[0].content }}{{ eos_token }}", "<s>", "</s>").unwrap();
-    let req: ChatRequest = serde_json::from_value(json!({
+    let req: Request = serde_json::from_value(json!({
         "messages": [{"role": "user", "content": "x"}], "add_bos": true, "add_eos": true
     }))
     .unwrap();
@@ -223,7 +226,7 @@ fn templates_are_shareable() {
 #[test]
 fn tool_results_follow_call_order() {
     let t = ChatTemplate::from_source("{% for m in messages %}{% if m.role == 'tool' %}[{{ m.content }}]{% endif %}{% endfor %}", "", "").unwrap();
-    let req: ChatRequest = serde_json::from_value(json!({"messages": [
+    let req: Request = serde_json::from_value(json!({"messages": [
         {"role": "user", "content": "q"},
         {"role": "assistant", "content": "", "tool_calls": [
             {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}},
@@ -308,7 +311,7 @@ fn null_content_becomes_empty_for_templates_that_need_it() {
     )
     .unwrap();
     assert!(t.capabilities().requires_non_null_content);
-    let req: ChatRequest = serde_json::from_value(json!({"messages": [
+    let req: Request = serde_json::from_value(json!({"messages": [
         {"role": "user", "content": "q"},
         {"role": "assistant", "content": null, "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": "{\"a\": 1}"}}]}
     ]}))

@@ -40,8 +40,11 @@ use peg_runtime::chat::{ChatMessage, ChatToolCall, Strictness};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::analysis::{AnalysisError, Render, TemplateAnalysis, TemplateRender};
-use crate::generator::{generate, render_conversation, GeneratedParser, Request};
+use crate::analysis::TemplateAnalysis;
+use crate::error::Error;
+use crate::generator::{generate, render_conversation, GeneratedParser};
+use crate::request::Request;
+use crate::template::Render;
 pub use cases::probe_tools;
 pub use grammar::window;
 pub use grammar::{check_grammar, first_trigger};
@@ -290,15 +293,15 @@ impl VerifyReport {
 }
 
 /// [`verify`] for a loaded template: analyzes it first.
-pub fn verify_template(t: &crate::template::ChatTemplate, opts: &VerifyOptions) -> Result<VerifyReport, AnalysisError> {
-    let analysis = crate::analysis::analyze_template(t)?;
-    Ok(verify(&TemplateRender(t), &analysis, opts))
+pub fn verify_template(t: &crate::template::ChatTemplate, opts: &VerifyOptions) -> Result<VerifyReport, Error> {
+    let analysis = crate::analysis::analyze(t)?;
+    Ok(verify(t, &analysis, opts))
 }
 
 /// Verifies the parser, grammar and prompt built from `analysis` against the template's own
 /// renders of seeded messages.
 pub fn verify(r: &dyn Render, analysis: &TemplateAnalysis, opts: &VerifyOptions) -> VerifyReport {
-    let mut req = opts.request.clone().unwrap_or_else(|| Request::from_inputs(&json!({})));
+    let mut req = opts.request.clone().unwrap_or_default();
     if req.messages.is_empty() {
         req.messages = vec![json!({"role": "user", "content": "Please help me plan the week."})];
     }
@@ -373,8 +376,8 @@ impl<'r> Session<'r> {
     fn new(r: &'r dyn Render, analysis: &'r TemplateAnalysis, req: Request) -> Session<'r> {
         let mode = |thinking: bool| {
             let mut req = req.clone();
-            req.enable_thinking = thinking;
-            req.extra_context.entry("thinking").or_insert(thinking.into());
+            req.enable_thinking = Some(thinking);
+            req.chat_template_kwargs.entry("thinking").or_insert(thinking.into());
             let generated = generate(r, analysis, &req).map_err(|e| format!("generate: {e}"));
             Mode { req, generated }
         };

@@ -1,0 +1,212 @@
+//! The one request type: what a chat-completions request asks of a template, for rendering a
+//! prompt ([`ChatTemplate::apply`](crate::template::ChatTemplate::apply)) and for preparing the
+//! parser and grammar of a request ([`Model::prepare`](crate::Model::prepare)).
+
+use peg_runtime::chat::ToolSpec;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value};
+
+/// `tool_choice` of a request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolChoice {
+    /// The model may call tools or answer.
+    #[default]
+    Auto,
+    /// The model must call a tool (also a `{"type": "function", ...}` object naming one).
+    Required,
+    /// The model must not call tools.
+    None,
+}
+
+impl<'de> Deserialize<'de> for ToolChoice {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(match Option::<Value>::deserialize(d)? {
+            Some(Value::String(s)) => match s.as_str() {
+                "required" => ToolChoice::Required,
+                "none" => ToolChoice::None,
+                "auto" | "" => ToolChoice::Auto,
+                other => return Err(serde::de::Error::custom(format!("tool_choice must be auto, required or none, not {other:?}"))),
+            },
+            Some(Value::Object(_)) => ToolChoice::Required,
+            _ => ToolChoice::Auto,
+        })
+    }
+}
+
+/// Where reasoning goes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasoningFormat {
+    /// Reasoning stays in the content, markers and all.
+    None,
+    /// Reasoning is extracted into `reasoning_content` (`auto`, `deepseek`, ...).
+    #[default]
+    Extract,
+}
+
+impl<'de> Deserialize<'de> for ReasoningFormat {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        // Servers name their extraction styles differently (`auto`, `deepseek`, `deepseek-legacy`):
+        // all of them extract.
+        Ok(match Option::<String>::deserialize(d)?.as_deref() {
+            Some("none") => ReasoningFormat::None,
+            _ => ReasoningFormat::Extract,
+        })
+    }
+}
+
+/// Whether the final (assistant) message is continued by the model.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ContinueFinal {
+    /// A new assistant turn.
+    #[default]
+    None,
+    /// The model continues the final message's `content`.
+    Content,
+    /// The model continues the final message's `reasoning_content`.
+    Reasoning,
+}
+
+impl<'de> Deserialize<'de> for ContinueFinal {
+    /// `true`/`false` (the Hugging Face flag), `null`, or `"none"`/`"content"`/`"reasoning"`.
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(match Option::<Value>::deserialize(d)? {
+            Some(Value::Bool(true)) => ContinueFinal::Content,
+            None | Some(Value::Bool(false)) => ContinueFinal::None,
+            Some(Value::String(s)) => match s.as_str() {
+                "none" | "" => ContinueFinal::None,
+                "content" => ContinueFinal::Content,
+                "reasoning" => ContinueFinal::Reasoning,
+                other => return Err(serde::de::Error::custom(format!("continue_final_message must be none, content or reasoning, not {other:?}"))),
+            },
+            Some(other) => return Err(serde::de::Error::custom(format!("continue_final_message must be a boolean or a string, not {other}"))),
+        })
+    }
+}
+
+/// An OpenAI-style chat request, deserialized from the request JSON (unknown fields are
+/// ignored, `null` means the default).
+///
+/// ```
+/// use autoparser::{ContinueFinal, Request, ToolChoice};
+/// let req: Request = serde_json::from_value(serde_json::json!({
+///     "messages": [{"role": "user", "content": "Hi"}],
+///     "tool_choice": "required",
+///     "json_schema": "{\"type\": \"object\"}",
+///     "continue_final_message": false,
+/// })).unwrap();
+/// assert_eq!(req.tool_choice, ToolChoice::Required);
+/// assert_eq!(req.json_schema, Some(serde_json::json!({"type": "object"})));
+/// assert_eq!(req.continue_final_message, ContinueFinal::None);
+/// assert!(req.add_generation_prompt); // a server request opens the assistant turn
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Request {
+    /// Conversation messages (`role`, `content` as text or parts, `tool_calls`,
+    /// `reasoning_content`, `tool_call_id`, `name`...).
+    #[serde(deserialize_with = "null_as_default")]
+    pub messages: Vec<Value>,
+    /// Tool definitions (`{"type": "function", "function": {...}}`).
+    #[serde(deserialize_with = "null_as_default")]
+    pub tools: Vec<Value>,
+    /// Tool choice.
+    pub tool_choice: ToolChoice,
+    /// Several calls allowed in one message.
+    #[serde(deserialize_with = "null_as_default")]
+    pub parallel_tool_calls: bool,
+    /// A JSON schema the response must follow, as an object or as JSON text (empty text: none).
+    /// The template sees it as `response_format`.
+    #[serde(deserialize_with = "schema_object_or_text")]
+    pub json_schema: Option<Value>,
+    /// Reasoning extraction.
+    pub reasoning_format: ReasoningFormat,
+    /// Thinking on or off (`enable_thinking`). Unset, [`ChatTemplate::apply`] leaves the
+    /// variable undefined, as Hugging Face does, and [`Model::prepare`] passes `true`, as
+    /// llama.cpp's server does.
+    ///
+    /// [`ChatTemplate::apply`]: crate::template::ChatTemplate::apply
+    /// [`Model::prepare`]: crate::Model::prepare
+    pub enable_thinking: Option<bool>,
+    /// Passed as `reasoning_effort` when set.
+    pub reasoning_effort: Option<String>,
+    /// RAG documents, passed through as `documents`.
+    pub documents: Option<Value>,
+    /// Open the assistant turn (the template's generation prompt). Default: true.
+    #[serde(deserialize_with = "null_as_true")]
+    pub add_generation_prompt: bool,
+    /// Continue the final assistant message instead of opening a new turn.
+    pub continue_final_message: ContinueFinal,
+    /// Extra template variables, applied last.
+    #[serde(deserialize_with = "null_as_default")]
+    pub chat_template_kwargs: Map<String, Value>,
+    /// The clock `strftime_now` reads (Unix seconds, UTC). Default: the Unix epoch.
+    pub now: Option<i64>,
+    /// The tokenizer adds BOS itself: a BOS the template writes first is cut from the prompt.
+    #[serde(deserialize_with = "null_as_default")]
+    pub add_bos: bool,
+    /// The tokenizer adds EOS itself: an EOS the template writes last is cut.
+    #[serde(deserialize_with = "null_as_default")]
+    pub add_eos: bool,
+}
+
+impl Default for Request {
+    fn default() -> Request {
+        Request {
+            messages: Vec::new(),
+            tools: Vec::new(),
+            tool_choice: ToolChoice::Auto,
+            parallel_tool_calls: false,
+            json_schema: None,
+            reasoning_format: ReasoningFormat::Extract,
+            enable_thinking: None,
+            reasoning_effort: None,
+            documents: None,
+            add_generation_prompt: true,
+            continue_final_message: ContinueFinal::None,
+            chat_template_kwargs: Map::new(),
+            now: None,
+            add_bos: false,
+            add_eos: false,
+        }
+    }
+}
+
+impl Request {
+    /// Reads a request from its JSON (the chat-completions body, or a corpus case's `inputs`).
+    pub fn from_json(json: &Value) -> Result<Request, crate::Error> {
+        Request::deserialize(json).map_err(|e| crate::Error::new(crate::ErrorKind::InvalidRequest, e.to_string()).with_source(e))
+    }
+
+    /// The request's functions as (name, parameters schema), longest name first: in an ordered
+    /// choice a name that prefixes another (`f` vs `f_with_opt`) must come after it.
+    pub(crate) fn tool_schemas(&self) -> Vec<(String, Value)> {
+        let mut tools: Vec<(String, Value)> = self.tools.iter().filter_map(ToolSpec::from_openai).map(|t| (t.name, t.parameters)).collect();
+        tools.sort_by_key(|t| std::cmp::Reverse(t.0.len()));
+        tools
+    }
+}
+
+fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}
+
+fn null_as_true<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    Ok(Option::<bool>::deserialize(d)?.unwrap_or(true))
+}
+
+fn schema_object_or_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    match Option::<Value>::deserialize(d)? {
+        Some(Value::String(text)) if text.trim().is_empty() => Ok(None),
+        Some(Value::String(text)) => serde_json::from_str(&text).map(Some).map_err(|e| serde::de::Error::custom(format!("json_schema is not valid JSON: {e}"))),
+        Some(v @ Value::Object(_)) => Ok(Some(v)),
+        None | Some(Value::Null) => Ok(None),
+        Some(other) => Err(serde::de::Error::custom(format!("json_schema must be an object or JSON text, not {other}"))),
+    }
+}
