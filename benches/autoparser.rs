@@ -9,7 +9,8 @@
 
 use std::hint::black_box;
 
-use chat_peg::autoparser::analysis::{analyze, TemplateAnalysis};
+use chat_peg::autoparser::analysis::analyze;
+use chat_peg::autoparser::format::TemplateAnalysis;
 use chat_peg::autoparser::generator::{build_grammar_arena, generate};
 use chat_peg::autoparser::template::ChatTemplate;
 use chat_peg::autoparser::Request;

@@ -11,9 +11,11 @@
 #![warn(missing_docs)]
 
 mod error;
+mod policy;
 mod request;
 
 pub mod analysis;
+pub mod format;
 pub mod generator;
 pub mod registry;
 pub mod template;

@@ -1,6 +1,7 @@
 //! Template analysis and generation over every template of `../shared/templates`.
 
-use autoparser::analysis::{analyze, TemplateAnalysis};
+use autoparser::analysis::analyze;
+use autoparser::format::TemplateAnalysis;
 use autoparser::generator::{generate, render_conversation};
 use autoparser::template::ChatTemplate;
 use autoparser::{Request, ToolChoice};

@@ -22,7 +22,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
-use autoparser::analysis::{analyze, TemplateAnalysis};
+use autoparser::analysis::analyze;
+use autoparser::format::TemplateAnalysis;
 use autoparser::generator::{generate, render_conversation, GeneratedParser};
 use autoparser::template::ChatTemplate;
 use autoparser::verify::compare_messages;

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use autoparser::analysis::TemplateAnalysis;
+use autoparser::format::TemplateAnalysis;
 use autoparser::generator::{generate, GeneratedParser};
 use autoparser::verify::{check_grammar, compare_messages, stream_message};
 use autoparser::Request;

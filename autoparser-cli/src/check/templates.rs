@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use autoparser::analysis::{analyze, TemplateAnalysis};
+use autoparser::analysis::analyze;
+use autoparser::format::TemplateAnalysis;
 use autoparser::template::ChatTemplate;
 
 /// Finds the file of template `name` in `dir`: `NAME.jinja`, `NAME.json` (a

@@ -24,7 +24,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use autoparser::analysis::{analyze, TemplateAnalysis};
+use autoparser::analysis::analyze;
+use autoparser::format::TemplateAnalysis;
 use autoparser::template::{load_named, ChatTemplate};
 use clap::{Args, Parser, Subcommand};
 use serde_json::Value;

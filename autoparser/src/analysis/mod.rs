@@ -44,9 +44,8 @@ pub mod reasoning;
 pub mod segment;
 pub mod text;
 pub mod tools;
-pub mod types;
 
-pub use types::*;
+use crate::format::*;
 
 use crate::error::{Error, ErrorKind};
 use crate::template::{Lenient, Render};
@@ -54,7 +53,8 @@ use crate::template::{Lenient, Render};
 /// Analyzes a template through any renderer: phases R1-R3, C1, T1-T7, A1-A2.
 ///
 /// ```
-/// # use autoparser::analysis::{analyze, ToolFormat};
+/// # use autoparser::analysis::analyze;
+/// # use autoparser::format::ToolFormat;
 /// # use autoparser::template::Render;
 /// struct Fixed;
 /// impl Render for Fixed {

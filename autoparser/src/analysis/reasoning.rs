@@ -4,7 +4,7 @@ use super::diff::{calculate_diff_split, DiffSplit};
 use super::probe::{needle::*, Asst, Call, Probe};
 use super::segment::{closing_of, first_marker, last_marker, marker_len};
 use super::text::*;
-use super::types::*;
+use crate::format::*;
 
 /// Whether `m` directly precedes the content in a content-only render: then it opens the turn,
 /// not the reasoning.

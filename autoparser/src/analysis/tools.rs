@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::diff::calculate_diff_split;
 use super::probe::{needle::*, Asst, Call, Probe};
 use super::text::*;
-use super::types::*;
+use crate::format::*;
 
 /// Stands for a call id in normalized renders.
 const ID_MARK: &str = "\u{E000}";

@@ -5,8 +5,9 @@ use peg_runtime::{Arena, Builder, Error, Parser};
 use serde_json::Value;
 
 use super::literal::{LiteralSchema, PythonSpelling};
-use crate::analysis::{with_name, AddressedParts, ContentMode, ElementSyntax, ReasoningMode, TemplateAnalysis, ToolFormat};
-use crate::request::{ReasoningFormat, Request, ToolChoice};
+use crate::format::{with_name, AddressedParts, ContentMode, ElementSyntax, ReasoningMode, TemplateAnalysis, ToolFormat};
+use crate::policy::{json_arguments, json_response, Calls, Policy};
+use crate::request::Request;
 
 mod recovery;
 
@@ -221,7 +222,7 @@ enum Names<'n> {
 struct Ctx<'a, 'b> {
     b: &'b Builder,
     a: &'a TemplateAnalysis,
-    req: &'a Request,
+    policy: &'a Policy,
     /// Build for the grammar: it constrains only the model output, so what the prefill
     /// already wrote (an opened or closed reasoning block) is left out.
     prefill_for_grammar: Option<&'a str>,
@@ -229,7 +230,7 @@ struct Ctx<'a, 'b> {
 
 impl<'a, 'b> Ctx<'a, 'b> {
     fn extract_reasoning(&self) -> bool {
-        self.req.reasoning_format == ReasoningFormat::Extract
+        self.policy.extract_reasoning
     }
 
     /// The reasoning block, optional.
@@ -415,13 +416,13 @@ impl<'a, 'b> Ctx<'a, 'b> {
     }
 
     fn tools(&self) -> Vec<(String, Value)> {
-        self.req.tool_schemas()
+        self.policy.tools.clone()
     }
 
     /// One call of `name`, JSON-native.
     fn json_call(&self, name: &str, schema: &Value) -> Parser<'b> {
         let b = self.b;
-        let args = b.tag(super::tags::TOOL_ARGS, b.schema(b.json(), &format!("{name}-args"), schema.clone(), false));
+        let args = json_arguments(b, name, schema);
         self.json_call_shaped(Names::One(name), self.or_args_as_string(args))
     }
 
@@ -486,7 +487,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let missing = if !id.suffix.trim().is_empty() {
             // The suffix stays (`[ARGS]` after `[CALL_ID]...`).
             self.recovered(RecoveryKind::MissingCallId, b.peek(lit(b, &id.suffix))) + lit(b, &id.suffix)
-        } else if id.pos == crate::analysis::CallIdPosition::BetweenFuncAndArgs {
+        } else if id.pos == crate::format::CallIdPosition::BetweenFuncAndArgs {
             self.recovered(RecoveryKind::MissingCallId, b.peek(lit(b, &self.a.tools.arguments.start)))
         } else {
             return written;
@@ -498,7 +499,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
     fn tag_call(&self, name: &str, schema: &Value) -> Parser<'b> {
         let b = self.b;
         let args = if self.a.tools.format.mode == ToolFormat::TagWithJson {
-            let json = || b.tag(super::tags::TOOL_ARGS, b.schema(b.json(), &format!("{name}-args"), schema.clone(), false));
+            let json = || json_arguments(b, name, schema);
             if self.recovering() {
                 b.choice([b.space() + self.args_as_string(), b.space() + json(), self.fenced(json()), b.space() + self.loose_args()])
             } else {
@@ -514,7 +515,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
     /// its close does not hold its name.
     fn undeclared_tag_call(&self) -> Option<Parser<'b>> {
         let b = self.b;
-        if self.a.tools.function.close.contains(crate::analysis::NAME_SLOT) {
+        if self.a.tools.function.close.contains(crate::format::NAME_SLOT) {
             return None;
         }
         let args = if self.a.tools.format.mode == ToolFormat::TagWithJson {
@@ -530,7 +531,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
     fn tag_call_with(&self, name: Parser<'b>, close_name: &str, args: Parser<'b>) -> Parser<'b> {
         let b = self.b;
         let t = &self.a.tools;
-        use crate::analysis::CallIdPosition as P;
+        use crate::format::CallIdPosition as P;
         let mut open = b.eps();
         if t.call_id.pos == P::PreFuncName {
             open = open + self.call_id();
@@ -728,7 +729,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let b = self.b;
         let ar = &self.a.tools.arguments;
         let vs = ar.value_suffix.trim();
-        if !self.recovering() || vs.is_empty() || vs.contains(crate::analysis::NAME_SLOT) || ar.elements.is_some() || ar.value_is_literal {
+        if !self.recovering() || vs.is_empty() || vs.contains(crate::format::NAME_SLOT) || ar.elements.is_some() || ar.value_is_literal {
             return None;
         }
         let (np, ns) = (ar.name_prefix.trim(), ar.name_suffix.trim());
@@ -1044,7 +1045,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let sep = f.call_separator.trim();
         let more = if sep.is_empty() { b.space() + call } else { b.space() + sep + b.space() + call };
         let calls = if !self.recovering() {
-            if self.req.parallel_tool_calls {
+            if self.policy.parallel {
                 call + b.zero_or_more(more)
             } else {
                 call
@@ -1053,7 +1054,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
             // Models join calls with `;`, `,` or line breaks whatever the template does, and
             // write several where the template (or the request) has one.
             let joined = self.joined_call(sep, call);
-            if self.req.parallel_tool_calls {
+            if self.policy.parallel {
                 call + b.zero_or_more(b.choice([more, joined]))
             } else {
                 call + b.zero_or_more(joined)
@@ -1083,7 +1084,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
     }
 
     fn tools_on(&self) -> bool {
-        !self.req.tools.is_empty() && self.req.tool_choice != ToolChoice::None && self.a.tools.format.mode != ToolFormat::None && !self.tools().is_empty()
+        self.policy.calls_on()
     }
 
     /// Addressed parts: `[part_start] HEADER(recipient) BODY [part_end]`, again and again. A part
@@ -1120,8 +1121,8 @@ impl<'a, 'b> Ctx<'a, 'b> {
             }
         }
         let text = || if delims.is_empty() { b.rest() } else { b.until_one_of(delims.clone()) };
-        let content_body = match &self.req.json_schema {
-            Some(schema) => b.tag(super::tags::CONTENT, b.schema(b.json(), "response-format", schema.clone(), false)) + b.space(),
+        let content_body = match &self.policy.response_schema {
+            Some(schema) => json_response(b, schema) + b.space(),
             None => b.tag(super::tags::CONTENT, text()),
         };
         let mut text_parts = vec![header(b.literal(&pa.content_recipient)) + content_body];
@@ -1143,15 +1144,15 @@ impl<'a, 'b> Ctx<'a, 'b> {
             .iter()
             .map(|(name, schema)| {
                 let open = b.tag(super::tags::TOOL_OPEN, header(b.tag(super::tags::TOOL_NAME, b.literal(name))));
-                let args = b.tag(super::tags::TOOL_ARGS, b.schema(b.json(), &format!("{name}-args"), schema.clone(), false));
+                let args = json_arguments(b, name, schema);
                 b.tag(super::tags::TOOL, open + args + b.tag(super::tags::TOOL_CLOSE, b.eps()))
             })
             .collect();
         let call = b.choice(calls);
-        let calls = if self.req.parallel_tool_calls { call + b.zero_or_more(sep() + call) } else { call };
+        let calls = if self.policy.parallel { call + b.zero_or_more(sep() + call) } else { call };
         let section = b.trigger_rule("tool-calls", b.space() + opt(ps) + calls + trailing());
         let before = b.space() + opt(pe);
-        if self.req.tool_choice == ToolChoice::Required {
+        if self.policy.calls == Calls::Required {
             return lead + b.optional(text_part + b.zero_or_more(sep() + text_part) + before) + section + b.end();
         }
         lead + texts + b.optional(before + section) + trailing() + b.end()
@@ -1163,8 +1164,8 @@ impl<'a, 'b> Ctx<'a, 'b> {
             return self.parts_root(pa);
         }
         let reasoning = self.reasoning();
-        if let Some(schema) = &self.req.json_schema {
-            let content = b.tag(super::tags::CONTENT, b.schema(b.json(), "response-format", schema.clone(), false));
+        if let Some(schema) = &self.policy.response_schema {
+            let content = json_response(b, schema);
             // Models wrap JSON in a code fence, and in the template's content markers.
             let fence = b.optional(b.choice(["```json", "```"]) + b.space());
             let c = &self.a.content;
@@ -1203,7 +1204,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
             let no_end = if e.trim().is_empty() { b.eps() } else { b.negate(b.until(e) + e) };
             self.reasoning_before(Some(no_end + section + b.zero_or_more(self.after_section(&triggers)) + b.space() + b.end()))
         };
-        if self.req.tool_choice == ToolChoice::Required {
+        if self.policy.calls == Calls::Required {
             // Calls are required; a short preamble before a marked call is still content.
             if triggers.is_empty() {
                 return reasoning + b.space() + section + b.end();
@@ -1236,22 +1237,24 @@ impl<'a, 'b> Ctx<'a, 'b> {
 
 /// Builds the arena for `req`: it parses the prefill followed by the model output.
 pub fn build_arena(a: &TemplateAnalysis, req: &Request) -> Result<Arena, Error> {
-    if let Some(arena) = crate::registry::find(a).and_then(|builder| builder.build_arena(a, req)) {
+    let policy = Policy::new(req, a.tools.format.mode != ToolFormat::None);
+    if let Some(arena) = crate::registry::arenas::build(a, &policy) {
         return arena;
     }
     let b = Builder::new();
-    let root = Ctx { b: &b, a, req, prefill_for_grammar: None }.root();
+    let root = Ctx { b: &b, a, policy: &policy, prefill_for_grammar: None }.root();
     b.finish(root.id())
 }
 
 /// Builds the arena a grammar is generated from: it matches the model output alone, after
 /// `prefill`.
 pub fn build_grammar_arena(a: &TemplateAnalysis, req: &Request, prefill: &str) -> Result<Arena, Error> {
-    if let Some(arena) = crate::registry::find(a).and_then(|builder| builder.build_arena(a, req)) {
+    let policy = Policy::new(req, a.tools.format.mode != ToolFormat::None);
+    if let Some(arena) = crate::registry::arenas::build(a, &policy) {
         return arena;
     }
     let b = Builder::new();
-    let root = Ctx { b: &b, a, req, prefill_for_grammar: Some(prefill) }.root();
+    let root = Ctx { b: &b, a, policy: &policy, prefill_for_grammar: Some(prefill) }.root();
     b.finish(root.id())
 }
 
@@ -1266,8 +1269,9 @@ mod literal_value_tests {
     use peg_runtime::chat::{ChatMessage, ChatParseOptions, ChatParser, Strictness};
     use serde_json::{json, Value};
 
+    use crate::analysis::analyze;
     use crate::analysis::test_util::template;
-    use crate::analysis::{analyze, TemplateAnalysis};
+    use crate::format::TemplateAnalysis;
     use crate::generator::{generate, GeneratedParser, Request};
 
     const TOOLS: &str = r#"[{"type": "function", "function": {"name": "search", "parameters": {"type": "object", "properties": {
@@ -1547,8 +1551,9 @@ mod tagged_args_tests {
     use peg_runtime::chat::{ChatParser, Strictness};
     use serde_json::{json, Value};
 
+    use crate::analysis::analyze;
     use crate::analysis::test_util::template;
-    use crate::analysis::{analyze, TemplateAnalysis};
+    use crate::format::TemplateAnalysis;
     use crate::generator::{generate, GeneratedParser, Request};
 
     fn generated(name: &str, params: Value) -> (GeneratedParser, TemplateAnalysis, ChatParser) {

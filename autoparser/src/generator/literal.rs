@@ -12,7 +12,7 @@
 use peg_runtime::{Builder, Parser};
 use serde_json::{Map, Value};
 
-use crate::analysis::ValueSyntax;
+use crate::format::ValueSyntax;
 
 /// Nesting past which values are left to the generic value (this also ends `$ref` cycles).
 const MAX_DEPTH: usize = 8;

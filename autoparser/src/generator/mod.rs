@@ -10,9 +10,11 @@ use peg_runtime::chat::{ChatParseOptions, ChatParser, Strictness, ToolSpec};
 use peg_runtime::Arena;
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::{diff::calculate_diff_split, TemplateAnalysis, ToolFormat};
+use crate::analysis::diff::calculate_diff_split;
 use crate::error::{Error, ErrorKind};
-use crate::request::{ContinueFinal, ReasoningFormat, Request, ToolChoice};
+use crate::format::{TemplateAnalysis, ToolFormat};
+use crate::policy::Policy;
+use crate::request::{ContinueFinal, ReasoningFormat, Request};
 use crate::template::{Lenient, Render};
 pub use arena::{build_arena, build_grammar_arena, tags};
 
@@ -153,7 +155,7 @@ fn continue_final(
         if mode == ContinueFinal::Content {
             turn.push_str(end);
             // Content the template always wraps starts with its marker after the reasoning.
-            if a.content.mode == crate::analysis::ContentMode::AlwaysWrapped {
+            if a.content.mode == crate::format::ContentMode::AlwaysWrapped {
                 turn.push_str(&a.content.start);
             }
         }
@@ -307,11 +309,12 @@ fn generate_inner(r: &dyn Render, a: &TemplateAnalysis, req: &Request) -> Result
         prompt.truncate(prompt.len() - eos.len());
     }
     let arena = build_arena(a, req).map_err(|e| generation_failed("parser construction", e))?;
-    let tools_on = !req.tools.is_empty() && req.tool_choice != ToolChoice::None && a.tools.format.mode != ToolFormat::None;
+    let policy = Policy::new(req, a.tools.format.mode != ToolFormat::None);
+    let grammar_lazy = policy.lazy_grammar();
     let mut grammar_triggers = Vec::new();
-    if tools_on && req.tool_choice == ToolChoice::Auto {
+    if grammar_lazy {
         if let Some(pa) = &a.parts {
-            let names: Vec<String> = req.tool_schemas().into_iter().map(|(n, _)| n).collect();
+            let names: Vec<String> = policy.tools.iter().map(|(n, _)| n.clone()).collect();
             grammar_triggers = arena::part_triggers(pa, &names);
         } else {
             for t in arena::trigger_words(a) {
@@ -322,12 +325,7 @@ fn generate_inner(r: &dyn Render, a: &TemplateAnalysis, req: &Request) -> Result
             grammar_triggers.push(GrammarTrigger::Pattern(r#"\s*[\[{]"#.into()));
         }
     }
-    let grammar_lazy = tools_on && req.tool_choice == ToolChoice::Auto && req.json_schema.is_none();
-    if !grammar_lazy {
-        grammar_triggers.clear();
-    }
-    let constrained = tools_on || req.json_schema.is_some();
-    let grammar = if constrained {
+    let grammar = if policy.constrained() {
         let ga = build_grammar_arena(a, req, &prefill).map_err(|e| generation_failed("parser construction", e))?;
         Some(arena::grammar(&ga, grammar_lazy).map_err(|e| generation_failed("grammar generation", e))?)
     } else {
@@ -343,7 +341,7 @@ fn generate_inner(r: &dyn Render, a: &TemplateAnalysis, req: &Request) -> Result
         additional_stops: a.additional_stops.clone(),
         generation_prompt,
         prompt,
-        warnings: schema_warnings(&req.tool_schemas()),
+        warnings: schema_warnings(&policy.tools),
         tools: req.tools.iter().filter_map(ToolSpec::from_openai).collect(),
     })
 }

@@ -16,24 +16,6 @@ pub struct ReasoningTags {
     pub end: String,
 }
 
-/// Guess reasoning tags from distinctive template text, for families whose templates drop a
-/// final message's reasoning (the analysis layer may override with `with_reasoning_tags`).
-pub(crate) fn guess_reasoning_tags(source: &str) -> Option<ReasoningTags> {
-    let t = |a: &str, b: &str| Some(ReasoningTags { start: a.into(), end: b.into() });
-    if source.contains("<|channel>thought") {
-        return t("<|channel>thought\n", "<channel|>");
-    }
-    if source.contains("[THINK]") {
-        return t("[THINK]", "[/THINK]");
-    }
-    // Kimi (`<|im_middle|>`) and LFM2 (`<|tool_list_start|>`) think in <think> tags even where
-    // their templates never mention them.
-    if ["<think>", "</think>", "<|im_middle|>", "<|tool_list_start|>"].iter().any(|m| source.contains(m)) {
-        return t("<think>", "</think>");
-    }
-    None
-}
-
 /// What [`ChatTemplate::apply`] renders.
 ///
 /// Without `continue_final_message`, `generation_prompt` is what `add_generation_prompt`

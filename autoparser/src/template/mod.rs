@@ -88,7 +88,7 @@ impl ChatTemplate {
             limits,
             caps: Arc::new(std::sync::OnceLock::new()),
             final_reasoning: Arc::new(std::sync::OnceLock::new()),
-            reasoning_tags: context::guess_reasoning_tags(source).map(Arc::new),
+            reasoning_tags: crate::registry::reasoning_tags(source).map(|(start, end)| Arc::new(ReasoningTags { start: start.into(), end: end.into() })),
         })
     }
 
@@ -172,8 +172,8 @@ impl ChatTemplate {
     }
 
     /// The tags the model wraps reasoning in, used when continuing a final message whose
-    /// reasoning the template itself does not render. Guessed from the template text for
-    /// known families; set it with [`with_reasoning_tags`](Self::with_reasoning_tags).
+    /// reasoning the template itself does not render. Known for the families the registry
+    /// knows; set it with [`with_reasoning_tags`](Self::with_reasoning_tags).
     pub fn reasoning_tags(&self) -> Option<&ReasoningTags> {
         self.reasoning_tags.as_deref()
     }

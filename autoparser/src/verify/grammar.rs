@@ -7,7 +7,7 @@
 use peg_runtime::gbnf::Grammar;
 use peg_runtime::schema::regex;
 
-use crate::analysis::{ReasoningMode, TemplateAnalysis};
+use crate::format::{ReasoningMode, TemplateAnalysis};
 use crate::generator::{GeneratedParser, GrammarTrigger};
 
 /// Where a trigger can start in a text.
@@ -152,7 +152,7 @@ pub fn window(s: &str, at: usize, radius: usize) -> (usize, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::ReasoningAnalysis;
+    use crate::format::ReasoningAnalysis;
 
     fn think() -> TemplateAnalysis {
         TemplateAnalysis {

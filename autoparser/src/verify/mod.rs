@@ -40,8 +40,8 @@ use peg_runtime::chat::{ChatMessage, ChatToolCall, Strictness};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::analysis::TemplateAnalysis;
 use crate::error::Error;
+use crate::format::TemplateAnalysis;
 use crate::generator::{generate, render_conversation, GeneratedParser};
 use crate::request::Request;
 use crate::template::Render;

@@ -7,7 +7,7 @@ use peg_runtime::chat::RecoveryKind;
 use peg_runtime::Parser;
 
 use super::{Ctx, Names};
-use crate::analysis::ToolFormat;
+use crate::format::ToolFormat;
 
 /// Keys models write a JSON call's function name under, beside the template's own.
 const NAME_KEYS: &[&str] = &["name", "function", "function_name", "tool_name", "tool"];

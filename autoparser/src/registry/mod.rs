@@ -10,12 +10,11 @@
 //! messages), and two for templates that cannot render the calls their models write:
 //! `kimi_k2` (sandboxed `list.append`) and `lfm2_pythonic` (calls never rendered). Addressed
 //! parts (`>>>recipient`, functionary v3.2) are learned by the general analysis
-//! ([`crate::analysis::AddressedParts`]).
+//! ([`crate::format::AddressedParts`]).
 
-use peg_runtime::{Arena, Error};
+pub(crate) mod arenas;
 
-use crate::analysis::TemplateAnalysis;
-use crate::request::Request;
+use crate::format::TemplateAnalysis;
 
 /// A model-specific parser builder.
 pub trait ModelBuilder: Send + Sync {
@@ -30,11 +29,6 @@ pub trait ModelBuilder: Send + Sync {
     }
     /// Adjusts the general analysis (e.g. fills markers the templates never render).
     fn adjust(&self, _analysis: &mut TemplateAnalysis) {}
-    /// Builds the arena for a request; `None` uses the general builder on the (adjusted)
-    /// analysis.
-    fn build_arena(&self, _analysis: &TemplateAnalysis, _req: &Request) -> Option<Result<Arena, Error>> {
-        None
-    }
 }
 
 /// LFM2: the template lists tools (`List of tools: `) but never renders calls; the model
@@ -49,11 +43,11 @@ impl ModelBuilder for Lfm2Pythonic {
         &["List of tools: "]
     }
     fn applies(&self, a: &TemplateAnalysis) -> bool {
-        a.tools.format.mode == crate::analysis::ToolFormat::None
+        a.tools.format.mode == crate::format::ToolFormat::None
     }
     fn adjust(&self, a: &mut TemplateAnalysis) {
         let t = &mut a.tools;
-        t.format.mode = crate::analysis::ToolFormat::TagWithTagged;
+        t.format.mode = crate::format::ToolFormat::TagWithTagged;
         t.format.section_start = "<|tool_call_start|>[".into();
         t.format.section_end = "]<|tool_call_end|>".into();
         t.format.call_separator = ",".into();
@@ -81,72 +75,23 @@ impl ModelBuilder for GptOssHarmony {
         &["<|channel|>", "<|message|>", "to=functions."]
     }
     fn adjust(&self, a: &mut TemplateAnalysis) {
-        a.reasoning = crate::analysis::ReasoningAnalysis {
-            mode: crate::analysis::ReasoningMode::TagBased,
+        a.reasoning = crate::format::ReasoningAnalysis {
+            mode: crate::format::ReasoningMode::TagBased,
             start: "<|channel|>analysis<|message|>".into(),
             end: "<|end|>".into(),
         };
-        a.content = crate::analysis::ContentAnalysis {
-            mode: crate::analysis::ContentMode::AlwaysWrapped,
+        a.content = crate::format::ContentAnalysis {
+            mode: crate::format::ContentMode::AlwaysWrapped,
             start: "<|channel|>final<|message|>".into(),
             end: String::new(),
             requires_nonnull_content: false,
         };
-        a.tools.format.mode = crate::analysis::ToolFormat::TagWithJson;
+        a.tools.format.mode = crate::format::ToolFormat::TagWithJson;
         a.tools.format.per_call_start = "to=functions.".into();
         a.tools.function.name_prefix = "to=functions.".into();
         a.additional_stops = vec!["<|call|>".into()];
         a.caps.supports_tool_calls = true;
     }
-    fn build_arena(&self, _a: &TemplateAnalysis, req: &Request) -> Option<Result<Arena, Error>> {
-        Some(harmony_arena(req))
-    }
-}
-
-fn harmony_arena(req: &Request) -> Result<Arena, Error> {
-    use crate::generator::tags;
-    use crate::request::{ReasoningFormat, ToolChoice};
-    let b = peg_runtime::Builder::new();
-    let stops = ["<|end|>", "<|return|>", "<|call|>", "<|start|>"];
-    let msg_end = || b.optional(b.choice(["<|end|>", "<|return|>", "<|call|>"]));
-    let word = || b.chars("[a-zA-Z0-9_.]", 1, None);
-    let channel = || b.optional("<|channel|>" + word());
-    // `<|channel|>commentary to=assistant` addresses the user: a no-op prefix.
-    let to_assistant = b.optional(b.literal("<|channel|>commentary to=assistant"));
-    let extract = req.reasoning_format == ReasoningFormat::Extract;
-    let analysis_body = b.until_one_of(stops);
-    let analysis = if extract {
-        "<|channel|>analysis<|message|>" + b.tag(tags::REASONING, analysis_body) + msg_end()
-    } else {
-        b.tag(tags::CONTENT, "<|channel|>analysis<|message|>" + analysis_body + b.optional(b.literal("<|end|>")))
-    };
-    let constrain = || b.optional(b.space() + b.optional(b.literal("<|constrain|>")) + word());
-    let final_body = match &req.json_schema {
-        Some(schema) => b.tag(tags::CONTENT, b.schema(b.json(), "response-format", schema.clone(), false)),
-        None => b.tag(tags::CONTENT, b.until_one_of(stops)),
-    };
-    let final_msg = "<|channel|>" + b.choice(["final", "commentary"]) + constrain() + "<|message|>" + final_body + msg_end();
-    let tools_on = !req.tools.is_empty() && req.tool_choice != ToolChoice::None;
-    let mut items = Vec::new();
-    if tools_on {
-        let mut calls = Vec::new();
-        let tools = req.tool_schemas();
-        for (name, schema) in &tools {
-            let open = b.tag(tags::TOOL_OPEN, "to=functions." + b.tag(tags::TOOL_NAME, b.literal(name)));
-            let args = b.tag(tags::TOOL_ARGS, b.schema(b.json(), &format!("{name}-args"), schema.clone(), false));
-            calls.push(b.tag(tags::TOOL, open + b.until("<|message|>") + "<|message|>" + args + b.tag(tags::TOOL_CLOSE, msg_end())));
-        }
-        let call = b.trigger_rule("tool-call", b.choice(calls));
-        items.push(channel() + b.space() + call);
-    }
-    // Messages to other recipients (built-in tools) are not function calls: skip them.
-    let other = channel() + b.space() + "to=" + b.until("<|message|>") + "<|message|>" + b.until_one_of(stops) + msg_end();
-    items.push(other);
-    items.push(analysis);
-    items.push(final_msg);
-    let item = b.optional(b.literal("<|start|>assistant")) + to_assistant + b.choice(items);
-    let root = b.zero_or_more(b.space() + item) + b.space() + b.end();
-    b.finish(root.id())
 }
 
 /// Kimi K2 templates that do not render what the model writes.
@@ -166,18 +111,17 @@ impl ModelBuilder for KimiK2Unrendered {
         &["<|im_assistant|>", "<|im_middle|>"]
     }
     fn applies(&self, a: &TemplateAnalysis) -> bool {
-        a.tools.format.mode == crate::analysis::ToolFormat::None || a.reasoning.mode == crate::analysis::ReasoningMode::None
+        a.tools.format.mode == crate::format::ToolFormat::None || a.reasoning.mode == crate::format::ReasoningMode::None
     }
     fn adjust(&self, a: &mut TemplateAnalysis) {
-        if a.reasoning.mode == crate::analysis::ReasoningMode::None {
-            a.reasoning =
-                crate::analysis::ReasoningAnalysis { mode: crate::analysis::ReasoningMode::TagBased, start: "<think>".into(), end: "</think>".into() };
+        if a.reasoning.mode == crate::format::ReasoningMode::None {
+            a.reasoning = crate::format::ReasoningAnalysis { mode: crate::format::ReasoningMode::TagBased, start: "<think>".into(), end: "</think>".into() };
         }
-        if a.tools.format.mode != crate::analysis::ToolFormat::None {
+        if a.tools.format.mode != crate::format::ToolFormat::None {
             return;
         }
         let t = &mut a.tools;
-        t.format.mode = crate::analysis::ToolFormat::TagWithJson;
+        t.format.mode = crate::format::ToolFormat::TagWithJson;
         t.format.section_start = "<|tool_calls_section_begin|>".into();
         t.format.section_end = "<|tool_calls_section_end|>".into();
         t.format.per_call_start = "<|tool_call_begin|>".into();
@@ -201,8 +145,20 @@ pub fn detect(renders: &str, a: &TemplateAnalysis) -> Option<&'static dyn ModelB
     builders().iter().copied().find(|b| b.fingerprint().iter().all(|m| renders.contains(m)) && b.applies(a))
 }
 
-/// The builder recorded in the analysis, if any.
-pub fn find(a: &TemplateAnalysis) -> Option<&'static dyn ModelBuilder> {
-    let name = a.builder.as_deref()?;
-    builders().iter().copied().find(|b| b.name() == name)
+/// The tags a model wraps its reasoning in, `(start, end)`, for templates that never render a
+/// final message's reasoning (continuing it needs them): families whose models think in tags
+/// their templates do not show, recognized by the template text.
+pub(crate) fn reasoning_tags(template_source: &str) -> Option<(&'static str, &'static str)> {
+    if template_source.contains("<|channel>thought") {
+        return Some(("<|channel>thought\n", "<channel|>"));
+    }
+    if template_source.contains("[THINK]") {
+        return Some(("[THINK]", "[/THINK]"));
+    }
+    // Kimi (`<|im_middle|>`) and LFM2 (`<|tool_list_start|>`) think in <think> tags even where
+    // their templates never mention them.
+    if ["<think>", "</think>", "<|im_middle|>", "<|tool_list_start|>"].iter().any(|m| template_source.contains(m)) {
+        return Some(("<think>", "</think>"));
+    }
+    None
 }

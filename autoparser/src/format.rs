@@ -1,4 +1,6 @@
-//! The analysis result: how a template writes reasoning, content and tool calls.
+//! The learned output format: how a template writes reasoning, content and tool calls, as
+//! [`analysis`](crate::analysis) finds it and [`generator`](crate::generator) builds on it. Data
+//! only, so the registry can adjust it without depending on either.
 //!
 //! Field names follow the reference analysis dumps (`corpus/analysis/*.json`) where sensible.
 
@@ -250,7 +252,7 @@ pub fn with_name(marker: &str, name: &str) -> String {
 /// each item of a list the same with `item` for the key; scalars are raw text.
 ///
 /// ```
-/// use autoparser::analysis::ElementSyntax;
+/// use autoparser::format::ElementSyntax;
 /// let e = ElementSyntax::default();
 /// assert_eq!((e.open("city"), e.close("city")), ("<city>".to_owned(), "</city>".to_owned()));
 /// ```
@@ -305,7 +307,7 @@ impl ElementSyntax {
 /// default is JSON (Python reprs count as JSON too: the JSON/Python parsers read them).
 ///
 /// ```
-/// use autoparser::analysis::ValueSyntax;
+/// use autoparser::format::ValueSyntax;
 /// assert!(ValueSyntax::default().is_json());
 /// let gemma = ValueSyntax { string_open: "<|\"|>".into(), string_close: "<|\"|>".into(), key_open: String::new(), key_close: String::new(), ..ValueSyntax::default() };
 /// assert!(!gemma.is_json());
@@ -404,7 +406,7 @@ pub struct ToolAnalysis {
 /// content, of one and two calls and of reasoning ([`crate::analysis::tools::analyze_parts`]).
 ///
 /// ```
-/// use autoparser::analysis::AddressedParts;
+/// use autoparser::format::AddressedParts;
 /// let p = AddressedParts { recipient_prefix: "to=".into(), recipient_suffix: "<|message|>".into(), content_recipient: "user".into(), ..AddressedParts::default() };
 /// assert_eq!(p.header("user"), "to=user<|message|>");
 /// ```

@@ -1,0 +1,85 @@
+//! What a request asks of the parser, decided once for every arena builder (the general one
+//! and the registry's): which tools, whether calls are off, optional or required, one call or
+//! several, a response schema, reasoning extracted or kept; and the JSON pieces every builder
+//! constrains the same way (arguments by their tool's schema, the response by its schema, with
+//! the same rule names in the grammar).
+
+use peg_runtime::chat::tags;
+use peg_runtime::{Builder, Parser};
+use serde_json::Value;
+
+use crate::request::{ReasoningFormat, Request, ToolChoice};
+
+/// Whether the output may, must or must not hold calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Calls {
+    /// No tools, `tool_choice: none`, or a format without calls.
+    Off,
+    /// `tool_choice: auto`.
+    Optional,
+    /// `tool_choice: required` (or a named function).
+    Required,
+}
+
+/// The request's policy.
+#[derive(Debug, Clone)]
+pub(crate) struct Policy {
+    /// The request's functions as (name, parameters schema), longest name first: in an ordered
+    /// choice a name that prefixes another (`f` vs `f_with_opt`) must come after it.
+    pub tools: Vec<(String, Value)>,
+    pub calls: Calls,
+    /// Several calls in one message.
+    pub parallel: bool,
+    /// The schema the response (the content) must follow.
+    pub response_schema: Option<Value>,
+    /// Reasoning goes to `reasoning_content` (else it stays in the content, markers and all).
+    pub extract_reasoning: bool,
+}
+
+impl Policy {
+    /// The policy of `req` for a format that can (`format_has_calls`) or cannot write calls.
+    pub fn new(req: &Request, format_has_calls: bool) -> Policy {
+        let tools = req.tool_schemas();
+        let calls = match req.tool_choice {
+            _ if tools.is_empty() || !format_has_calls => Calls::Off,
+            ToolChoice::None => Calls::Off,
+            ToolChoice::Auto => Calls::Optional,
+            ToolChoice::Required => Calls::Required,
+        };
+        Policy {
+            tools,
+            calls,
+            parallel: req.parallel_tool_calls,
+            response_schema: req.json_schema.clone(),
+            extract_reasoning: req.reasoning_format == ReasoningFormat::Extract,
+        }
+    }
+
+    /// Calls may appear.
+    pub fn calls_on(&self) -> bool {
+        self.calls != Calls::Off
+    }
+
+    /// The grammar applies only from a trigger on: calls are optional and nothing else is
+    /// constrained.
+    pub fn lazy_grammar(&self) -> bool {
+        self.calls == Calls::Optional && self.response_schema.is_none()
+    }
+
+    /// The output is constrained at all.
+    pub fn constrained(&self) -> bool {
+        self.calls_on() || self.response_schema.is_some()
+    }
+}
+
+/// A call's arguments: JSON following the tool's schema, tagged as arguments; rule
+/// `NAME-args` in the grammar.
+pub(crate) fn json_arguments<'b>(b: &'b Builder, name: &str, schema: &Value) -> Parser<'b> {
+    b.tag(tags::TOOL_ARGS, b.schema(b.json(), &format!("{name}-args"), schema.clone(), false))
+}
+
+/// The response: JSON following the request's schema, tagged as content; rule
+/// `response-format` in the grammar.
+pub(crate) fn json_response<'b>(b: &'b Builder, schema: &Value) -> Parser<'b> {
+    b.tag(tags::CONTENT, b.schema(b.json(), "response-format", schema.clone(), false))
+}

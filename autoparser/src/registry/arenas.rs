@@ -1,0 +1,111 @@
+//! The generation-time part of the registry: arenas of their own for the registered formats
+//! the general builder cannot build. They follow the request's [`Policy`] like the general
+//! builder does (tools, calls off/optional/required, one or several, the response schema,
+//! reasoning extracted or kept) and constrain JSON with the same pieces.
+
+use peg_runtime::chat::tags;
+use peg_runtime::{Arena, Builder, Error};
+
+use crate::format::TemplateAnalysis;
+use crate::policy::{json_arguments, json_response, Calls, Policy};
+
+/// The arena of the builder recorded in the analysis, when that builder builds its own.
+pub(crate) fn build(a: &TemplateAnalysis, policy: &Policy) -> Option<Result<Arena, Error>> {
+    match a.builder.as_deref()? {
+        "gpt_oss_harmony" => Some(harmony(policy)),
+        _ => None,
+    }
+}
+
+/// gpt-oss harmony: the output is a series of channel messages,
+/// `<|channel|>analysis<|message|>...<|end|><|start|>assistant<|channel|>final<|message|>...`;
+/// a call is a message addressed `to=functions.NAME` whose body is the JSON arguments.
+/// Channels and recipients are not markers around content, so the general builder cannot
+/// express them.
+fn harmony(policy: &Policy) -> Result<Arena, Error> {
+    let b = Builder::new();
+    let stops = ["<|end|>", "<|return|>", "<|call|>", "<|start|>"];
+    let msg_end = || b.optional(b.choice(["<|end|>", "<|return|>", "<|call|>"]));
+    let word = || b.chars("[a-zA-Z0-9_.]", 1, None);
+    let channel = || b.optional("<|channel|>" + word());
+    // `<|channel|>commentary to=assistant` addresses the user: a no-op prefix.
+    let to_assistant = || b.optional(b.literal("<|channel|>commentary to=assistant"));
+    let analysis_body = b.until_one_of(stops);
+    let analysis = if policy.extract_reasoning {
+        "<|channel|>analysis<|message|>" + b.tag(tags::REASONING, analysis_body) + msg_end()
+    } else {
+        b.tag(tags::CONTENT, "<|channel|>analysis<|message|>" + analysis_body + b.optional(b.literal("<|end|>")))
+    };
+    let constrain = || b.optional(b.space() + b.optional(b.literal("<|constrain|>")) + word());
+    let final_body = match &policy.response_schema {
+        Some(schema) => json_response(&b, schema),
+        None => b.tag(tags::CONTENT, b.until_one_of(stops)),
+    };
+    let final_msg = "<|channel|>" + b.choice(["final", "commentary"]) + constrain() + "<|message|>" + final_body + msg_end();
+    let message = |body| b.space() + b.optional(b.literal("<|start|>assistant")) + to_assistant() + body;
+    // Messages to other recipients (built-in tools, undeclared functions) are not calls of the
+    // request: skipped.
+    let other = || channel() + b.space() + "to=" + b.until("<|message|>") + "<|message|>" + b.until_one_of(stops) + msg_end();
+    if !policy.calls_on() {
+        let text = b.zero_or_more(message(b.choice([other(), analysis, final_msg])));
+        return b.finish((text + b.space() + b.end()).id());
+    }
+    let names: Vec<_> = policy.tools.iter().map(|(name, _)| b.literal(name)).collect();
+    let calls: Vec<_> = policy
+        .tools
+        .iter()
+        .map(|(name, schema)| {
+            let open = b.tag(tags::TOOL_OPEN, "to=functions." + b.tag(tags::TOOL_NAME, b.literal(name)));
+            let args = json_arguments(&b, name, schema);
+            b.tag(tags::TOOL, open + b.until("<|message|>") + "<|message|>" + args + b.tag(tags::TOOL_CLOSE, msg_end()))
+        })
+        .collect();
+    let call = message(channel() + b.space() + b.trigger_rule("tool-call", b.choice(calls)));
+    let call_ahead = b.peek(message(channel() + b.space() + "to=functions." + b.choice(names) + b.negate(b.chars("[a-zA-Z0-9_]", 1, Some(1)))));
+    let text = b.zero_or_more(b.negate(call_ahead) + message(b.choice([other(), analysis, final_msg])));
+    let more = if policy.parallel { b.zero_or_more(call) } else { b.eps() };
+    let root = match policy.calls {
+        // Messages before the call(s) (reasoning, a preamble), none after.
+        Calls::Required => text + call + more,
+        _ => text + b.optional(call + more + text),
+    };
+    b.finish((root + b.space() + b.end()).id())
+}
+
+#[cfg(test)]
+mod tests {
+    use peg_runtime::chat::{ChatParseOptions, ChatParser};
+    use serde_json::json;
+
+    use crate::format::{TemplateAnalysis, ToolFormat};
+    use crate::request::{Request, ToolChoice};
+
+    fn parse(choice: ToolChoice, parallel: bool, output: &str) -> Result<(String, Vec<String>), String> {
+        let mut a = TemplateAnalysis { builder: Some("gpt_oss_harmony".into()), ..TemplateAnalysis::default() };
+        a.tools.format.mode = ToolFormat::TagWithJson;
+        let tools =
+            json!([{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]);
+        let req = Request::from_json(&json!({"tools": tools, "tool_choice": choice, "parallel_tool_calls": parallel})).unwrap();
+        let arena = crate::generator::build_arena(&a, &req).map_err(|e| e.to_string())?;
+        let parser = ChatParser::new(std::sync::Arc::new(arena), ChatParseOptions { strict: true, ..ChatParseOptions::default() });
+        let m = parser.parse(output, false).map_err(|e| e.to_string())?.message;
+        Ok((m.content, m.tool_calls.iter().map(|c| c.name.clone()).collect()))
+    }
+
+    const ANSWER: &str = "<|channel|>analysis<|message|>Think.<|end|><|start|>assistant<|channel|>final<|message|>Sunny.";
+    const CALL: &str = "<|channel|>analysis<|message|>Think.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Paris\"}<|call|>";
+
+    /// The registered arena follows the request policy as the general builder does.
+    #[test]
+    fn harmony_follows_tool_choice_and_parallel_calls() {
+        assert_eq!(parse(ToolChoice::Auto, false, ANSWER).unwrap(), ("Sunny.".into(), vec![]));
+        assert_eq!(parse(ToolChoice::Auto, false, CALL).unwrap().1, ["get_weather"]);
+        assert_eq!(parse(ToolChoice::Required, false, CALL).unwrap().1, ["get_weather"]);
+        assert!(parse(ToolChoice::Required, false, ANSWER).is_err(), "a required call is missing");
+        // With calls off, a function message is another recipient's: skipped, no call.
+        assert_eq!(parse(ToolChoice::None, false, CALL).unwrap().1, Vec::<String>::new());
+        let two = format!("{CALL}<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{{\"city\": \"Rome\"}}<|call|>");
+        assert_eq!(parse(ToolChoice::Auto, true, &two).unwrap().1, ["get_weather", "get_weather"]);
+        assert!(parse(ToolChoice::Required, false, &two).is_err(), "one call only");
+    }
+}
