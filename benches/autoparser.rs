@@ -103,7 +103,7 @@ fn benches(c: &mut Criterion) {
     g.throughput(criterion::Throughput::Bytes(answer.len() as u64));
     for name in ["NousResearch-Hermes-3-Llama-3.1-8B-tool_use", "meta-llama-Llama-3.2-3B-Instruct", "Qwen3-Coder"] {
         let at = names.iter().position(|n| n == name).expect("a shared template");
-        let parser = generate(&all[at], &analyses[at], &req).unwrap().chat_parser(Strictness::Lenient);
+        let parser = generate(&all[at], &analyses[at], &req).unwrap().parser(Strictness::Lenient);
         g.bench_function(name, |b| {
             b.iter(|| {
                 let mut s = parser.stream();

@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 
 use chat_peg::peg_runtime::chat::{presets, stream_pieces, ChatParseOptions, ChatParser, DeltaBuffer, DeltaRef, ToolSpec};
 use criterion::{criterion_group, Criterion, Throughput};
+use peg_runtime::chat::ParseMode;
 use serde_json::json;
 
 const SIZE: usize = 64 * 1024;
@@ -127,7 +128,7 @@ fn bench(c: &mut Criterion) {
             let mut buf = DeltaBuffer::new();
             for _ in 0..reps {
                 match mode {
-                    "one_shot" => drop(black_box(parser.parse(black_box(&output), false).unwrap())),
+                    "one_shot" => drop(black_box(parser.parse(black_box(&output), ParseMode::Complete).unwrap())),
                     "owned" => drop(black_box(stream_all(&parser, black_box(&pieces)))),
                     "buffer" => drop(black_box(stream_buffer(&parser, black_box(&pieces), &mut buf, false))),
                     "buffer_read" => drop(black_box(stream_buffer(&parser, black_box(&pieces), &mut buf, true))),
@@ -137,7 +138,7 @@ fn bench(c: &mut Criterion) {
             continue;
         }
         // Sanity: the stream agrees with the one-shot parse.
-        let whole = parser.parse(&output, false).unwrap();
+        let whole = parser.parse(&output, ParseMode::Complete).unwrap();
         assert!(whole.diagnostic.is_none());
         assert!(whole.message.tool_calls[0].arguments.len() > SIZE);
 
@@ -149,7 +150,7 @@ fn bench(c: &mut Criterion) {
 
         // A direct ratio measurement, printed once, for the closing notes.
         let reps = 7;
-        let one = best(reps, || parser.parse(black_box(&output), false).unwrap());
+        let one = best(reps, || parser.parse(black_box(&output), ParseMode::Complete).unwrap());
         let own = best(reps, || stream_all(&parser, black_box(&pieces)));
         let bufd = best(reps, || stream_buffer(&parser, black_box(&pieces), &mut buf, false));
         let read = best(reps, || stream_buffer(&parser, black_box(&pieces), &mut buf, true));
@@ -169,7 +170,7 @@ fn bench(c: &mut Criterion) {
         g.throughput(Throughput::Bytes(output.len() as u64));
         g.measurement_time(Duration::from_secs(3));
         g.sample_size(10);
-        g.bench_function("one_shot", |b| b.iter(|| parser.parse(black_box(&output), false).unwrap()));
+        g.bench_function("one_shot", |b| b.iter(|| parser.parse(black_box(&output), ParseMode::Complete).unwrap()));
         g.bench_function("stream_4b_chunks", |b| b.iter(|| stream_all(&parser, black_box(&pieces))));
         g.bench_function("stream_4b_chunks_reused_buffer", |b| b.iter(|| stream_buffer(&parser, black_box(&pieces), &mut buf, false)));
         g.bench_function("stream_4b_chunks_reused_buffer_read", |b| b.iter(|| stream_buffer(&parser, black_box(&pieces), &mut buf, true)));

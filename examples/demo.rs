@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 
+use peg_runtime::chat::ParseMode;
 use peg_runtime::chat::{ChatMessage, ChatParseOptions, ChatParser, NativeBuilder, ToolSpec};
 use peg_runtime::gbnf::{generate, GbnfOptions};
 
@@ -42,7 +43,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let options = ChatParseOptions { tools: vec![ToolSpec::new("get_weather", schema)], ..Default::default() };
     let parser = ChatParser::new(Arc::new(arena.clone()), options);
 
-    let parsed = parser.parse(OUTPUT, false)?;
+    let parsed = parser.parse(OUTPUT, ParseMode::Complete)?;
     println!("== message\n{}", serde_json::to_string_pretty(&parsed.message)?);
 
     println!("\n== stream (5-byte chunks)");

@@ -12,6 +12,7 @@ use autoparser::template::ChatTemplate;
 use autoparser::verify::compare_messages;
 use autoparser::Request;
 use chat_peg::formats::{self, gpt_oss, gpt_oss_inline_reasoning, hermes, qwen3_coder};
+use peg_runtime::chat::ParseMode;
 use peg_runtime::chat::{stream_pieces, ChatMessage, ChatParseOptions, ChatParser, ToolSpec};
 use peg_runtime::{Arena, ParseOutput};
 use serde_json::Value;
@@ -134,19 +135,22 @@ fn formats_pass_their_corpus_cases() {
         }
 
         let parser = ChatParser::new(Arc::new(arena), ChatParseOptions { tools: tools.clone(), prefill, ..Default::default() });
-        let got = parser.parse(output, partial).unwrap();
+        let got = parser.parse(output, if partial { ParseMode::Partial } else { ParseMode::Complete }).unwrap();
         if let Err(e) = compare_messages(&got.message, &want) {
             failures.push(format!("{id}: {e}"));
             continue;
         }
         // The same message from the specialized parser, whole and for every prefix.
-        let specialized = |out: &str, partial: bool| parser.parse_with(out, partial, |x, p| Ok((format.parse)(&tools, x, p))).unwrap();
+        let specialized = |out: &str, partial: bool| {
+            parser.parse_with(out, if partial { ParseMode::Partial } else { ParseMode::Complete }, |x, p| Ok((format.parse)(&tools, x, p))).unwrap()
+        };
         if specialized(output, partial) != got {
             failures.push(format!("{id}: specialized parser and arena map to different messages"));
             continue;
         }
-        if let Some(end) =
-            (0..=output.len()).filter(|&e| output.is_char_boundary(e)).find(|&e| specialized(&output[..e], true) != parser.parse(&output[..e], true).unwrap())
+        if let Some(end) = (0..=output.len())
+            .filter(|&e| output.is_char_boundary(e))
+            .find(|&e| specialized(&output[..e], true) != parser.parse(&output[..e], ParseMode::Partial).unwrap())
         {
             failures.push(format!("{id}: specialized parser and arena map the prefix of {end} bytes to different messages"));
             continue;

@@ -28,6 +28,9 @@ pub enum ErrorKind {
     Analysis,
     /// The parser arena or the grammar of a request could not be built.
     Generation,
+    /// The model's output could not be parsed (strict parsing, limits); the source is the
+    /// parser's error, with its byte offset.
+    Parse,
     /// A bug: a panic caught at the crate's boundary (the message is the panic's).
     Internal,
 }
@@ -133,6 +136,7 @@ impl fmt::Display for Error {
             ErrorKind::InvalidRequest => "invalid request",
             ErrorKind::Analysis => "template analysis failed",
             ErrorKind::Generation => "generation failed",
+            ErrorKind::Parse => "output does not parse",
             ErrorKind::Internal => "bug",
         };
         f.write_str(prefix)?;
@@ -147,6 +151,14 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         self.source.as_deref().map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
+
+/// Parsing and streaming report the runtime's error; `?` turns it into this one, so a server
+/// handles one error type from template to message.
+impl From<peg_runtime::Error> for Error {
+    fn from(e: peg_runtime::Error) -> Error {
+        Error::new(ErrorKind::Parse, e.to_string()).with_source(e)
     }
 }
 

@@ -11,15 +11,18 @@
 #![warn(missing_docs)]
 
 mod error;
+mod model;
 mod policy;
 mod request;
 
 pub mod analysis;
 pub mod format;
 pub mod generator;
-pub mod registry;
+mod registry;
 pub mod template;
 pub mod verify;
 
 pub use error::{Error, ErrorKind, Limit};
+pub use generator::{GrammarTrigger, PreparedRequest};
+pub use model::Model;
 pub use request::{ContinueFinal, ReasoningFormat, Request, ToolChoice};

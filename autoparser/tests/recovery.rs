@@ -24,10 +24,11 @@ use std::path::{Path, PathBuf};
 
 use autoparser::analysis::analyze;
 use autoparser::format::TemplateAnalysis;
-use autoparser::generator::{generate, render_conversation, GeneratedParser};
+use autoparser::generator::{generate, render_conversation, PreparedRequest};
 use autoparser::template::ChatTemplate;
 use autoparser::verify::compare_messages;
 use autoparser::Request;
+use peg_runtime::chat::ParseMode;
 use peg_runtime::chat::{stream_pieces, ChatDelta, ChatMessage, ChatParser, ParsedMessage, RecoveryKind, Strictness};
 use serde_json::{json, Value};
 use RecoveryKind::*;
@@ -566,7 +567,7 @@ fn check_row(templates: &mut Templates, r: &Row) -> Vec<String> {
     let want: ChatMessage = serde_json::from_value(r.want.clone()).expect("the row's expected message");
     let out = r.output;
     let mut bad = Vec::new();
-    let one = match g.chat_parser(Strictness::Lenient).parse(out, false) {
+    let one = match g.parser(Strictness::Lenient).parse(out, ParseMode::Complete) {
         Ok(p) => p,
         Err(e) => return vec![format!("lenient parse failed: {e}")],
     };
@@ -600,7 +601,7 @@ fn check_row(templates: &mut Templates, r: &Row) -> Vec<String> {
             bad.push(format!("recovery {i} ({}) at byte {} points at {shown:?}, expected {anchor:?}", rec.kind, rec.offset));
         }
     }
-    let lenient = g.chat_parser(Strictness::Lenient);
+    let lenient = g.parser(Strictness::Lenient);
     for chunk in [1, 3, 7] {
         match streamed(&lenient, out, chunk) {
             Err(e) => bad.push(format!("stream/{chunk}: {e}")),
@@ -616,7 +617,7 @@ fn check_row(templates: &mut Templates, r: &Row) -> Vec<String> {
             }
         }
     }
-    match (wanted.is_empty(), g.chat_parser(Strictness::Strict).parse(out, false)) {
+    match (wanted.is_empty(), g.parser(Strictness::Strict).parse(out, ParseMode::Complete)) {
         (false, Ok(p)) => bad.push(format!("strict: parsed ({}), expected an error", one_line(&p.message))),
         (true, Err(e)) => bad.push(format!("strict: {e}")),
         (true, Ok(p)) if p.message != one.message => bad.push(format!("strict: message differs: {}", message_diff(&p.message, &one.message))),
@@ -718,7 +719,7 @@ fn tool_call(id: &str, name: &str, args: Value) -> Value {
 
 /// The model output the template's render of `msg` implies: the turn after the prompt, without
 /// the end of turn (what the template writes after a content-only turn).
-fn rendered_output(t: &ChatTemplate, a: &TemplateAnalysis, req: &Request, g: &GeneratedParser, msg: &Value) -> Result<String, String> {
+fn rendered_output(t: &ChatTemplate, a: &TemplateAnalysis, req: &Request, g: &PreparedRequest, msg: &Value) -> Result<String, String> {
     let render = |m: &Value| {
         let mut r = req.clone();
         r.messages.push(m.clone());
@@ -788,7 +789,7 @@ fn well_formed_outputs_report_no_recovery() {
                 continue;
             }
         };
-        let parser = g.chat_parser(Strictness::Lenient);
+        let parser = g.parser(Strictness::Lenient);
         let mut checked = Vec::new();
         for (case, m) in &messages {
             // A template that refuses the message (one call per turn, …) has no case.
@@ -800,7 +801,7 @@ fn well_formed_outputs_report_no_recovery() {
             if !out.contains(want.content.trim()) {
                 want.content.clear();
             }
-            let p = match parser.parse(&out, false) {
+            let p = match parser.parse(&out, ParseMode::Complete) {
                 Ok(p) => p,
                 Err(e) => {
                     failures.push(format!("{name} / {case}: parse failed: {e}"));

@@ -7,7 +7,8 @@
 use std::path::{Path, PathBuf};
 
 use autoparser::template::ChatTemplate;
-use autoparser::verify::{verify_template, Verdict, VerifyOptions};
+use autoparser::verify::{Verdict, VerifyOptions};
+use autoparser::Model;
 
 /// Templates whose verification fails today, and why.
 const KNOWN_FAILURES: &[(&str, &str)] = &[];
@@ -48,8 +49,8 @@ fn every_template_round_trips_through_its_own_parser() {
     println!("{:<46} {:>7} {:>7} {:>8}  verdict", "template", "passed", "failed", "skipped");
     for (name, path) in &templates {
         let t = ChatTemplate::load(path).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let report = match verify_template(&t, &opts) {
-            Ok(r) => r,
+        let report = match Model::analyze(t) {
+            Ok(model) => model.verify(&opts),
             Err(e) => {
                 wrong.push(format!("{name}: analysis failed: {e}"));
                 continue;

@@ -226,6 +226,7 @@ fn deep_nesting_is_an_error_not_a_stack_overflow() {
 /// over the generated parser against `ChatParser::parse`), whole and every prefix as partial
 /// output; for complete outputs also with a prefill.
 fn same_message(name: &str, parse: &dyn Fn(&[u8], bool) -> peg_runtime::ParseOutput, arena: &Arena, tools: &[hermes::Tool], output: &str) {
+    use peg_runtime::chat::ParseMode;
     use peg_runtime::chat::{ChatParseOptions, ChatParser};
     use std::sync::Arc;
     let arena = Arc::new(arena.clone());
@@ -235,8 +236,8 @@ fn same_message(name: &str, parse: &dyn Fn(&[u8], bool) -> peg_runtime::ParseOut
         let ends = (0..=output.len()).filter(|&e| output.is_char_boundary(e));
         for (end, partial) in ends.map(|e| (e, true)).chain([(output.len(), false)]) {
             let out = &output[..end];
-            let want = chat.parse(out, partial).unwrap();
-            let got = chat.parse_with(out, partial, |x, p| Ok(parse(x, p))).unwrap();
+            let want = chat.parse(out, if partial { ParseMode::Partial } else { ParseMode::Complete }).unwrap();
+            let got = chat.parse_with(out, if partial { ParseMode::Partial } else { ParseMode::Complete }, |x, p| Ok(parse(x, p))).unwrap();
             assert_eq!(got, want, "{name}: messages differ on {out:?} (prefill {prefill:?}, partial: {partial})");
         }
     }

@@ -88,9 +88,9 @@ fn seed_constructed_example() {
 fn partial_native_arguments_stream_raw() {
     let parser = native_parser(options());
     let out = r#"<tool_call>{"name": "get_weather","arguments": {"location": "Par"#;
-    let m = parser.parse(out, true).unwrap();
+    let m = parser.parse(out, peg_runtime::chat::ParseMode::Partial).unwrap();
     assert_eq!(m.message.tool_calls[0].arguments, r#"{"location": "Par"#);
-    let closed = native_parser(ChatParseOptions { close_partial_arguments: true, ..options() }).parse(out, true).unwrap();
+    let closed = native_parser(ChatParseOptions { close_partial_arguments: true, ..options() }).parse(out, peg_runtime::chat::ParseMode::Partial).unwrap();
     assert_eq!(closed.message.tool_calls[0].arguments, r#"{"location": "Par"}"#);
 }
 
@@ -98,9 +98,9 @@ fn partial_native_arguments_stream_raw() {
 fn partial_constructed_arguments_stream_escaped() {
     let parser = constructed_parser(options());
     let out = "<tool_call><function name=\"get_weather\"><parameter name=\"location\">Pa\"ris</para";
-    let m = parser.parse(out, true).unwrap();
+    let m = parser.parse(out, peg_runtime::chat::ParseMode::Partial).unwrap();
     assert_eq!(m.message.tool_calls[0].arguments, r#"{"location": "Pa\"ris"#);
-    let closed = constructed_parser(ChatParseOptions { close_partial_arguments: true, ..options() }).parse(out, true).unwrap();
+    let closed = constructed_parser(ChatParseOptions { close_partial_arguments: true, ..options() }).parse(out, peg_runtime::chat::ParseMode::Partial).unwrap();
     assert_eq!(closed.message.tool_calls[0].arguments, r#"{"location": "Pa\"ris"}"#);
 }
 
@@ -124,9 +124,9 @@ fn lenient_keeps_unparsed_text_as_content() {
 
 #[test]
 fn strict_returns_the_error() {
-    let parser = native_parser(ChatParseOptions { strict: true, ..options() });
+    let parser = native_parser(ChatParseOptions { strictness: peg_runtime::chat::Strictness::Strict, ..options() });
     let out = "Hi <tool_call>[not a call]";
-    let e = parser.parse(out, false).unwrap_err();
+    let e = parser.parse(out, peg_runtime::chat::ParseMode::Complete).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::ParseFailed);
     assert_eq!(e.offset(), Some("Hi <tool_call>".len()));
     let mut s = parser.stream();
@@ -258,7 +258,7 @@ fn id_last_parser(options: ChatParseOptions) -> ChatParser {
 
 /// Streams `output` cut once at every char boundary: the deltas add up to the one-shot message.
 fn check_every_split(parser: &ChatParser, output: &str) {
-    let whole = parser.parse(output, false).unwrap();
+    let whole = parser.parse(output, peg_runtime::chat::ParseMode::Complete).unwrap();
     for (i, _) in output.char_indices().skip(1) {
         let (deltas, fin) = chat_common::stream(parser, &[&output[..i], &output[i..]]);
         assert_eq!(ChatMessage::from_deltas(&deltas), whole.message, "split at {i} of {output:?}");
@@ -297,7 +297,11 @@ fn ids_after_the_arguments_are_kept() {
     tools.push(ToolSpec::new("search", json!({"type": "object", "properties": {"q": {"type": "string"}}})));
     for strict in [false, true] {
         // Strict: every call fits the request's tools.
-        let parser = id_last_parser(ChatParseOptions { strict, tools: tools.clone(), ..options() });
+        let parser = id_last_parser(ChatParseOptions {
+            strictness: if strict { peg_runtime::chat::Strictness::Strict } else { peg_runtime::chat::Strictness::Lenient },
+            tools: tools.clone(),
+            ..options()
+        });
         let m = check_streaming(&parser, out);
         assert_eq!(m.diagnostic, None);
         assert_eq!(m.recoveries, []);
@@ -338,7 +342,7 @@ fn ids_after_the_arguments_are_kept() {
 fn id_last_call_cut_inside_the_arguments() {
     let parser = id_last_parser(options());
     let out = r#"Hi[TOOL_CALLS][{"name": "get_weather", "arguments": {"location": "Pa"#;
-    let partial = parser.parse(out, true).unwrap();
+    let partial = parser.parse(out, peg_runtime::chat::ParseMode::Partial).unwrap();
     let call = &partial.message.tool_calls[0];
     assert_eq!((call.id.as_str(), call.name.as_str(), call.arguments.as_str()), ("", "get_weather", r#"{"location": "Pa"#));
     for n in [1, 3, 7, out.len()] {
@@ -357,11 +361,11 @@ fn id_last_call_cut_inside_the_arguments() {
     // Cut after the arguments, before the id.
     let out = r#"[TOOL_CALLS][{"name": "get_weather", "arguments": {"days": 1}, "id": "12"#;
     let no_id_yet = |m: &ChatMessage| m.tool_calls.len() == 1 && m.tool_calls[0].id.is_empty() && m.tool_calls[0].arguments == r#"{"days": 1}"#;
-    assert!(no_id_yet(&parser.parse(out, true).unwrap().message));
+    assert!(no_id_yet(&parser.parse(out, peg_runtime::chat::ParseMode::Partial).unwrap().message));
     check_streaming(&parser, out);
-    let strict = id_last_parser(ChatParseOptions { strict: true, ..options() });
-    assert!(no_id_yet(&strict.parse(out, true).unwrap().message));
-    assert_eq!(strict.parse(out, false).unwrap_err().kind(), ErrorKind::ParseFailed);
+    let strict = id_last_parser(ChatParseOptions { strictness: peg_runtime::chat::Strictness::Strict, ..options() });
+    assert!(no_id_yet(&strict.parse(out, peg_runtime::chat::ParseMode::Partial).unwrap().message));
+    assert_eq!(strict.parse(out, peg_runtime::chat::ParseMode::Complete).unwrap_err().kind(), ErrorKind::ParseFailed);
 }
 
 /// A grammar that takes the id before the name or after the arguments: an id that comes first
@@ -390,7 +394,7 @@ fn ids_first_still_stream_live() {
     assert_eq!(header_positions(&parser, out), [after(r#""name": "f""#), after(r#""second""#)]);
     // The first call's arguments are out before its call ends.
     let cut = &out[..after("long")];
-    let partial = parser.parse(cut, true).unwrap();
+    let partial = parser.parse(cut, peg_runtime::chat::ParseMode::Partial).unwrap();
     assert!(partial.message.tool_calls[0].arguments.starts_with(r#"{"a": "long"#), "{partial:?}");
 }
 
@@ -406,6 +410,6 @@ fn id_last_call_that_stops_fitting_keeps_its_text() {
     assert_eq!(m.message.content, r#", "oops": 1}]"#);
     let call = &m.message.tool_calls[0];
     assert_eq!((call.id.as_str(), call.name.as_str(), call.arguments.as_str()), ("call_0", "get_weather", r#"{"days": 2}"#));
-    let strict = id_last_parser(ChatParseOptions { strict: true, ..options() });
-    assert_eq!(strict.parse(out, false).unwrap_err().kind(), ErrorKind::ParseFailed);
+    let strict = id_last_parser(ChatParseOptions { strictness: peg_runtime::chat::Strictness::Strict, ..options() });
+    assert_eq!(strict.parse(out, peg_runtime::chat::ParseMode::Complete).unwrap_err().kind(), ErrorKind::ParseFailed);
 }

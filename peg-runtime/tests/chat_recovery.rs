@@ -21,7 +21,7 @@ fn rec(kind: RecoveryKind, offset: usize, len: usize) -> Recovery {
 fn check(parser: &ChatParser, output: &str) -> peg_runtime::chat::ParsedMessage {
     let whole = check_streaming(parser, output);
     for (i, _) in output.char_indices().skip(1) {
-        let partial = parser.parse(&output[..i], true).unwrap();
+        let partial = parser.parse(&output[..i], peg_runtime::chat::ParseMode::Partial).unwrap();
         for r in &partial.recoveries {
             assert!(whole.recoveries.contains(r), "{r:?} of the prefix {:?} is not in {:?}", &output[..i], whole.recoveries);
         }
@@ -47,7 +47,14 @@ fn reasoning_parser(prefill: &str, strict: bool) -> ChatParser {
         "<think>" + again + p.reasoning(p.until("</think>")) + close + p.content(p.rest())
     })
     .unwrap();
-    ChatParser::new(Arc::new(arena), ChatParseOptions { prefill: prefill.into(), strict, ..Default::default() })
+    ChatParser::new(
+        Arc::new(arena),
+        ChatParseOptions {
+            prefill: prefill.into(),
+            strictness: if strict { peg_runtime::chat::Strictness::Strict } else { peg_runtime::chat::Strictness::Lenient },
+            ..Default::default()
+        },
+    )
 }
 
 #[test]
@@ -80,9 +87,9 @@ fn offsets_are_into_the_output_after_the_prefill() {
 #[test]
 fn partial_parses_report_what_can_no_longer_change() {
     let parser = reasoning_parser("", false);
-    assert_eq!(parser.parse("<think><thi", true).unwrap().recoveries, []);
-    assert_eq!(parser.parse("<think><think>", true).unwrap().recoveries, []);
-    assert_eq!(parser.parse("<think><think>H", true).unwrap().recoveries, [rec(RecoveryKind::ReasoningMarker, 7, 7)]);
+    assert_eq!(parser.parse("<think><thi", peg_runtime::chat::ParseMode::Partial).unwrap().recoveries, []);
+    assert_eq!(parser.parse("<think><think>", peg_runtime::chat::ParseMode::Partial).unwrap().recoveries, []);
+    assert_eq!(parser.parse("<think><think>H", peg_runtime::chat::ParseMode::Partial).unwrap().recoveries, [rec(RecoveryKind::ReasoningMarker, 7, 7)]);
     let mut s = parser.stream();
     s.push("<think><think>").unwrap();
     assert_eq!(s.recoveries(), []);
@@ -115,15 +122,15 @@ fn an_abandoned_recovery_is_not_reported() {
 #[test]
 fn strict_mode_makes_a_recovery_an_error() {
     let parser = reasoning_parser("<think>", true);
-    let m = parser.parse("Hmm</think>Hi", false).unwrap();
+    let m = parser.parse("Hmm</think>Hi", peg_runtime::chat::ParseMode::Complete).unwrap();
     assert_eq!((m.message.content.as_str(), m.recoveries.as_slice()), ("Hi", [].as_slice()));
-    let e = parser.parse("Hmm", false).unwrap_err();
+    let e = parser.parse("Hmm", peg_runtime::chat::ParseMode::Complete).unwrap_err();
     assert_eq!((e.kind(), e.offset()), (ErrorKind::ParseFailed, Some(3)));
     assert!(e.detail().contains("(missing_close)"), "{e}");
     // Before the output ends, the missing close is not known: a partial parse succeeds.
-    assert!(parser.parse("Hmm", true).is_ok());
-    assert!(parser.parse("Hmm<think></think>", false).is_ok(), "a marker inside the reasoning is text");
-    let e = parser.parse("<think>Hmm</think>", false).unwrap_err();
+    assert!(parser.parse("Hmm", peg_runtime::chat::ParseMode::Partial).is_ok());
+    assert!(parser.parse("Hmm<think></think>", peg_runtime::chat::ParseMode::Complete).is_ok(), "a marker inside the reasoning is text");
+    let e = parser.parse("<think>Hmm</think>", peg_runtime::chat::ParseMode::Complete).unwrap_err();
     assert_eq!(e.offset(), Some(0));
     assert!(e.detail().contains("(reasoning_marker)"), "{e}");
 
@@ -237,7 +244,7 @@ fn calls_that_do_not_fit_the_tools_are_flagged_and_kept() {
         ToolSpec::new("get_wether", json!({"type": "object", "properties": {"location": {"type": "string", "pattern": "(?<=x)y"}}})),
     ];
     let parser = ChatParser::new(Arc::new(presets::hermes()), ChatParseOptions { tools: loose, ..Default::default() });
-    let kinds: Vec<_> = parser.parse(&out, false).unwrap().recoveries.iter().map(|r| r.kind).collect();
+    let kinds: Vec<_> = parser.parse(&out, peg_runtime::chat::ParseMode::Complete).unwrap().recoveries.iter().map(|r| r.kind).collect();
     assert_eq!(kinds, [RecoveryKind::ArgumentsOutsideSchema]);
 
     // Parsers that check calls are still shared across threads.
@@ -245,12 +252,15 @@ fn calls_that_do_not_fit_the_tools_are_flagged_and_kept() {
     shared(&parser);
 
     // Strict: the first call is an error.
-    let strict = ChatParser::new(Arc::new(presets::hermes()), ChatParseOptions { tools: vec![weather()], strict: true, ..Default::default() });
-    let e = strict.parse(&out, false).unwrap_err();
+    let strict = ChatParser::new(
+        Arc::new(presets::hermes()),
+        ChatParseOptions { tools: vec![weather()], strictness: peg_runtime::chat::Strictness::Strict, ..Default::default() },
+    );
+    let e = strict.parse(&out, peg_runtime::chat::ParseMode::Complete).unwrap_err();
     assert_eq!(e.offset(), Some(out.find(calls[0]).unwrap()));
     assert!(e.detail().contains("(unknown_tool): call 0: get_wether is not a declared tool"), "{e}");
-    assert!(strict.parse(&out[..out.find(calls[1]).unwrap()], true).is_err());
-    assert!(strict.parse(&format!("<tool_call>{}</tool_call>", calls[2]), false).is_ok());
+    assert!(strict.parse(&out[..out.find(calls[1]).unwrap()], peg_runtime::chat::ParseMode::Partial).is_err());
+    assert!(strict.parse(&format!("<tool_call>{}</tool_call>", calls[2]), peg_runtime::chat::ParseMode::Complete).is_ok());
 }
 
 /// Long arguments that stream without parses (the live lane) are checked in full.

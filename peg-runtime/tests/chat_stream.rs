@@ -110,7 +110,7 @@ fn check_expected(m: &ChatMessage, g: &Generated) {
 
 /// Streams `output` cut by the cycle of `sizes` and compares with the one-shot parse.
 fn check_chunking(parser: &ChatParser, output: &str, sizes: &[usize]) {
-    let whole = parser.parse(output, false).unwrap();
+    let whole = parser.parse(output, peg_runtime::chat::ParseMode::Complete).unwrap();
     let pieces = stream_pieces(output, sizes);
     let (deltas, fin) = stream(parser, &pieces);
     assert_eq!(ChatMessage::from_deltas(&deltas), whole.message, "{output:?} in {pieces:?}");
@@ -120,11 +120,11 @@ fn check_chunking(parser: &ChatParser, output: &str, sizes: &[usize]) {
 fn check_monotone(parser: &ChatParser, output: &str) {
     let mut prev = ChatMessage::default();
     for (i, _) in output.char_indices().skip(1).chain([(output.len(), ' ')]) {
-        let cur = parser.parse(&output[..i], true).unwrap().message;
+        let cur = parser.parse(&output[..i], peg_runtime::chat::ParseMode::Partial).unwrap().message;
         assert!(extends(&prev, &cur), "not monotone at {i} of {output:?}:\n{prev:?}\n{cur:?}");
         prev = cur;
     }
-    let fin = parser.parse(output, false).unwrap().message;
+    let fin = parser.parse(output, peg_runtime::chat::ParseMode::Complete).unwrap().message;
     assert!(extends(&prev, &fin), "{output:?}:\n{prev:?}\n{fin:?}");
 }
 
@@ -152,7 +152,7 @@ proptest! {
     #[test]
     fn native_one_shot_matches_generator(g in native_output()) {
         prop_assume!(no_markers(&g.content) && g.reasoning.as_deref().is_none_or(no_markers));
-        let m = native().parse(&g.output, false).unwrap();
+        let m = native().parse(&g.output, peg_runtime::chat::ParseMode::Complete).unwrap();
         prop_assert_eq!(m.diagnostic, None);
         check_expected(&m.message, &g);
     }
@@ -160,7 +160,7 @@ proptest! {
     #[test]
     fn constructed_one_shot_matches_generator(g in constructed_output()) {
         prop_assume!(no_markers(&g.content) && g.reasoning.as_deref().is_none_or(no_markers));
-        let m = constructed().parse(&g.output, false).unwrap();
+        let m = constructed().parse(&g.output, peg_runtime::chat::ParseMode::Complete).unwrap();
         prop_assert_eq!(m.diagnostic, None);
         check_expected(&m.message, &g);
     }
@@ -226,10 +226,10 @@ fn check_partials_track(parser: &ChatParser, output: &str, sizes: &[usize]) {
     for piece in stream_pieces(output, sizes) {
         j += piece.len();
         s.push(piece).unwrap();
-        let want = parser.parse(&output[..j], true).unwrap();
+        let want = parser.parse(&output[..j], peg_runtime::chat::ParseMode::Partial).unwrap();
         assert_eq!(s.message(), &want.message, "{output:?} cut at {j}");
     }
-    assert_eq!(s.finish().unwrap().1, parser.parse(output, false).unwrap());
+    assert_eq!(s.finish().unwrap().1, parser.parse(output, peg_runtime::chat::ParseMode::Complete).unwrap());
 }
 
 proptest! {

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use autoparser::format::TemplateAnalysis;
-use autoparser::generator::{generate, GeneratedParser};
+use autoparser::generator::{generate, PreparedRequest};
 use autoparser::verify::{check_grammar, compare_messages, stream_message};
 use autoparser::Request;
 use peg_runtime::chat::{ChatMessage, ChatParser, Strictness};
@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use super::templates::{LoadedTemplate, TemplateStore};
 use super::{CheckOptions, Timings};
+use peg_runtime::chat::ParseMode;
 
 /// The template a case names (`template`) or carries (`template_source`).
 fn case_template(case: &Value, store: &mut TemplateStore) -> Result<Arc<LoadedTemplate>, String> {
@@ -113,7 +114,7 @@ struct ParseCase<'c> {
     expected: Option<ChatMessage>,
     inputs: &'c Value,
     analysis: Arc<TemplateAnalysis>,
-    generated: GeneratedParser,
+    generated: PreparedRequest,
 }
 
 fn prepare_parse<'c>(case: &'c Value, store: &mut TemplateStore, timings: &mut Timings) -> Result<ParseCase<'c>, String> {
@@ -139,13 +140,13 @@ fn prepare_parse<'c>(case: &'c Value, store: &mut TemplateStore, timings: &mut T
 
 impl ParseCase<'_> {
     fn parser(&self, strict: bool) -> ChatParser {
-        self.generated.chat_parser(if strict { Strictness::Strict } else { Strictness::Lenient })
+        self.generated.parser(if strict { Strictness::Strict } else { Strictness::Lenient })
     }
 
     fn judge(&self, opts: &CheckOptions, timings: &mut Timings) -> Vec<String> {
         let mut reasons = Vec::new();
         if self.expect_failure {
-            return match self.parser(true).parse(self.output, self.partial) {
+            return match self.parser(true).parse(self.output, if self.partial { ParseMode::Partial } else { ParseMode::Complete }) {
                 Err(_) => Vec::new(),
                 Ok(m) => vec![format!("expected a parse failure, parsed {}", brief(&m.message))],
             };
@@ -153,7 +154,7 @@ impl ParseCase<'_> {
         let Some(want) = &self.expected else { return vec!["missing `expected`".into()] };
         let parser = self.parser(false);
         let t0 = Instant::now();
-        let parsed = parser.parse(self.output, self.partial);
+        let parsed = parser.parse(self.output, if self.partial { ParseMode::Partial } else { ParseMode::Complete });
         timings.parse.push(t0.elapsed());
         let one_shot = match parsed {
             Err(e) => {

@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
-use autoparser::generator::{generate, GeneratedParser};
+use autoparser::generator::{generate, PreparedRequest};
 use autoparser::Request;
 use clap::Args;
 use serde_json::json;
@@ -24,7 +24,7 @@ pub struct GenerateArgs {
 }
 
 /// The JSON of a generated parser (without the arena).
-pub fn generated_json(g: &GeneratedParser) -> serde_json::Value {
+pub fn generated_json(g: &PreparedRequest) -> serde_json::Value {
     json!({
         "prompt": g.prompt,
         "generation_prompt": g.generation_prompt,

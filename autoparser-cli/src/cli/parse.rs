@@ -9,6 +9,7 @@ use clap::Args;
 use peg_runtime::chat::{ChatParser, ChatStream, ParsedMessage, Strictness};
 
 use super::{print_json, RequestTarget};
+use peg_runtime::chat::ParseMode;
 
 /// Arguments of `parse`.
 #[derive(Debug, Args)]
@@ -39,14 +40,14 @@ pub fn run(args: &ParseArgs) -> Result<ExitCode, String> {
     let a = args.target.analysis.get(&t)?;
     let req = Request::from_json(&inputs).map_err(|e| e.to_string())?;
     let g = generate(&t, &a, &req).map_err(|e| e.to_string())?;
-    let parser = g.chat_parser(if args.strict { Strictness::Strict } else { Strictness::Lenient });
+    let parser = g.parser(if args.strict { Strictness::Strict } else { Strictness::Lenient });
     if args.stream {
         return stream(&parser, args);
     }
     let mut raw = Vec::new();
     std::io::stdin().read_to_end(&mut raw).map_err(|e| format!("reading stdin: {e}"))?;
     let output = String::from_utf8_lossy(&raw);
-    let parsed = parser.parse(&output, args.partial).map_err(|e| format!("parse failed: {e}"))?;
+    let parsed = parser.parse(&output, if args.partial { ParseMode::Partial } else { ParseMode::Complete }).map_err(|e| format!("parse failed: {e}"))?;
     report(&parsed);
     print_json(&parsed.message)?;
     Ok(ExitCode::SUCCESS)

@@ -200,33 +200,6 @@ fn align_to_marker(prefix: &mut String, mid: &mut String, suffix: &mut String) {
     }
 }
 
-/// The part of `s` before the first occurrence of `anchor` (all of `s` if absent).
-pub fn until_anchor<'s>(s: &'s str, anchor: &str) -> &'s str {
-    s.find(anchor).map_or(s, |i| &s[..i])
-}
-
-/// The part of `s` after the last occurrence of `anchor` (all of `s` if absent).
-pub fn after_anchor<'s>(s: &'s str, anchor: &str) -> &'s str {
-    s.rfind(anchor).map_or(s, |i| &s[i + anchor.len()..])
-}
-
-/// The common prefix of `s` with itself up to where `left` and `right` (two needles that both
-/// occur in renders) would start: the text of `s` before whichever of the anchors comes first.
-pub fn until_common_prefix<'s>(s: &'s str, left: &str, right: &str) -> &'s str {
-    let i = [s.find(left), s.find(right)].into_iter().flatten().min();
-    i.map_or(s, |i| &s[..i])
-}
-
-/// The text of `s` after the last of the two anchors.
-pub fn after_common_suffix<'s>(s: &'s str, left: &str, right: &str) -> &'s str {
-    let a = s.rfind(left).map(|i| i + left.len());
-    let b = s.rfind(right).map(|i| i + right.len());
-    match a.into_iter().chain(b).max() {
-        Some(i) => &s[i..],
-        None => s,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -269,13 +242,5 @@ mod tests {
         assert_eq!(d.left, "é");
         let d = calculate_diff_split("aé", "bé");
         assert_eq!(parts(&d), ("", "a", "b", "é"));
-    }
-
-    #[test]
-    fn anchors() {
-        assert_eq!(until_common_prefix("ab<x>FOO</x>BAR", "FOO", "BAR"), "ab<x>");
-        assert_eq!(after_common_suffix("FOO</x>BAR</y>", "FOO", "BAR"), "</y>");
-        assert_eq!(until_anchor("abc", "z"), "abc");
-        assert_eq!(after_anchor("a=b=c", "="), "c");
     }
 }

@@ -38,12 +38,12 @@
 //! feeds [`crate::generator`] per request. Formats the diff cannot express are handled by
 //! builders registered in [`crate::registry`], matched on the template's own renders.
 
-pub mod diff;
-pub mod probe;
-pub mod reasoning;
-pub mod segment;
-pub mod text;
-pub mod tools;
+pub(crate) mod diff;
+mod probe;
+mod reasoning;
+pub(crate) mod segment;
+pub(crate) mod text;
+mod tools;
 
 use crate::format::*;
 
@@ -211,7 +211,7 @@ fn apply_parts(a: &mut TemplateAnalysis, parts: AddressedParts) {
 }
 
 /// The union of all marker tokens in the analysis (what the tokenizer must not split).
-pub fn collect_preserved_tokens(a: &TemplateAnalysis) -> Vec<String> {
+pub(crate) fn collect_preserved_tokens(a: &TemplateAnalysis) -> Vec<String> {
     let t = &a.tools;
     let all = [
         &a.reasoning.start,

@@ -11,8 +11,6 @@ pub mod needle {
     pub const USER: &str = "USER_QUESTION_TEXT";
     /// Assistant content.
     pub const CONTENT: &str = "CONTENT_NEEDLE_TEXT";
-    /// Other assistant content.
-    pub const CONTENT2: &str = "OTHER_CONTENT_WORDS";
     /// Reasoning.
     pub const REASONING: &str = "REASONING_NEEDLE_TEXT";
     /// First function name.

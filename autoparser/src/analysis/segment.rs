@@ -134,11 +134,6 @@ pub fn segmentize_markers(text: &str) -> Vec<Segment> {
     out
 }
 
-/// Whether the whole of `s` is one marker.
-pub fn is_single_marker(s: &str) -> bool {
-    marker_len(s) == Some(s.len())
-}
-
 /// The first marker in `s` with its byte offset.
 pub fn first_marker(s: &str) -> Option<(usize, &str)> {
     let mut i = 0;
@@ -176,6 +171,7 @@ mod tests {
 
     #[test]
     fn kinds_of_markers() {
+        let is_single_marker = |s: &str| marker_len(s) == Some(s.len());
         assert!(is_single_marker("<think>"));
         assert!(is_single_marker("</think>"));
         assert!(is_single_marker("<|im_start|>"));

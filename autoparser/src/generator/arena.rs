@@ -17,7 +17,7 @@ use peg_runtime::chat::RecoveryKind;
 const SECTION_RULE: &str = "tool-calls";
 
 /// The semantic tags of the chat shapes (the chat mapper reads these).
-pub use peg_runtime::chat::tags;
+use peg_runtime::chat::tags;
 
 /// A literal that tolerates whitespace differences: surrounding whitespace of `s` is optional.
 fn lit<'a>(b: &'a Builder, s: &str) -> Parser<'a> {
@@ -262,18 +262,18 @@ impl<'a, 'b> Ctx<'a, 'b> {
             // Models may go from reasoning straight to a tool call: it ends reasoning too.
             let triggers = if self.tools_on() { trigger_words(self.a) } else { Vec::new() };
             let (inner, close) = if triggers.is_empty() || r.start.trim().is_empty() {
-                (b.tag(super::tags::REASONING, body), b.literal(e))
+                (b.tag(tags::REASONING, body), b.literal(e))
             } else {
                 let mut d = vec![e.to_owned()];
                 d.extend(triggers.iter().cloned());
-                let inner = b.tag(super::tags::REASONING, b.until_one_of(d));
+                let inner = b.tag(tags::REASONING, b.until_one_of(d));
                 match calls {
                     // Reasoning that only a line break ends (`Thought: ...`): its first line,
                     // then more lines only where calls follow them (without calls they are
                     // content). Held back whole until that is known, so no delta is retracted.
                     Some(calls) if e == "\n" => {
-                        let first = b.tag(super::tags::REASONING, b.until("\n"));
-                        let more = b.atomic(b.tag(super::tags::REASONING, b.until_one_of(triggers)) + b.peek(calls));
+                        let first = b.tag(tags::REASONING, b.until("\n"));
+                        let more = b.atomic(b.tag(tags::REASONING, b.until_one_of(triggers)) + b.peek(calls));
                         (first + b.optional(more), b.optional(b.literal(e)))
                     }
                     // A trigger ends the reasoning only when the calls from it run to the end
@@ -281,7 +281,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
                     // on to its end marker. The lookahead tags nothing, so a stream only ever
                     // extends the reasoning.
                     Some(calls) => {
-                        let quoted = b.tag(super::tags::REASONING, b.until(e)) + e;
+                        let quoted = b.tag(tags::REASONING, b.until(e)) + e;
                         let unclosed = self.recovered(RecoveryKind::ReasoningMarker, b.peek(calls));
                         (inner, b.choice([b.literal(e), unclosed, b.end(), quoted]))
                     }
@@ -305,7 +305,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 return b.optional(whole + b.space());
             }
             // Atomic: while incomplete, the block may still turn out not to be reasoning.
-            return b.optional(b.atomic(b.tag(super::tags::CONTENT, whole + b.space())));
+            return b.optional(b.atomic(b.tag(tags::CONTENT, whole + b.space())));
         };
         b.optional(block) + b.space()
     }
@@ -366,7 +366,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
             kept.push(eot.to_owned());
         }
         let body = if drops.is_empty() && !embedded {
-            b.tag(super::tags::CONTENT, if delims.is_empty() { b.rest() } else { b.until_one_of(delims) })
+            b.tag(tags::CONTENT, if delims.is_empty() { b.rest() } else { b.until_one_of(delims) })
         } else {
             let mut d = delims.clone();
             d.extend(kept.iter().cloned());
@@ -385,7 +385,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
             breaks.extend(mids.iter().copied());
             // One node per run of text, however many delimiters it holds: a stream re-reads the
             // AST on each parse.
-            let piece = || b.tag(super::tags::CONTENT, text_to_real_end(b, &d, || b.choice(breaks.clone())));
+            let piece = || b.tag(tags::CONTENT, text_to_real_end(b, &d, || b.choice(breaks.clone())));
             let mut more = b.choice(mids) + piece();
             let mut lead = b.choice(drops);
             if !ends.is_empty() {
@@ -432,8 +432,8 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let f = &self.a.tools.format;
         let quoted_name = || "\"" + self.name_parser(names) + "\"";
         if f.fun_name_is_key {
-            let open = b.tag(super::tags::TOOL_OPEN, b.literal("{"));
-            return b.tag(super::tags::TOOL, open << quoted_name() << ":" << args << b.tag(super::tags::TOOL_CLOSE, b.literal("}")));
+            let open = b.tag(tags::TOOL_OPEN, b.literal("{"));
+            return b.tag(tags::TOOL, open << quoted_name() << ":" << args << b.tag(tags::TOOL_CLOSE, b.literal("}")));
         }
         let member = |key: &str| -> (Parser<'b>, bool) {
             if !f.function_field.is_empty() && key == f.function_field {
@@ -444,10 +444,10 @@ impl<'a, 'b> Ctx<'a, 'b> {
             } else if key == f.args_field {
                 (b.json_member(key, args), true)
             } else if key == f.gen_id_field {
-                let v = b.choice(["\"" + b.tag(super::tags::TOOL_ID, b.json_string_content()) + "\"", b.tag(super::tags::TOOL_ID, b.json_number())]);
+                let v = b.choice(["\"" + b.tag(tags::TOOL_ID, b.json_string_content()) + "\"", b.tag(tags::TOOL_ID, b.json_number())]);
                 (b.json_member(key, v), false)
             } else if key == f.id_field {
-                (b.json_member(key, "\"" + b.tag(super::tags::TOOL_ID, b.json_string_content()) + "\""), false)
+                (b.json_member(key, "\"" + b.tag(tags::TOOL_ID, b.json_string_content()) + "\""), false)
             } else {
                 (b.json_member(key, b.json()), false)
             }
@@ -456,7 +456,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
         if order.is_empty() {
             order = vec![f.name_field.clone(), f.args_field.clone()];
         }
-        let mut body = b.tag(super::tags::TOOL_OPEN, b.literal("{"));
+        let mut body = b.tag(tags::TOOL_OPEN, b.literal("{"));
         let mut first = true;
         for key in &order {
             let (m, required) = member(key);
@@ -470,7 +470,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 body = body + b.optional(item);
             }
         }
-        b.tag(super::tags::TOOL, body + b.space() + b.tag(super::tags::TOOL_CLOSE, b.literal("}")))
+        b.tag(tags::TOOL, body + b.space() + b.tag(tags::TOOL_CLOSE, b.literal("}")))
     }
 
     /// The call id section, `prefix id suffix`.
@@ -478,7 +478,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let b = self.b;
         let id = &self.a.tools.call_id;
         let stop = if id.suffix.trim().is_empty() { "\n".to_owned() } else { id.suffix.trim().to_owned() };
-        let written = lit(b, &id.prefix) + b.tag(super::tags::TOOL_ID, b.until(&stop)) + lit(b, &id.suffix);
+        let written = lit(b, &id.prefix) + b.tag(tags::TOOL_ID, b.until(&stop)) + lit(b, &id.suffix);
         if !self.recovering() || id.prefix.trim().is_empty() {
             return written;
         }
@@ -519,7 +519,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
             return None;
         }
         let args = if self.a.tools.format.mode == ToolFormat::TagWithJson {
-            b.choice([self.fenced(self.loose_args()), b.space() + self.loose_args(), b.space() + b.tag(super::tags::TOOL_ARGS, b.eps())])
+            b.choice([self.fenced(self.loose_args()), b.space() + self.loose_args(), b.space() + b.tag(tags::TOOL_ARGS, b.eps())])
         } else {
             self.tagged_args("", &Value::Null)
         };
@@ -541,7 +541,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
             let np = t.function.name_prefix.trim();
             let id = b.literal(np) + name + lit_indexed(b, &t.function.name_suffix);
             // Atomic: the name inside is announced only with the whole id.
-            open = open + b.space() + b.atomic(b.tag(super::tags::TOOL_ID, id));
+            open = open + b.space() + b.atomic(b.tag(tags::TOOL_ID, id));
         } else {
             open = open + opener(b, &t.function.name_prefix) + name;
             open = open + lit_indexed(b, &t.function.name_suffix);
@@ -549,13 +549,13 @@ impl<'a, 'b> Ctx<'a, 'b> {
         if t.call_id.pos == P::BetweenFuncAndArgs {
             open = open + self.call_id();
         }
-        let mut body = b.tag(super::tags::TOOL_OPEN, open) + lit(b, &t.arguments.start) + args;
+        let mut body = b.tag(tags::TOOL_OPEN, open) + lit(b, &t.arguments.start) + args;
         body = body + if t.arguments.end.trim().is_empty() { lit(b, &t.arguments.end) } else { self.closing(lit(b, &t.arguments.end), false) };
         if t.call_id.pos == P::PostArgs {
             body = body + self.call_id();
         }
         let close = if t.function.close.trim().is_empty() { b.eps() } else { self.closing(lit(b, &with_name(&t.function.close, close_name)), false) };
-        b.tag(super::tags::TOOL, body + b.tag(super::tags::TOOL_CLOSE, close))
+        b.tag(tags::TOOL, body + b.tag(tags::TOOL_CLOSE, close))
     }
 
     /// Tagged arguments: any order, each `name_prefix NAME name_suffix value value_suffix`.
@@ -570,7 +570,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
             // A value suffix naming its argument (`</alpha>`).
             let vs_named = with_name(vs, arg);
             let vs = vs_named.as_str();
-            let open = opener(b, &ar.name_prefix) + b.tag(super::tags::TOOL_ARG_NAME, b.literal(arg)) + b.literal(ar.name_suffix.trim_end());
+            let open = opener(b, &ar.name_prefix) + b.tag(tags::TOOL_ARG_NAME, b.literal(arg)) + b.literal(ar.name_suffix.trim_end());
             if let Some(e) = &ar.elements {
                 // Mappings and lists written as nested elements.
                 let kind = ElementKind::of(s);
@@ -580,7 +580,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
                         _ => self.element_value(e, s, vs, 0),
                     };
                     let close = b.space() + vs;
-                    return b.tag(super::tags::TOOL_ARG, b.tag(super::tags::TOOL_ARG_OPEN, open) + value + b.tag(super::tags::TOOL_ARG_CLOSE, close));
+                    return b.tag(tags::TOOL_ARG, b.tag(tags::TOOL_ARG_OPEN, open) + value + b.tag(tags::TOOL_ARG_CLOSE, close));
                 }
             }
             // Without a value prefix, the whitespace the name suffix ends with (` ::: `) is
@@ -618,12 +618,12 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 if self.literal_value().is_some() && words_read {
                     let spelled = LiteralSchema { b, spelling: vs, any: value, root: schema };
                     if let Some(g) = spelled.value(s, &format!("{name}-{arg}-lit")) {
-                        return b.tag(super::tags::TOOL_ARG_JSON_VALUE, b.constrained(value, b.choice([schema_json, g])));
+                        return b.tag(tags::TOOL_ARG_JSON_VALUE, b.constrained(value, b.choice([schema_json, g])));
                     }
                 }
                 // Recovering, a value that turns out not to fit is read another way, so it is
                 // announced only whole (a partial `t` may not become `true`).
-                let tagged = b.tag(super::tags::TOOL_ARG_JSON_VALUE, value);
+                let tagged = b.tag(tags::TOOL_ARG_JSON_VALUE, value);
                 if self.recovering() {
                     b.atomic(tagged)
                 } else {
@@ -648,12 +648,9 @@ impl<'a, 'b> Ctx<'a, 'b> {
                     Some(g) => b.constrained(value, b.choice([schema_json, g])),
                     None => value,
                 };
-                let lit_value = b.tag(super::tags::TOOL_ARG_JSON_VALUE, value);
-                let open = || opener(b, &ar.name_prefix) + b.tag(super::tags::TOOL_ARG_NAME, b.literal(arg)) + lit(b, &ar.name_suffix);
-                let literal = b.tag(
-                    super::tags::TOOL_ARG,
-                    b.tag(super::tags::TOOL_ARG_OPEN, open()) + b.space() + lit_value + b.tag(super::tags::TOOL_ARG_CLOSE, b.eps()),
-                );
+                let lit_value = b.tag(tags::TOOL_ARG_JSON_VALUE, value);
+                let open = || opener(b, &ar.name_prefix) + b.tag(tags::TOOL_ARG_NAME, b.literal(arg)) + lit(b, &ar.name_suffix);
+                let literal = b.tag(tags::TOOL_ARG, b.tag(tags::TOOL_ARG_OPEN, open()) + b.space() + lit_value + b.tag(tags::TOOL_ARG_CLOSE, b.eps()));
                 if !(ar.literal_strings_raw && Admits::of(s).string) {
                     return literal;
                 }
@@ -669,11 +666,8 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 let quote_end = || b.literal("'") + b.choice(follow.iter().map(|f| b.literal(f)).collect::<Vec<_>>());
                 let text = text_to_real_end(b, &["'".to_owned()], quote_end);
                 let grammar = b.until_one_of(follow.iter().map(|f| format!("'{f}")));
-                let raw = b.tag(super::tags::TOOL_ARG_STRING_VALUE, b.schema(b.constrained(text, grammar), &format!("{name}-{arg}-raw"), string_part(s), true));
-                let raw_arg = b.tag(
-                    super::tags::TOOL_ARG,
-                    b.tag(super::tags::TOOL_ARG_OPEN, open() + b.space() + "'") + raw + b.tag(super::tags::TOOL_ARG_CLOSE, b.literal("'")),
-                );
+                let raw = b.tag(tags::TOOL_ARG_STRING_VALUE, b.schema(b.constrained(text, grammar), &format!("{name}-{arg}-raw"), string_part(s), true));
+                let raw_arg = b.tag(tags::TOOL_ARG, b.tag(tags::TOOL_ARG_OPEN, open() + b.space() + "'") + raw + b.tag(tags::TOOL_ARG_CLOSE, b.literal("'")));
                 return b.choice([raw_arg, literal]);
             }
             let admits = Admits::of(s);
@@ -681,12 +675,9 @@ impl<'a, 'b> Ctx<'a, 'b> {
             // union of strings and other types may take either opener.
             let json_arg = match (&ar.json_value_open, &ar.json_value_close) {
                 (Some(jo), Some(jc)) if !admits.string || admits.null || admits.other => {
-                    let open = opener(b, &ar.name_prefix) + b.tag(super::tags::TOOL_ARG_NAME, b.literal(arg)) + b.literal(jo.trim_end());
+                    let open = opener(b, &ar.name_prefix) + b.tag(tags::TOOL_ARG_NAME, b.literal(arg)) + b.literal(jo.trim_end());
                     let close = if jc.trim().is_empty() { b.eps() } else { b.space() + jc.trim() };
-                    Some(b.tag(
-                        super::tags::TOOL_ARG,
-                        b.tag(super::tags::TOOL_ARG_OPEN, open) + b.space() + json_value() + b.tag(super::tags::TOOL_ARG_CLOSE, close),
-                    ))
+                    Some(b.tag(tags::TOOL_ARG, b.tag(tags::TOOL_ARG_OPEN, open) + b.space() + json_value() + b.tag(tags::TOOL_ARG_CLOSE, close)))
                 }
                 _ => None,
             };
@@ -706,7 +697,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 Some(u) => b.choice([close, self.recovered(RecoveryKind::MissingClose, u)]),
                 None => close,
             };
-            let arg = b.tag(super::tags::TOOL_ARG, b.tag(super::tags::TOOL_ARG_OPEN, open) + vp + value + b.tag(super::tags::TOOL_ARG_CLOSE, close));
+            let arg = b.tag(tags::TOOL_ARG, b.tag(tags::TOOL_ARG_OPEN, open) + vp + value + b.tag(tags::TOOL_ARG_CLOSE, close));
             match json_arg {
                 Some(json_arg) => b.choice([arg, json_arg]),
                 None => arg,
@@ -736,15 +727,15 @@ impl<'a, 'b> Ctx<'a, 'b> {
         if np.is_empty() || ns.is_empty() {
             return None;
         }
-        let name = b.tag(super::tags::TOOL_ARG_NAME, b.chars("[A-Za-z0-9_.-]", 1, None));
+        let name = b.tag(tags::TOOL_ARG_NAME, b.chars("[A-Za-z0-9_.-]", 1, None));
         let open = opener(b, &ar.name_prefix) + name + b.literal(ns);
         let vp = ar.value_prefix.trim();
         let vp = if vp.is_empty() { b.optional(b.literal("\n")) } else { b.space() + vp + b.optional(b.literal("\n")) };
         // The line break before the suffix is the template's (as for declared arguments).
         let vs_full = ar.value_suffix.trim_start_matches([' ', '\t']);
-        let value = b.tag(super::tags::TOOL_ARG_STRING_VALUE, b.until_one_of([vs_full, vs]));
-        let close = b.tag(super::tags::TOOL_ARG_CLOSE, b.space() + vs);
-        Some(b.tag(super::tags::TOOL_ARG, b.tag(super::tags::TOOL_ARG_OPEN, open) + vp + value + close))
+        let value = b.tag(tags::TOOL_ARG_STRING_VALUE, b.until_one_of([vs_full, vs]));
+        let close = b.tag(tags::TOOL_ARG_CLOSE, b.space() + vs);
+        Some(b.tag(tags::TOOL_ARG, b.tag(tags::TOOL_ARG_OPEN, open) + vp + value + close))
     }
 
     /// A raw string argument value, up to the value suffix, tagged. The value suffix ends the
@@ -847,7 +838,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
         } else {
             b.until_one_of(follow.iter().flat_map(|f| [format!("{vs}{f}"), format!("{vs}\n{f}")]))
         };
-        let string = b.tag(super::tags::TOOL_ARG_STRING_VALUE, b.schema(b.constrained(text, grammar), id, string_part(s), true));
+        let string = b.tag(tags::TOOL_ARG_STRING_VALUE, b.schema(b.constrained(text, grammar), id, string_part(s), true));
         let unclosed = (!unclosed_at.is_empty()).then(unclosed);
         if !nullable {
             return (string, unclosed);
@@ -858,7 +849,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
         words.dedup();
         let word = || b.choice(words.iter().map(|w| b.literal(w)).collect::<Vec<_>>());
         // Read as a JSON (Python) literal once the lookahead has seen the whole value.
-        let null = b.peek(word() + after()) + b.atomic(b.tag(super::tags::TOOL_ARG_JSON_VALUE, b.choice([b.json(), b.python()])));
+        let null = b.peek(word() + after()) + b.atomic(b.tag(tags::TOOL_ARG_JSON_VALUE, b.choice([b.json(), b.python()])));
         (b.choice([b.constrained(null, word()), string]), unclosed)
     }
 
@@ -873,26 +864,26 @@ impl<'a, 'b> Ctx<'a, 'b> {
             ElementKind::Object => {
                 let mut members: Vec<Parser<'b>> = Vec::new();
                 for (k, ps) in s.get("properties").and_then(Value::as_object).into_iter().flatten() {
-                    let key = b.literal(&e.open_prefix) + b.tag(super::tags::TOOL_ARG_ELEMENT_KEY, b.literal(k)) + b.literal(&e.open_suffix);
+                    let key = b.literal(&e.open_prefix) + b.tag(tags::TOOL_ARG_ELEMENT_KEY, b.literal(k)) + b.literal(&e.open_suffix);
                     members.push(key + self.element_value(e, ps, &e.close(k), depth + 1) + b.space() + b.literal(&e.close(k)));
                 }
                 members.push(self.element_member(e));
-                b.tag(super::tags::TOOL_ARG_ELEMENT_OBJECT, b.space() + b.zero_or_more(b.choice(members) + b.space()))
+                b.tag(tags::TOOL_ARG_ELEMENT_OBJECT, b.space() + b.zero_or_more(b.choice(members) + b.space()))
             }
             ElementKind::Array => {
                 let items = s.get("items").cloned().unwrap_or(Value::Null);
                 let item = b.literal(&e.open(&e.item)) + self.element_value(e, &items, &e.close(&e.item), depth + 1) + b.space() + b.literal(&e.close(&e.item));
-                b.tag(super::tags::TOOL_ARG_ELEMENT_ARRAY, b.space() + b.zero_or_more(item + b.space()))
+                b.tag(tags::TOOL_ARG_ELEMENT_ARRAY, b.space() + b.zero_or_more(item + b.space()))
             }
             ElementKind::String => {
-                let string = b.tag(super::tags::TOOL_ARG_LITERAL_STRING, b.until(close));
+                let string = b.tag(tags::TOOL_ARG_LITERAL_STRING, b.until(close));
                 if !Admits::of(s).null {
                     return string;
                 }
                 // A nullable string: its null word alone is null.
                 let mut words = vec![e.null_literal.as_str(), "null", "None"];
                 words.dedup();
-                let word = b.tag(super::tags::TOOL_ARG_LITERAL_TOKEN, b.choice(words.iter().map(|w| b.literal(w)).collect::<Vec<_>>()));
+                let word = b.tag(tags::TOOL_ARG_LITERAL_TOKEN, b.choice(words.iter().map(|w| b.literal(w)).collect::<Vec<_>>()));
                 b.choice([b.constrained(word + b.peek(b.space() + b.literal(close)), word), string])
             }
             ElementKind::Scalar => self.element_scalar(e, Some(s)),
@@ -904,7 +895,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
     fn element_member(&self, e: &ElementSyntax) -> Parser<'b> {
         let b = self.b;
         let name = || b.chars("[A-Za-z0-9_.-]", 1, None);
-        let key = b.literal(&e.open_prefix) + b.tag(super::tags::TOOL_ARG_ELEMENT_KEY, name()) + b.literal(&e.open_suffix);
+        let key = b.literal(&e.open_prefix) + b.tag(tags::TOOL_ARG_ELEMENT_KEY, name()) + b.literal(&e.open_suffix);
         key + self.element_any(e) + b.space() + b.literal(&e.close_prefix) + name() + b.literal(&e.close_suffix)
     }
 
@@ -926,8 +917,8 @@ impl<'a, 'b> Ctx<'a, 'b> {
         }
         let r = b.rule(RULE, b.choice([b.rule_ref("element-nested"), self.element_scalar(e, None)]));
         let item = b.literal(&e.open(&e.item)) + b.rule_ref(RULE) + b.space() + b.literal(&e.close(&e.item));
-        let list = b.tag(super::tags::TOOL_ARG_ELEMENT_ARRAY, b.one_or_more(b.space() + item) + b.space());
-        let map = b.tag(super::tags::TOOL_ARG_ELEMENT_OBJECT, b.one_or_more(b.space() + self.element_member(e)) + b.space());
+        let list = b.tag(tags::TOOL_ARG_ELEMENT_ARRAY, b.one_or_more(b.space() + item) + b.space());
+        let map = b.tag(tags::TOOL_ARG_ELEMENT_OBJECT, b.one_or_more(b.space() + self.element_member(e)) + b.space());
         b.rule("element-nested", b.choice([list, map]));
         r
     }
@@ -941,9 +932,9 @@ impl<'a, 'b> Ctx<'a, 'b> {
         words.dedup();
         let word = || b.choice(words.iter().map(|w| b.literal(w)).collect::<Vec<_>>());
         let ends = || b.peek(b.space() + b.literal(&e.close_prefix));
-        let token = b.tag(super::tags::TOOL_ARG_LITERAL_TOKEN, b.choice([b.json_number(), word()]));
+        let token = b.tag(tags::TOOL_ARG_LITERAL_TOKEN, b.choice([b.json_number(), word()]));
         let token = b.constrained(token + ends(), token);
-        let string = b.tag(super::tags::TOOL_ARG_LITERAL_STRING, b.until(&e.close_prefix));
+        let string = b.tag(tags::TOOL_ARG_LITERAL_STRING, b.until(&e.close_prefix));
         match s {
             // Typed by the schema: a string where it admits one, else the token.
             Some(s) if !Admits::of(s).string => token,
@@ -966,8 +957,8 @@ impl<'a, 'b> Ctx<'a, 'b> {
         if b.has_rule(RULE) {
             return Some(b.rule_ref(RULE));
         }
-        let tok = |p: Parser<'b>| b.tag(super::tags::TOOL_ARG_LITERAL_TOKEN, p);
-        let text = |p: Parser<'b>| b.tag(super::tags::TOOL_ARG_LITERAL_STRING, p);
+        let tok = |p: Parser<'b>| b.tag(tags::TOOL_ARG_LITERAL_TOKEN, p);
+        let text = |p: Parser<'b>| b.tag(tags::TOOL_ARG_LITERAL_STRING, p);
         let quoted = |open: &str, close: &str| b.literal(open) + text(b.until(close)) + b.literal(close);
         let string = quoted(&vs.string_open, &vs.string_close);
         let json_string = tok(b.json_string());
@@ -1123,12 +1114,12 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let text = || if delims.is_empty() { b.rest() } else { b.until_one_of(delims.clone()) };
         let content_body = match &self.policy.response_schema {
             Some(schema) => json_response(b, schema) + b.space(),
-            None => b.tag(super::tags::CONTENT, text()),
+            None => b.tag(tags::CONTENT, text()),
         };
         let mut text_parts = vec![header(b.literal(&pa.content_recipient)) + content_body];
         if !pa.reasoning_recipient.is_empty() {
             let r = header(b.literal(&pa.reasoning_recipient));
-            text_parts.insert(0, if self.extract_reasoning() { r + b.tag(super::tags::REASONING, text()) } else { b.tag(super::tags::CONTENT, r + text()) });
+            text_parts.insert(0, if self.extract_reasoning() { r + b.tag(tags::REASONING, text()) } else { b.tag(tags::CONTENT, r + text()) });
         }
         let text_part = b.choice(text_parts);
         let opt = |s: &str| if s.is_empty() { b.eps() } else { b.optional(b.literal(s)) };
@@ -1143,9 +1134,9 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let calls: Vec<Parser<'b>> = tools
             .iter()
             .map(|(name, schema)| {
-                let open = b.tag(super::tags::TOOL_OPEN, header(b.tag(super::tags::TOOL_NAME, b.literal(name))));
+                let open = b.tag(tags::TOOL_OPEN, header(b.tag(tags::TOOL_NAME, b.literal(name))));
                 let args = json_arguments(b, name, schema);
-                b.tag(super::tags::TOOL, open + args + b.tag(super::tags::TOOL_CLOSE, b.eps()))
+                b.tag(tags::TOOL, open + args + b.tag(tags::TOOL_CLOSE, b.eps()))
             })
             .collect();
         let call = b.choice(calls);
@@ -1272,27 +1263,28 @@ mod literal_value_tests {
     use crate::analysis::analyze;
     use crate::analysis::test_util::template;
     use crate::format::TemplateAnalysis;
-    use crate::generator::{generate, GeneratedParser, Request};
+    use crate::generator::{generate, PreparedRequest, Request};
+    use peg_runtime::chat::ParseMode;
 
     const TOOLS: &str = r#"[{"type": "function", "function": {"name": "search", "parameters": {"type": "object", "properties": {
         "query": {"type": "string"}, "filters": {"type": "object"}, "tags": {"type": "array"}, "any": {}}}}}]"#;
 
-    fn gemma() -> (GeneratedParser, TemplateAnalysis, ChatParser) {
+    fn gemma() -> (PreparedRequest, TemplateAnalysis, ChatParser) {
         gemma_with(TOOLS)
     }
 
-    fn gemma_with(tools: &str) -> (GeneratedParser, TemplateAnalysis, ChatParser) {
+    fn gemma_with(tools: &str) -> (PreparedRequest, TemplateAnalysis, ChatParser) {
         generated("google-gemma-4-31B-it", tools)
     }
 
-    fn generated(name: &str, tools: &str) -> (GeneratedParser, TemplateAnalysis, ChatParser) {
+    fn generated(name: &str, tools: &str) -> (PreparedRequest, TemplateAnalysis, ChatParser) {
         let src = std::fs::read_to_string(crate::analysis::test_util::templates_dir().join(format!("{name}.jinja"))).unwrap();
         let t = template(&src).unwrap();
         let a = analyze(&t).unwrap();
         let tools: Value = serde_json::from_str(tools).unwrap();
         let req = Request::from_json(&json!({"messages": [{"role": "user", "content": "hi"}], "tools": tools})).unwrap();
         let g = generate(&t, &a, &req).unwrap();
-        let parser = g.chat_parser(Strictness::Lenient);
+        let parser = g.parser(Strictness::Lenient);
         (g, a, parser)
     }
 
@@ -1311,7 +1303,7 @@ mod literal_value_tests {
     #[test]
     fn nested_values_parse_stream_and_fit_the_grammar() {
         let (g, a, parser) = gemma();
-        let one = parser.parse(OUTPUT, false).unwrap();
+        let one = parser.parse(OUTPUT, ParseMode::Complete).unwrap();
         assert_eq!(one.diagnostic, None);
         assert_eq!(one.message.content, "");
         assert_eq!(args(&one.message), expected());
@@ -1329,13 +1321,13 @@ mod literal_value_tests {
         let mut last = String::new();
         for (cut, _) in OUTPUT.char_indices().skip(1) {
             let prefix = &OUTPUT[..cut];
-            let m = parser.parse(prefix, true).unwrap();
+            let m = parser.parse(prefix, ParseMode::Partial).unwrap();
             assert_eq!(m.message.content, "", "{prefix:?}");
             let got = m.message.tool_calls.first().map_or(String::new(), |c| c.arguments.clone());
             assert!(got.starts_with(&last), "{prefix:?}: {got:?} does not extend {last:?}");
             last = got;
             // Closed, a partial value is JSON whose strings and lists are cut.
-            let closed = closing.parse(prefix, true).unwrap();
+            let closed = closing.parse(prefix, ParseMode::Partial).unwrap();
             if let Some(c) = closed.message.tool_calls.first().filter(|c| !c.arguments.is_empty()) {
                 serde_json::from_str::<Value>(&c.arguments).unwrap_or_else(|e| panic!("{prefix:?}: {:?}: {e}", c.arguments));
             }
@@ -1372,7 +1364,7 @@ mod literal_value_tests {
         for written in valid {
             let out = call(written);
             crate::verify::check_grammar(&g, &a, &out).unwrap_or_else(|e| panic!("{out}: {e}"));
-            assert_eq!(parser.parse(&out, false).unwrap().diagnostic, None, "{out}");
+            assert_eq!(parser.parse(&out, ParseMode::Complete).unwrap().diagnostic, None, "{out}");
         }
         let off_schema = [
             ("filters:{lang:<|\"|>fr<|\"|>}", json!({"lang": "fr"})),
@@ -1389,14 +1381,14 @@ mod literal_value_tests {
             let out = call(written);
             assert!(crate::verify::check_grammar(&g, &a, &out).is_err(), "the grammar accepts {out}");
             // Parsing is lenient: the call is read as written.
-            let m = parser.parse(&out, false).unwrap();
+            let m = parser.parse(&out, ParseMode::Complete).unwrap();
             assert_eq!(m.diagnostic, None, "{out}");
             assert_eq!(args(&m.message)["filters"], filters, "{out}");
         }
         for written in ["points:[{x:1}]", "points:[{x:1,y:<|\"|>2<|\"|>}]", "mode:<|\"|>slow<|\"|>", "mode:true", "limit:True", "limit:1.5"] {
             let out = call(written);
             assert!(crate::verify::check_grammar(&g, &a, &out).is_err(), "the grammar accepts {out}");
-            assert_eq!(parser.parse(&out, false).unwrap().diagnostic, None, "{out}");
+            assert_eq!(parser.parse(&out, ParseMode::Complete).unwrap().diagnostic, None, "{out}");
         }
     }
 
@@ -1466,7 +1458,7 @@ mod literal_value_tests {
             let (i, j) = (prompt.find(open).unwrap(), prompt.find(close).unwrap());
             let written = &prompt[i..j + close.len()];
             crate::verify::check_grammar(&g, &a, written).unwrap_or_else(|e| panic!("{v}: {e}"));
-            let m = parser.parse(written, false).unwrap();
+            let m = parser.parse(written, ParseMode::Complete).unwrap();
             assert_eq!(m.diagnostic, None, "{written}");
             assert_eq!(args(&m.message), json!({"arg": v}), "{written}");
         }
@@ -1493,12 +1485,12 @@ mod literal_value_tests {
         for written in ["n=3, opts={'on': True}", "opts={\"on\": true, \"tag\": \"x\"}", "opts={'on': False, 'tag': 'it\\'s'}", "opts={\"on\": True}"] {
             let out = call(written);
             crate::verify::check_grammar(&g, &a, &out).unwrap_or_else(|e| panic!("{out}: {e}"));
-            assert_eq!(parser.parse(&out, false).unwrap().diagnostic, None, "{out}");
+            assert_eq!(parser.parse(&out, ParseMode::Complete).unwrap().diagnostic, None, "{out}");
         }
         for written in ["n='3'", "n=True", "opts={'on': 'yes'}", "opts={'off': True}", "opts={'tag': 'x'}", "opts=[True]"] {
             let out = call(written);
             assert!(crate::verify::check_grammar(&g, &a, &out).is_err(), "the grammar accepts {out}");
-            let m = parser.parse(&out, false).unwrap();
+            let m = parser.parse(&out, ParseMode::Complete).unwrap();
             assert_eq!(m.diagnostic, None, "{out}");
             assert_eq!(m.message.tool_calls.len(), 1, "{out}");
         }
@@ -1554,23 +1546,23 @@ mod tagged_args_tests {
     use crate::analysis::analyze;
     use crate::analysis::test_util::template;
     use crate::format::TemplateAnalysis;
-    use crate::generator::{generate, GeneratedParser, Request};
+    use crate::generator::{generate, PreparedRequest, Request};
 
-    fn generated(name: &str, params: Value) -> (GeneratedParser, TemplateAnalysis, ChatParser) {
+    fn generated(name: &str, params: Value) -> (PreparedRequest, TemplateAnalysis, ChatParser) {
         let src = std::fs::read_to_string(crate::analysis::test_util::template_path(name)).unwrap();
         let t = template(&src).unwrap();
         let a = analyze(&t).unwrap();
         let tools = json!([{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": params}}}]);
         let req = Request::from_json(&json!({"messages": [{"role": "user", "content": "hi"}], "tools": tools})).unwrap();
         let g = generate(&t, &a, &req).unwrap();
-        let parser = g.chat_parser(Strictness::Lenient);
+        let parser = g.parser(Strictness::Lenient);
         (g, a, parser)
     }
 
     /// `output` parses (whole and streamed byte by byte, its arguments only growing) to one
     /// call of `f` with `args` and no content, and the grammar accepts it.
-    fn round_trip(g: &GeneratedParser, a: &TemplateAnalysis, parser: &ChatParser, output: &str, args: Value) {
-        let m = parser.parse(output, false).unwrap();
+    fn round_trip(g: &PreparedRequest, a: &TemplateAnalysis, parser: &ChatParser, output: &str, args: Value) {
+        let m = parser.parse(output, peg_runtime::chat::ParseMode::Complete).unwrap();
         assert_eq!(m.diagnostic, None, "{output}");
         assert_eq!(m.message.content, "", "{output}");
         assert_eq!(m.message.tool_calls.len(), 1, "{output}");
@@ -1579,7 +1571,7 @@ mod tagged_args_tests {
         assert_eq!(streamed, m.message, "{output}");
         let mut last = String::new();
         for (cut, _) in output.char_indices().skip(1) {
-            let p = parser.parse(&output[..cut], true).unwrap();
+            let p = parser.parse(&output[..cut], peg_runtime::chat::ParseMode::Partial).unwrap();
             assert_eq!(p.message.content, "", "{:?}", &output[..cut]);
             let got = p.message.tool_calls.first().map_or(String::new(), |c| c.arguments.clone());
             assert!(got.starts_with(&last), "{:?}: {got:?} does not extend {last:?}", &output[..cut]);
@@ -1706,8 +1698,8 @@ mod parts_tests {
                 "{name}: {:?}",
                 g.grammar_triggers
             );
-            let parser = g.chat_parser(Strictness::Lenient);
-            let m = parser.parse(out, false).unwrap().message;
+            let parser = g.parser(Strictness::Lenient);
+            let m = parser.parse(out, peg_runtime::chat::ParseMode::Complete).unwrap().message;
             assert_eq!((m.reasoning_content.as_str(), m.content.as_str()), (reasoning, content), "{name}");
             let calls: Vec<(String, Value)> = m.tool_calls.iter().map(|c| (c.name.clone(), serde_json::from_str(&c.arguments).unwrap())).collect();
             assert_eq!(calls, [("get_weather".to_owned(), json!({"city": "Paris"})), ("get_time".to_owned(), json!({"zone": "CET"}))], "{name}");
@@ -1730,11 +1722,11 @@ mod parts_tests {
         let req = Request::from_json(&json!({"messages": [{"role": "user", "content": "hi"}], "tools": tools, "parallel_tool_calls": true})).unwrap();
         let g = generate(&t, &a, &req).unwrap();
         assert!(g.grammar_triggers.contains(&GrammarTrigger::Word(">>>f\n".into())), "{:?}", g.grammar_triggers);
-        let parser = g.chat_parser(Strictness::Lenient);
+        let parser = g.parser(Strictness::Lenient);
         for (out, content, n) in
             [("f\n{\"n\": 1}>>>f\n{\"n\": 2}", "", 2), ("all\nSure >> ok.>>>f\n{\"n\": 1}", "Sure >> ok.", 1), ("all\nJust text.", "Just text.", 0)]
         {
-            let m = parser.parse(out, false).unwrap().message;
+            let m = parser.parse(out, peg_runtime::chat::ParseMode::Complete).unwrap().message;
             assert_eq!((m.content.as_str(), m.tool_calls.len()), (content, n), "{out}");
             assert_eq!(crate::verify::stream_message(&parser, out, false, 1).unwrap(), m, "{out}");
             crate::verify::check_grammar(&g, &a, out).unwrap_or_else(|e| panic!("{out}: {e}"));

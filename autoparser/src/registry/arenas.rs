@@ -79,6 +79,8 @@ mod tests {
 
     use crate::format::{TemplateAnalysis, ToolFormat};
     use crate::request::{Request, ToolChoice};
+    use peg_runtime::chat::ParseMode;
+    use peg_runtime::chat::Strictness;
 
     fn parse(choice: ToolChoice, parallel: bool, output: &str) -> Result<(String, Vec<String>), String> {
         let mut a = TemplateAnalysis { builder: Some("gpt_oss_harmony".into()), ..TemplateAnalysis::default() };
@@ -87,8 +89,8 @@ mod tests {
             json!([{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]);
         let req = Request::from_json(&json!({"tools": tools, "tool_choice": choice, "parallel_tool_calls": parallel})).unwrap();
         let arena = crate::generator::build_arena(&a, &req).map_err(|e| e.to_string())?;
-        let parser = ChatParser::new(std::sync::Arc::new(arena), ChatParseOptions { strict: true, ..ChatParseOptions::default() });
-        let m = parser.parse(output, false).map_err(|e| e.to_string())?.message;
+        let parser = ChatParser::new(std::sync::Arc::new(arena), ChatParseOptions { strictness: Strictness::Strict, ..ChatParseOptions::default() });
+        let m = parser.parse(output, ParseMode::Complete).map_err(|e| e.to_string())?.message;
         Ok((m.content, m.tool_calls.iter().map(|c| c.name.clone()).collect()))
     }
 

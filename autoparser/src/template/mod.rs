@@ -37,9 +37,8 @@ use std::sync::Arc;
 
 pub use caps::Capabilities;
 pub use context::{ReasoningTags, RenderedPrompt};
-pub use env::{strftime, Limits};
+pub use env::Limits;
 pub use gguf::{read_gguf_metadata, GgufMetadata, GgufValue};
-pub use pyfmt::{float_repr, py_repr, py_str, to_json, JsonOpts};
 pub(crate) use render::Lenient;
 pub use render::Render;
 pub use source::{load, load_named, NamedTemplate, TemplateSource};

@@ -80,13 +80,6 @@ pub fn py_str(v: &Value) -> Result<String, Error> {
     Ok(out)
 }
 
-/// Python `repr(value)`.
-pub fn py_repr(v: &Value) -> Result<String, Error> {
-    let mut out = String::new();
-    write_repr(&mut out, v, 0)?;
-    Ok(out)
-}
-
 fn too_deep() -> Error {
     Error::new(ErrorKind::InvalidOperation, "value nesting too deep (recursion limit)")
 }

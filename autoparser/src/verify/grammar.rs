@@ -8,7 +8,7 @@ use peg_runtime::gbnf::Grammar;
 use peg_runtime::schema::regex;
 
 use crate::format::{ReasoningMode, TemplateAnalysis};
-use crate::generator::{GeneratedParser, GrammarTrigger};
+use crate::generator::{GrammarTrigger, PreparedRequest};
 
 /// Where a trigger can start in a text.
 enum Trigger {
@@ -110,7 +110,7 @@ pub fn first_trigger(triggers: &[GrammarTrigger], a: &TemplateAnalysis, prefill:
 }
 
 /// Checks that `g`'s grammar accepts `output` under the lazy rule. `Ok` when there is no grammar.
-pub fn check_grammar(g: &GeneratedParser, a: &TemplateAnalysis, output: &str) -> Result<(), String> {
+pub fn check_grammar(g: &PreparedRequest, a: &TemplateAnalysis, output: &str) -> Result<(), String> {
     let Some(text) = &g.grammar else { return Ok(()) };
     let grammar = Grammar::parse(text).map_err(|e| format!("grammar does not parse: {e}"))?;
     let constrained = if g.grammar_lazy {

@@ -16,12 +16,13 @@
 //!
 //! ```
 //! use autoparser::template::ChatTemplate;
-//! use autoparser::verify::{verify_template, Feature, VerifyOptions};
+//! use autoparser::verify::{Feature, VerifyOptions};
+//! use autoparser::Model;
 //! let src = r#"{%- for m in messages -%}<|{{ m.role }}|>{{ m.content }}
 //! {%- for c in m.tool_calls or [] %}<tool_call>{"name": "{{ c.function.name }}", "arguments": {{ c.function.arguments | tojson }}}</tool_call>{% endfor -%}
 //! <|end|>{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}"#;
-//! let t = ChatTemplate::from_source(src, "", "").unwrap();
-//! let report = verify_template(&t, &VerifyOptions { cases: 4, ..VerifyOptions::default() }).unwrap();
+//! let model = Model::analyze(ChatTemplate::from_source(src, "", "").unwrap()).unwrap();
+//! let report = model.verify(&VerifyOptions { cases: 4, ..VerifyOptions::default() });
 //! assert!(report.passed(), "{}", report.text());
 //! let parallel = report.features.iter().find(|f| f.feature == Feature::ParallelCalls).unwrap();
 //! assert_eq!(parallel.passed, 4);
@@ -40,15 +41,14 @@ use peg_runtime::chat::{ChatMessage, ChatToolCall, Strictness};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::error::Error;
 use crate::format::TemplateAnalysis;
-use crate::generator::{generate, render_conversation, GeneratedParser};
+use crate::generator::{generate, render_conversation, PreparedRequest};
 use crate::request::Request;
 use crate::template::Render;
-pub use cases::probe_tools;
-pub use grammar::window;
-pub use grammar::{check_grammar, first_trigger};
-pub use judge::{arguments_value, compare_messages, stream_message};
+use cases::probe_tools;
+pub use grammar::{check_grammar, window};
+pub use judge::{compare_messages, stream_message};
+use peg_runtime::chat::ParseMode;
 
 /// What one kind of generated message exercises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -292,12 +292,6 @@ impl VerifyReport {
     }
 }
 
-/// [`verify`] for a loaded template: analyzes it first.
-pub fn verify_template(t: &crate::template::ChatTemplate, opts: &VerifyOptions) -> Result<VerifyReport, Error> {
-    let analysis = crate::analysis::analyze(t)?;
-    Ok(verify(t, &analysis, opts))
-}
-
 /// Verifies the parser, grammar and prompt built from `analysis` against the template's own
 /// renders of seeded messages.
 pub fn verify(r: &dyn Render, analysis: &TemplateAnalysis, opts: &VerifyOptions) -> VerifyReport {
@@ -369,7 +363,7 @@ struct Session<'r> {
 /// The request in one thinking mode, and what generation made of it.
 struct Mode {
     req: Request,
-    generated: Result<GeneratedParser, String>,
+    generated: Result<PreparedRequest, String>,
 }
 
 impl<'r> Session<'r> {
@@ -419,7 +413,7 @@ impl<'r> Session<'r> {
     ///   and the end marker first;
     /// - the prompt added text before the turn header that history does not keep (an
     ///   instruction turn): the turn starts after the header the render does share.
-    fn output_of(&self, g: &GeneratedParser, rendered: &str, reasoning: &str) -> Result<String, String> {
+    fn output_of(&self, g: &PreparedRequest, rendered: &str, reasoning: &str) -> Result<String, String> {
         if let Some(turn) = rendered.strip_prefix(g.prompt.as_str()) {
             return Ok(self.strip_tail(turn).to_owned());
         }
@@ -479,7 +473,7 @@ impl<'r> Session<'r> {
 
     /// The first thinking mode (on for a message with reasoning, else off first) whose prompt
     /// the rendered turn continues: its request, parser, render and output.
-    fn continuation(&self, msg: &Value) -> Result<(&Request, &GeneratedParser, String, String), Outcome> {
+    fn continuation(&self, msg: &Value) -> Result<(&Request, &PreparedRequest, String, String), Outcome> {
         let reasons = msg.get("reasoning_content").is_some_and(|r| r.as_str().is_some_and(|r| !r.is_empty()));
         let order = if reasons { [0, 1] } else { [1, 0] };
         let mut first_miss = None;
@@ -524,9 +518,9 @@ impl<'r> Session<'r> {
             Ok(m) => m,
             Err(why) => return Outcome::Unrendered(why),
         };
-        let parser = g.chat_parser(Strictness::Lenient);
+        let parser = g.parser(Strictness::Lenient);
         let mut reasons = Vec::new();
-        let parsed = match parser.parse(&output, false) {
+        let parsed = match parser.parse(&output, ParseMode::Complete) {
             Ok(p) => {
                 if let Err(d) = compare_messages(&p.message, &expected) {
                     reasons.push(format!("parse: {d}"));

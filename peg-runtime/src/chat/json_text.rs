@@ -645,7 +645,7 @@ mod tests {
         .unwrap();
         let parser = ChatParser::new(std::sync::Arc::new(arena), ChatParseOptions::default());
         let output = "Hi<|tool_call>call:f{a:{k:<|\"|>x \"y\" \\ \u{e9}\n<|\"|>,l:[<|\"|><|\"|>,{},[1,-2.5],None]},b:true}<tool_call|>";
-        let one = parser.parse(output, false).unwrap();
+        let one = parser.parse(output, crate::chat::ParseMode::Complete).unwrap();
         assert_eq!(one.diagnostic, None);
         let args: serde_json::Value = serde_json::from_str(&one.message.tool_calls[0].arguments).unwrap();
         assert_eq!(args, serde_json::json!({"a": {"k": "x \"y\" \\ \u{e9}\n", "l": ["", {}, [1, -2.5], null]}, "b": true}));
@@ -654,7 +654,7 @@ mod tests {
         let mut last = String::new();
         for (i, c) in output.char_indices() {
             deltas.extend(stream.push(&output[i..i + c.len_utf8()]).unwrap());
-            let cut = parser.parse(&output[..i + c.len_utf8()], true).unwrap().message;
+            let cut = parser.parse(&output[..i + c.len_utf8()], crate::chat::ParseMode::Partial).unwrap().message;
             let got = cut.tool_calls.first().map_or(String::new(), |c| c.arguments.clone());
             assert!(got.starts_with(&last), "{got:?} does not extend {last:?}");
             last = got;

@@ -53,6 +53,6 @@ mod stream;
 pub use builder::{tags, ConstructedBuilder, NativeBuilder, SimpleBuilder};
 pub use json_text::close_partial_json;
 pub use message::{ChatDelta, ChatMessage, ChatToolCall, DeltaBuffer, DeltaRef, ToolCallDelta};
-pub use parser::{ChatParseOptions, ChatParser, Diagnostic, ParsedMessage, Strictness, ToolSpec};
+pub use parser::{ChatParseOptions, ChatParser, Diagnostic, ParseMode, ParsedMessage, Strictness, ToolSpec};
 pub use recovery::{Recovery, RecoveryKind};
 pub use stream::{stream_pieces, ChatStream};

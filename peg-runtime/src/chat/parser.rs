@@ -64,6 +64,18 @@ pub enum Strictness {
     Strict,
 }
 
+/// Whether the output is finished or may still continue.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ParseMode {
+    /// The whole output: what does not fit is recovered, kept as content or an error.
+    #[default]
+    Complete,
+    /// A prefix of the output, as mid-stream: the message holds only what can no longer
+    /// change, so a longer prefix's message always extends a shorter one's.
+    Partial,
+}
+
 /// How a [`ChatParser`] maps output.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChatParseOptions {
@@ -73,7 +85,7 @@ pub struct ChatParseOptions {
     pub tools: Vec<ToolSpec>,
     /// Return an error when the output does not fit the grammar or needs a recovery, instead
     /// of keeping the rest as content and reporting the recovery.
-    pub strict: bool,
+    pub strictness: Strictness,
     /// Text the template put at the end of the prompt (e.g. `"<think>\n"`), parsed as if the
     /// model had written it before its output.
     pub prefill: String,
@@ -87,7 +99,13 @@ pub struct ChatParseOptions {
 
 impl Default for ChatParseOptions {
     fn default() -> ChatParseOptions {
-        ChatParseOptions { tools: Vec::new(), strict: false, prefill: String::new(), tool_id_prefix: "call_".to_owned(), close_partial_arguments: false }
+        ChatParseOptions {
+            tools: Vec::new(),
+            strictness: Strictness::Lenient,
+            prefill: String::new(),
+            tool_id_prefix: "call_".to_owned(),
+            close_partial_arguments: false,
+        }
     }
 }
 
@@ -185,16 +203,16 @@ impl ChatParser {
         &self.inner.options
     }
 
-    /// Parses a whole output (`partial`: the output may still continue, as mid-stream).
+    /// Parses an output, whole or a prefix of it ([`ParseMode`]).
     ///
     /// A partial result holds only what can no longer change, so the message of a longer
     /// output always extends that of a shorter one. In lenient mode (the default) output that
     /// does not fit the grammar is kept as content and a [`Diagnostic`] says where, and what
     /// was recovered is reported in [`ParsedMessage::recoveries`]; strict mode returns an
     /// [`ErrorKind::ParseFailed`] error instead.
-    pub fn parse(&self, output: &str, partial: bool) -> Result<ParsedMessage, Error> {
+    pub fn parse(&self, output: &str, mode: ParseMode) -> Result<ParsedMessage, Error> {
         let arena = &self.inner.arena;
-        self.parse_with(output, partial, |input, partial| arena.parse(input, partial))
+        self.parse_with(output, mode, |input, partial| arena.parse(input, partial))
     }
 
     /// [`parse`](ChatParser::parse) with the parses produced by another parser of the same
@@ -202,30 +220,31 @@ impl ChatParser {
     /// must return what `arena.parse(input, partial)` would, for the prefill followed by the
     /// output. The message then equals that of [`parse`](ChatParser::parse).
     ///
-    /// It is called with the whole input as partial and, unless `partial`, again as complete
+    /// It is called with the whole input as partial and, for a complete output, again as complete
     /// (a complete output is folded as a stream would see it, so the message is exactly what
     /// the deltas add up to). Lenient recovery from output that does not fit the grammar
     /// still searches the longest fitting prefix with the arena.
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use peg_runtime::chat::{ChatParseOptions, ChatParser, SimpleBuilder};
+    /// use peg_runtime::chat::{ChatParseOptions, ChatParser, ParseMode, SimpleBuilder};
     /// let arena = Arc::new(SimpleBuilder::build(|p| p.reasoning(p.until("</think>")) + "</think>" + p.content(p.rest())).unwrap());
     /// let parser = ChatParser::new(arena.clone(), ChatParseOptions { prefill: "<think>".into(), ..Default::default() });
     /// let mut calls = Vec::new();
     /// let out = parser
-    ///     .parse_with("Hmm.</think>Hi!", false, |input, partial| {
+    ///     .parse_with("Hmm.</think>Hi!", ParseMode::Complete, |input, partial| {
     ///         calls.push((String::from_utf8_lossy(input).into_owned(), partial));
     ///         arena.parse(input, partial)
     ///     })
     ///     .unwrap();
-    /// assert_eq!(out, parser.parse("Hmm.</think>Hi!", false).unwrap());
+    /// assert_eq!(out, parser.parse("Hmm.</think>Hi!", ParseMode::Complete).unwrap());
     /// assert_eq!(calls, [("<think>Hmm.</think>Hi!".to_owned(), true), ("<think>Hmm.</think>Hi!".to_owned(), false)]);
     /// ```
-    pub fn parse_with<F>(&self, output: &str, partial: bool, mut parse: F) -> Result<ParsedMessage, Error>
+    pub fn parse_with<F>(&self, output: &str, mode: ParseMode, mut parse: F) -> Result<ParsedMessage, Error>
     where
         F: FnMut(&[u8], bool) -> Result<ParseOutput, Error>,
     {
+        let partial = mode == ParseMode::Partial;
         let inner = &*self.inner;
         let mut input = String::with_capacity(inner.options.prefill.len() + output.len());
         input.push_str(&inner.options.prefill);
@@ -260,7 +279,7 @@ impl ChatParser {
 /// In strict mode, a recovery is an error.
 pub(crate) fn no_recovery_if_strict(inner: &Inner, driver: &Driver) -> Result<(), Error> {
     match driver.fold.recoveries.first() {
-        Some(r) if inner.options.strict => {
+        Some(r) if inner.options.strictness == Strictness::Strict => {
             let mut what = format!("the output needs recovery ({})", r.kind);
             if !r.detail.is_empty() {
                 what.push_str(": ");
@@ -330,7 +349,7 @@ pub(crate) fn fold_parse(
     lo: usize,
 ) -> Result<Option<Diagnostic>, Error> {
     let cx = &inner.cx;
-    let strict = inner.options.strict;
+    let strict = inner.options.strictness == Strictness::Strict;
     let prefill = inner.options.prefill.len();
     let out = match out {
         Ok(o) => o,

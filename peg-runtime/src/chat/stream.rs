@@ -598,8 +598,8 @@ mod tests {
         prop_assert_eq!(bf.to_deltas(), bs.to_deltas());
         all.extend(bf.to_deltas());
         prop_assert_eq!(&wf, &ws);
-        let strict = parser.options().strict;
-        let whole = parser.parse(output, false);
+        let strict = parser.options().strictness == crate::chat::Strictness::Strict;
+        let whole = parser.parse(output, crate::chat::ParseMode::Complete);
         prop_assert_eq!(whole.is_ok(), wf.is_ok());
         if let (Ok(whole), Ok(wf)) = (whole, wf) {
             prop_assert_eq!(&ChatMessage::from_deltas(&all), &whole.message);
@@ -656,7 +656,14 @@ mod tests {
             p.optional("<think>" + again + p.reasoning(p.until("</think>")) + close) + p.content(p.until("<tool_call>")) + p.end()
         })
         .unwrap();
-        ChatParser::new(Arc::new(arena), ChatParseOptions { strict, prefill: prefill.into(), ..Default::default() })
+        ChatParser::new(
+            Arc::new(arena),
+            ChatParseOptions {
+                strictness: if strict { crate::chat::Strictness::Strict } else { crate::chat::Strictness::Lenient },
+                prefill: prefill.into(),
+                ..Default::default()
+            },
+        )
     }
 
     fn with_reasoning(strict: bool, prefill: &str) -> ChatParser {
@@ -664,7 +671,14 @@ mod tests {
             p.optional("<think>" + p.reasoning(p.until("</think>")) + "</think>") + p.content(p.until("<tool_call>")) + p.end()
         })
         .unwrap();
-        ChatParser::new(Arc::new(arena), ChatParseOptions { strict, prefill: prefill.into(), ..Default::default() })
+        ChatParser::new(
+            Arc::new(arena),
+            ChatParseOptions {
+                strictness: if strict { crate::chat::Strictness::Strict } else { crate::chat::Strictness::Lenient },
+                prefill: prefill.into(),
+                ..Default::default()
+            },
+        )
     }
 
     proptest::proptest! {
@@ -740,7 +754,7 @@ mod tests {
                     assert_eq!(whole_b, whole);
                     all.extend(last);
                     assert_eq!(ChatMessage::from_deltas(&all), whole.message);
-                    assert_eq!(whole, parser.parse(output, false).unwrap());
+                    assert_eq!(whole, parser.parse(output, crate::chat::ParseMode::Complete).unwrap());
                     assert!(b.push_into("x", &mut buf).is_err() && buf.is_empty());
                 }
             }

@@ -33,7 +33,7 @@ pub fn extends(prev: &ChatMessage, cur: &ChatMessage) -> bool {
 /// one-shot message and `finish` returns the one-shot result; partial parses of its prefixes
 /// grow monotonically and end in the one-shot message. Returns the one-shot result.
 pub fn check_streaming(parser: &ChatParser, output: &str) -> ParsedMessage {
-    let whole = parser.parse(output, false).expect("lenient parse");
+    let whole = parser.parse(output, peg_runtime::chat::ParseMode::Complete).expect("lenient parse");
     let mut sizes: Vec<usize> = (1..=8).collect();
     sizes.extend([13, 64, output.len().max(1)]);
     for n in sizes {
@@ -44,7 +44,7 @@ pub fn check_streaming(parser: &ChatParser, output: &str) -> ParsedMessage {
     }
     let mut prev = ChatMessage::default();
     for (i, _) in output.char_indices().skip(1).chain([(output.len(), ' ')]) {
-        let cur = parser.parse(&output[..i], true).expect("lenient parse").message;
+        let cur = parser.parse(&output[..i], peg_runtime::chat::ParseMode::Partial).expect("lenient parse").message;
         assert!(extends(&prev, &cur), "not monotone at {i} of {output:?}:\n{prev:?}\n{cur:?}");
         prev = cur;
     }

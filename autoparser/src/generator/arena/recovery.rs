@@ -3,6 +3,7 @@
 //! the parse arena has these (the grammar constrains generation to the template's form), and
 //! each is tagged with its [`RecoveryKind`] so the parse result reports it.
 
+use peg_runtime::chat::tags;
 use peg_runtime::chat::RecoveryKind;
 use peg_runtime::Parser;
 
@@ -58,7 +59,7 @@ impl<'b> Ctx<'_, 'b> {
             Names::Any if self.a.tools.format.mode == ToolFormat::JsonNative => b.json_string_content(),
             Names::Any => b.chars("[A-Za-z0-9_.-]", 1, None),
         };
-        b.tag(super::tags::TOOL_NAME, inner)
+        b.tag(tags::TOOL_NAME, inner)
     }
 
     /// `"k": ` for any key `k` of `keys` (whitespace around the colon optional).
@@ -96,7 +97,7 @@ impl<'b> Ctx<'_, 'b> {
     /// reported unless the template writes them so.
     pub(super) fn args_as_string(&self) -> Parser<'b> {
         let b = self.b;
-        let p = b.peek("\"" + b.space() + "{") + b.tag(super::tags::TOOL_ARGS_STRING, b.json_string());
+        let p = b.peek("\"" + b.space() + "{") + b.tag(tags::TOOL_ARGS_STRING, b.json_string());
         if self.a.tools.format.args_as_string {
             p
         } else {
@@ -117,7 +118,7 @@ impl<'b> Ctx<'_, 'b> {
     /// JSON), or a JSON string holding the object.
     pub(super) fn loose_args(&self) -> Parser<'b> {
         let b = self.b;
-        b.choice([b.tag(super::tags::TOOL_ARGS, b.json_object()), self.args_as_string(), b.tag(super::tags::TOOL_ARGS, b.json())])
+        b.choice([b.tag(tags::TOOL_ARGS, b.json_object()), self.args_as_string(), b.tag(tags::TOOL_ARGS, b.json())])
     }
 
     /// A call object whose members come in any order under any of the usual keys, perhaps
@@ -150,8 +151,7 @@ impl<'b> Ctx<'_, 'b> {
         let with_args_flat = || "{" + b.space() + skip_args() + self.key_of(&args_keys);
         let with_args = b.choice([with_args_flat(), "{" + b.space() + skip_args() + self.key_of(&[WRAPPER_KEY]) + with_args_flat()]);
         let named = b.peek(with_args) + named;
-        let id = self.key_of(&id_keys)
-            + b.choice(["\"" + b.tag(super::tags::TOOL_ID, b.json_string_content()) + "\"", b.tag(super::tags::TOOL_ID, b.json_number())]);
+        let id = self.key_of(&id_keys) + b.choice(["\"" + b.tag(tags::TOOL_ID, b.json_string_content()) + "\"", b.tag(tags::TOOL_ID, b.json_number())]);
         let members = |wrapper: Option<Parser<'b>>| {
             let mut alts = vec![self.key_of(&name_keys) + quoted_name(true), self.key_of(&args_keys) + self.loose_args()];
             if let Some(w) = wrapper {
@@ -164,8 +164,8 @@ impl<'b> Ctx<'_, 'b> {
         };
         let inner = members(None) + "}";
         let wrapper = self.key_of(&[WRAPPER_KEY]) + inner;
-        let body = b.tag(super::tags::TOOL_OPEN, b.eps()) + members(Some(wrapper)) + b.tag(super::tags::TOOL_CLOSE, b.literal("}"));
-        b.peek(named) + b.tag(super::tags::TOOL, body)
+        let body = b.tag(tags::TOOL_OPEN, b.eps()) + members(Some(wrapper)) + b.tag(tags::TOOL_CLOSE, b.literal("}"));
+        b.peek(named) + b.tag(tags::TOOL, body)
     }
 
     /// Whether calls are JSON objects with the name inside, so that one is recognizable
