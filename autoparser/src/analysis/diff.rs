@@ -3,21 +3,6 @@
 use serde::{Deserialize, Serialize};
 
 /// Two renders split into their common `prefix` and `suffix` and the differing middles.
-///
-/// ```
-/// use autoparser::analysis::diff::calculate_diff_split;
-/// let d = calculate_diff_split("<a>x</a>", "<a>yy</a>");
-/// assert_eq!((d.prefix.as_str(), d.left.as_str(), d.right.as_str(), d.suffix.as_str()), ("<a>", "x", "yy", "</a>"));
-/// // a marker cut by the common prefix moves whole into the differing parts
-/// let d = calculate_diff_split("<think>a", "<tool>a");
-/// assert_eq!((d.prefix.as_str(), d.left.as_str(), d.right.as_str()), ("", "<think>", "<tool>"));
-/// // a composite opener is not cut after its first marker
-/// let d = calculate_diff_split("<|o|>answer<|s|>A", "<|o|>tools<|s|>T");
-/// assert_eq!((d.prefix.as_str(), d.left.as_str()), ("", "<|o|>answer<|s|>A"));
-/// // an insertion between repeated markers starts at a marker
-/// let d = calculate_diff_split("<|o|>answer", "<|o|>think<|s|>R<|o|>answer");
-/// assert_eq!((d.prefix.as_str(), d.right.as_str(), d.suffix.as_str()), ("", "<|o|>think<|s|>R", "<|o|>answer"));
-/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DiffSplit {
     /// Common to both renders, at the start.
@@ -203,6 +188,22 @@ fn align_to_marker(prefix: &mut String, mid: &mut String, suffix: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The split of two renders, markers kept whole.
+    #[test]
+    fn diff_split_keeps_markers_whole() {
+        let d = calculate_diff_split("<a>x</a>", "<a>yy</a>");
+        assert_eq!((d.prefix.as_str(), d.left.as_str(), d.right.as_str(), d.suffix.as_str()), ("<a>", "x", "yy", "</a>"));
+        // a marker cut by the common prefix moves whole into the differing parts
+        let d = calculate_diff_split("<think>a", "<tool>a");
+        assert_eq!((d.prefix.as_str(), d.left.as_str(), d.right.as_str()), ("", "<think>", "<tool>"));
+        // a composite opener is not cut after its first marker
+        let d = calculate_diff_split("<|o|>answer<|s|>A", "<|o|>tools<|s|>T");
+        assert_eq!((d.prefix.as_str(), d.left.as_str()), ("", "<|o|>answer<|s|>A"));
+        // an insertion between repeated markers starts at a marker
+        let d = calculate_diff_split("<|o|>answer", "<|o|>think<|s|>R<|o|>answer");
+        assert_eq!((d.prefix.as_str(), d.right.as_str(), d.suffix.as_str()), ("", "<|o|>think<|s|>R", "<|o|>answer"));
+    }
 
     fn parts(d: &DiffSplit) -> (&str, &str, &str, &str) {
         (&d.prefix, &d.left, &d.right, &d.suffix)

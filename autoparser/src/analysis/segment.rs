@@ -104,13 +104,6 @@ pub fn marker_group_len(s: &str) -> Option<usize> {
 }
 
 /// Splits `text` into markers and text runs, in order; concatenating the values gives `text`.
-///
-/// ```
-/// use autoparser::analysis::segment::segmentize_markers;
-/// let segs = segmentize_markers("<tool_call>\n{\"a\": [1]}</tool_call>");
-/// let v: Vec<_> = segs.iter().map(|s| (s.is_marker(), s.value.as_str())).collect();
-/// assert_eq!(v, [(true, "<tool_call>"), (false, "\n{\"a\": [1]}"), (true, "</tool_call>")]);
-/// ```
 pub fn segmentize_markers(text: &str) -> Vec<Segment> {
     let mut out = Vec::new();
     let mut text_start = 0;
@@ -164,6 +157,14 @@ pub fn last_marker(s: &str) -> Option<(usize, &str)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Markers and text runs, in order.
+    #[test]
+    fn segments_concatenate_to_the_text() {
+        let segs = segmentize_markers("<tool_call>\n{\"a\": [1]}</tool_call>");
+        let v: Vec<_> = segs.iter().map(|s| (s.is_marker(), s.value.as_str())).collect();
+        assert_eq!(v, [(true, "<tool_call>"), (false, "\n{\"a\": [1]}"), (true, "</tool_call>")]);
+    }
 
     fn seg(s: &str) -> Vec<(bool, String)> {
         segmentize_markers(s).into_iter().map(|s| (s.is_marker(), s.value)).collect()

@@ -170,14 +170,19 @@ fn continue_final(
     Ok((prompt, gp, prefill))
 }
 
-/// Builds the parser, prompt and triggers for `req`.
+/// Builds the parser, prompt and triggers for `req`, through any [`Render`] (for a
+/// [`ChatTemplate`](crate::template::ChatTemplate), [`Model::prepare`](crate::Model::prepare)
+/// is the front door).
 ///
 /// ```
-/// # use autoparser::analysis::{analyze, Render};
-/// # use autoparser::generator::{generate, Request, GrammarTrigger};
+/// # use autoparser::analysis::analyze;
+/// # use autoparser::template::Render;
+/// # use autoparser::generator::generate;
+/// # use autoparser::{GrammarTrigger, Request};
+/// # use peg_runtime::chat::{ParseMode, Strictness};
 /// # struct Fixed;
 /// # impl Render for Fixed {
-/// #     fn render(&self, ctx: &serde_json::Value) -> Result<String, String> {
+/// #     fn render(&self, ctx: &serde_json::Value) -> Result<String, autoparser::Error> {
 /// #         let mut out = String::new();
 /// #         for m in ctx["messages"].as_array().unwrap() {
 /// #             out += &format!("<|{}|>", m["role"].as_str().unwrap());
@@ -205,8 +210,9 @@ fn continue_final(
 /// assert_eq!(g.generation_prompt, "<|assistant|>");
 /// assert_eq!(g.grammar_triggers, [GrammarTrigger::Word("<tool_call>".into())]);
 /// let out = r#"<think>Let me check.</think><tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>"#;
-/// let parsed = g.arena.parse(out.as_bytes(), false).unwrap();
-/// assert_eq!(parsed.result.outcome, peg_runtime::Outcome::Success);
+/// let parsed = g.parser(Strictness::Lenient).parse(out, ParseMode::Complete).unwrap();
+/// assert_eq!(parsed.message.reasoning_content, "Let me check.");
+/// assert_eq!(parsed.message.tool_calls[0].arguments, r#"{"city": "Paris"}"#);
 /// ```
 pub fn generate(r: &dyn Render, a: &TemplateAnalysis, req: &Request) -> Result<PreparedRequest, Error> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| generate_inner(r, a, req))).unwrap_or_else(|panic| Err(Error::from_panic("generation", panic)))
