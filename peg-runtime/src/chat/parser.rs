@@ -145,13 +145,13 @@ pub(crate) struct Inner {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use peg_runtime::chat::{ChatMessage, ChatParseOptions, ChatParser, SimpleBuilder};
+/// use peg_runtime::chat::{ChatMessage, ChatParseOptions, ChatParser, ParseMode, SimpleBuilder};
 /// let arena = SimpleBuilder::build(|p| {
 ///     p.optional("<think>" + p.reasoning(p.until("</think>")) + "</think>") + p.content(p.rest())
 /// })
 /// .unwrap();
 /// let parser = ChatParser::new(Arc::new(arena), ChatParseOptions::default());
-/// let out = parser.parse("<think>Hmm.</think>\nHello!", false).unwrap();
+/// let out = parser.parse("<think>Hmm.</think>\nHello!", ParseMode::Complete).unwrap();
 /// assert_eq!(out.message.reasoning_content, "Hmm.");
 /// assert_eq!(out.message.content, "Hello!");
 ///

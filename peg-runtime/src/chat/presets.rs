@@ -14,7 +14,7 @@ use crate::Arena;
 /// use peg_runtime::chat::{presets, ChatParseOptions, ChatParser};
 ///
 /// let parser = ChatParser::new(Arc::new(presets::hermes()), ChatParseOptions::default());
-/// let out = parser.parse(r#"Sure.<tool_call>{"name": "f", "arguments": {"x": 1}}</tool_call>"#, false).unwrap();
+/// let out = parser.parse(r#"Sure.<tool_call>{"name": "f", "arguments": {"x": 1}}</tool_call>"#, peg_runtime::chat::ParseMode::Complete).unwrap();
 /// assert_eq!(out.message.content, "Sure.");
 /// assert_eq!(out.message.tool_calls[0].arguments, r#"{"x": 1}"#);
 /// ```
@@ -43,7 +43,7 @@ pub fn hermes() -> Arena {
 ///
 /// let parser = ChatParser::new(Arc::new(presets::qwen3_coder()), ChatParseOptions::default());
 /// let out = "<tool_call>\n<function=f>\n<parameter=path>\na.txt\n</parameter>\n</function>\n</tool_call>";
-/// let msg = parser.parse(out, false).unwrap().message;
+/// let msg = parser.parse(out, peg_runtime::chat::ParseMode::Complete).unwrap().message;
 /// assert_eq!(msg.tool_calls[0].arguments, r#"{"path": "a.txt"}"#);
 /// ```
 pub fn qwen3_coder() -> Arena {
