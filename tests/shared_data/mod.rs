@@ -91,6 +91,11 @@ fn problem(dir: &Path) -> Option<String> {
 /// ` (what it skips)` when only part of the test needs the data); a test missing from it fails,
 /// so the notice stays complete.
 pub fn shared(corpus_tests: &[&str]) -> Option<Shared> {
+    shared_for("corpus tests", corpus_tests)
+}
+
+/// [`shared`] for other readers of the data (`what`: "benchmark groups"), named in the notice.
+pub fn shared_for(what: &str, corpus_tests: &[&str]) -> Option<Shared> {
     check_listed(corpus_tests);
     let (dir, how) = location();
     let Some(problem) = problem(&dir) else { return Some(Shared { dir }) };
@@ -99,11 +104,36 @@ pub fn shared(corpus_tests: &[&str]) -> Option<Shared> {
     }
     static NOTICE: Once = Once::new();
     NOTICE.call_once(|| {
-        let tests = corpus_tests.join(", ");
+        let tests = listing(corpus_tests);
         // Straight to stderr: the test harness captures `eprintln!` of passing tests.
-        let _ = writeln!(std::io::stderr(), "note: skipped corpus tests ({tests}): {how} {problem}; set {VAR}=/path/to/shared to run them");
+        let _ = writeln!(std::io::stderr(), "note: skipped {what} ({tests}): {how} {problem}; set {VAR}=/path/to/shared to run them");
     });
     None
+}
+
+/// `corpus_tests` for the notice: whole tests first, then each skipped part with its tests
+/// (`a, b; the shared templates of c, d`).
+fn listing(corpus_tests: &[&str]) -> String {
+    let mut whole = Vec::new();
+    let mut parts: Vec<(&str, Vec<&str>)> = Vec::new();
+    for t in corpus_tests {
+        match t.split_once(" (") {
+            Some((name, what)) => {
+                let what = what.trim_end_matches(')');
+                match parts.iter_mut().find(|(w, _)| *w == what) {
+                    Some((_, names)) => names.push(name),
+                    None => parts.push((what, vec![name])),
+                }
+            }
+            None => whole.push(*t),
+        }
+    }
+    let mut pieces = Vec::new();
+    if !whole.is_empty() {
+        pieces.push(whole.join(", "));
+    }
+    pieces.extend(parts.iter().map(|(what, names)| format!("{what} of {}", names.join(", "))));
+    pieces.join("; ")
 }
 
 /// Fails when the calling test is not named in `corpus_tests`. The test harness names each
