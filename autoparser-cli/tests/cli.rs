@@ -62,7 +62,10 @@ fn analyze_prints_the_analysis() {
     let path = tmp("analysis.json", &String::from_utf8(bare.stdout).unwrap());
     let req = weather_request();
     let g = json_out(&run(&["generate", t.to_str().unwrap(), "--request", req.to_str().unwrap(), "--analysis", path.to_str().unwrap()], ""));
-    assert!(g["grammar"].is_string());
+    assert!(g["grammar"].as_str().is_some_and(|s| s.contains("get_weather")), "{g:#}");
+    // The analysis read back generates what analyzing afresh does.
+    let fresh = json_out(&run(&["generate", t.to_str().unwrap(), "--request", req.to_str().unwrap()], ""));
+    assert_eq!(g, fresh);
 }
 
 #[test]
@@ -77,6 +80,12 @@ fn render_and_generate() {
     }
     assert_eq!(g["grammar_lazy"], true);
     assert_eq!(g["prompt"], r["prompt"]);
+    assert_eq!(g["generation_prompt"], r["generation_prompt"]);
+    // Lazy: the grammar starts where a call does, and the call markers stay single tokens.
+    assert_eq!(g["grammar_triggers"], json!([{"type": "word", "value": "<tool_call>"}]), "{g:#}");
+    let preserved: Vec<&str> = g["preserved_tokens"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(preserved.contains(&"<tool_call>") && preserved.contains(&"</tool_call>"), "{preserved:?}");
+    assert!(g["grammar"].as_str().is_some_and(|s| s.contains("get_weather") && s.contains("city")), "{g:#}");
 }
 
 #[test]
