@@ -1,4 +1,5 @@
-//! The autoparser's costs over every template of `../shared/templates`: analyzing a template
+//! The autoparser's costs over every template of the shared data's `templates/` (found as the
+//! corpus tests find it; without it the benchmarks are skipped with a notice): analyzing a template
 //! (done once per template and cached), and generating everything a request needs (prompt,
 //! arena, GBNF, triggers) from a cached analysis (done per request); and the grammar of a
 //! request offering 300 tools with realistic schemas; and streaming the parse of a long answer
@@ -19,21 +20,29 @@ use chat_peg::peg_runtime::gbnf::{self, GbnfOptions};
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::json;
 
-fn templates() -> Vec<(String, ChatTemplate)> {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/templates");
+#[path = "../tests/shared_data/mod.rs"]
+mod shared_data;
+
+/// The benchmark groups that read the shared templates: all of them (named in the skip notice).
+const SHARED_GROUPS: &[&str] = &["autoparser", "autoparser_300_tools", "autoparser_stream_markup_30kb"];
+
+/// Every shared template, compiled; `None` without the shared data.
+fn templates() -> Option<Vec<(String, ChatTemplate)>> {
+    let dir = shared_data::shared_for("benchmark groups", SHARED_GROUPS)?.templates();
     let mut paths: Vec<_> = std::fs::read_dir(dir)
-        .expect("the shared templates beside the checkout")
+        .expect("the shared templates")
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "jinja"))
         .collect();
     paths.sort();
-    paths
+    let all = paths
         .iter()
         .map(|p| {
             let name = p.file_stem().unwrap().to_string_lossy().into_owned();
             (name, ChatTemplate::from_source(&std::fs::read_to_string(p).unwrap(), "", "").unwrap())
         })
-        .collect()
+        .collect();
+    Some(all)
 }
 
 fn request() -> Request {
@@ -72,7 +81,8 @@ fn many_tools(n: usize) -> Vec<serde_json::Value> {
 }
 
 fn benches(c: &mut Criterion) {
-    let (names, all): (Vec<String>, Vec<ChatTemplate>) = templates().into_iter().unzip();
+    let Some(templates) = templates() else { return };
+    let (names, all): (Vec<String>, Vec<ChatTemplate>) = templates.into_iter().unzip();
     let analyses: Vec<TemplateAnalysis> = all.iter().map(|t| analyze(t).unwrap()).collect();
     let req = request();
     let mut g = c.benchmark_group("autoparser");

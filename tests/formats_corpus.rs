@@ -17,8 +17,10 @@ use peg_runtime::chat::{stream_pieces, ChatMessage, ChatParseOptions, ChatParser
 use peg_runtime::{Arena, ParseOutput};
 use serde_json::Value;
 
-const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus/chat-cases.jsonl");
-const TEMPLATES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/templates");
+mod shared_data;
+
+/// The tests here that read the shared data (named in the skip notice).
+const CORPUS_TESTS: &[&str] = &["formats_pass_their_corpus_cases"];
 
 /// A format: its arena, its specialized parser for a request's tools, and its generated
 /// `Session` fed the given chunks (the partial parse after each, then the final parse).
@@ -63,8 +65,8 @@ fn format_of(template: &str, reasoning_none: bool) -> Option<Format> {
 }
 
 /// The prefill of a case: the rendered generation prompt after the assistant turn header.
-fn prefill_of(template: &str, inputs: &Value) -> Result<String, String> {
-    let path = std::path::PathBuf::from(format!("{TEMPLATES}/{template}.jinja"));
+fn prefill_of(shared: &shared_data::Shared, template: &str, inputs: &Value) -> Result<String, String> {
+    let path = shared.template(template);
     let tmpl = ChatTemplate::load(&path).map_err(|e| format!("template {template}: {e}"))?;
     let req = Request::from_json(inputs).map_err(|e| format!("request: {e}"))?;
     let rendered = tmpl.apply(&req).map_err(|e| format!("render: {e}"))?;
@@ -73,7 +75,8 @@ fn prefill_of(template: &str, inputs: &Value) -> Result<String, String> {
 
 #[test]
 fn formats_pass_their_corpus_cases() {
-    let text = std::fs::read_to_string(CORPUS).expect("the shared corpus");
+    let Some(shared) = shared_data::shared(CORPUS_TESTS) else { return };
+    let text = std::fs::read_to_string(shared.corpus().join("chat-cases.jsonl")).expect("the shared corpus");
     let mut ran = 0;
     let mut failures = Vec::new();
     for line in text.lines() {
@@ -86,7 +89,7 @@ fn formats_pass_their_corpus_cases() {
         let Some(format) = format_of(template, inputs["reasoning_format"] == "none") else { continue };
         let id = case["id"].as_str().unwrap();
         let tools: Vec<ToolSpec> = inputs["tools"].as_array().into_iter().flatten().filter_map(ToolSpec::from_openai).collect();
-        let prefill = match prefill_of(template, inputs) {
+        let prefill = match prefill_of(&shared, template, inputs) {
             Ok(p) => p,
             Err(e) => {
                 failures.push(format!("{id}: {e}"));

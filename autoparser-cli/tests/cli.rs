@@ -7,10 +7,13 @@ use std::process::{Command, Output, Stdio};
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_autoparser");
-const SHARED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared");
+/// The bundled example's folder: a ChatML template with Hermes-style JSON calls, in the repository.
+const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/chatml-tools");
+/// The example template's name in its folder (what `check --templates` looks cases up by).
+const TEMPLATE: &str = "template";
 
-fn template(name: &str) -> PathBuf {
-    Path::new(SHARED).join("templates").join(format!("{name}.jinja"))
+fn template() -> PathBuf {
+    Path::new(EXAMPLE).join(format!("{TEMPLATE}.jinja"))
 }
 
 /// A fresh file: tests run in parallel, so every call gets its own directory.
@@ -46,12 +49,11 @@ fn weather_request() -> PathBuf {
     tmp("weather.json", &req.to_string())
 }
 
-const QWEN: &str = "Qwen-Qwen2.5-7B-Instruct";
 const CALL: &str = "Let me look.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
 
 #[test]
 fn analyze_prints_the_analysis() {
-    let t = template(QWEN);
+    let t = template();
     let v = json_out(&run(&["analyze", t.to_str().unwrap()], ""));
     assert_eq!(v["tools"]["format"]["mode"], "JSON_NATIVE", "{v:#}");
     assert_eq!(v["template_capabilities"]["supports_tools"], true);
@@ -60,12 +62,15 @@ fn analyze_prints_the_analysis() {
     let path = tmp("analysis.json", &String::from_utf8(bare.stdout).unwrap());
     let req = weather_request();
     let g = json_out(&run(&["generate", t.to_str().unwrap(), "--request", req.to_str().unwrap(), "--analysis", path.to_str().unwrap()], ""));
-    assert!(g["grammar"].is_string());
+    assert!(g["grammar"].as_str().is_some_and(|s| s.contains("get_weather")), "{g:#}");
+    // The analysis read back generates what analyzing afresh does.
+    let fresh = json_out(&run(&["generate", t.to_str().unwrap(), "--request", req.to_str().unwrap()], ""));
+    assert_eq!(g, fresh);
 }
 
 #[test]
 fn render_and_generate() {
-    let (t, req) = (template(QWEN), weather_request());
+    let (t, req) = (template(), weather_request());
     let r = json_out(&run(&["render", t.to_str().unwrap(), "--request", req.to_str().unwrap()], ""));
     assert!(r["prompt"].as_str().unwrap().contains("Weather in Paris?"));
     assert_eq!(r["generation_prompt"], "<|im_start|>assistant\n");
@@ -75,11 +80,17 @@ fn render_and_generate() {
     }
     assert_eq!(g["grammar_lazy"], true);
     assert_eq!(g["prompt"], r["prompt"]);
+    assert_eq!(g["generation_prompt"], r["generation_prompt"]);
+    // Lazy: the grammar starts where a call does, and the call markers stay single tokens.
+    assert_eq!(g["grammar_triggers"], json!([{"type": "word", "value": "<tool_call>"}]), "{g:#}");
+    let preserved: Vec<&str> = g["preserved_tokens"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(preserved.contains(&"<tool_call>") && preserved.contains(&"</tool_call>"), "{preserved:?}");
+    assert!(g["grammar"].as_str().is_some_and(|s| s.contains("get_weather") && s.contains("city")), "{g:#}");
 }
 
 #[test]
 fn parse_one_shot_partial_and_stream() {
-    let (t, req) = (template(QWEN), weather_request());
+    let (t, req) = (template(), weather_request());
     let args = ["parse", t.to_str().unwrap(), "--request", req.to_str().unwrap()];
     let m = json_out(&run(&args, CALL));
     assert_eq!(m["content"], "Let me look.");
@@ -106,11 +117,10 @@ fn parse_one_shot_partial_and_stream() {
 fn check_reports_and_exits_by_result() {
     let dir = std::env::temp_dir().join(format!("autoparser-cli-corpus-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let ok = json!({"id": "ok", "kind": "capability", "template": QWEN, "cap": "supports_tools", "expected": true});
-    let bad = json!({"id": "bad", "kind": "capability", "template": QWEN, "cap": "supports_tools", "expected": false});
+    let ok = json!({"id": "ok", "kind": "capability", "template": TEMPLATE, "cap": "supports_tools", "expected": true});
+    let bad = json!({"id": "bad", "kind": "capability", "template": TEMPLATE, "cap": "supports_tools", "expected": false});
     std::fs::write(dir.join("chat-cases.jsonl"), format!("{ok}\n{bad}\nnot json\n")).unwrap();
-    let templates = Path::new(SHARED).join("templates");
-    let args = ["check", "--corpus", dir.to_str().unwrap(), "--templates", templates.to_str().unwrap()];
+    let args = ["check", "--corpus", dir.to_str().unwrap(), "--templates", EXAMPLE];
     let o = run(&args, "");
     assert_eq!(o.status.code(), Some(1));
     let text = String::from_utf8(o.stdout).unwrap();
@@ -135,7 +145,7 @@ fn errors_are_reported_not_panics() {
     let o = run(&["analyze", "/nonexistent/t.jinja"], "");
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("autoparser:"));
-    let o = run(&["render", template(QWEN).to_str().unwrap(), "--request", tmp("bad.json", "[1").to_str().unwrap()], "");
+    let o = run(&["render", template().to_str().unwrap(), "--request", tmp("bad.json", "[1").to_str().unwrap()], "");
     assert_eq!(o.status.code(), Some(1));
     let o = run(&["frobnicate"], "");
     assert_eq!(o.status.code(), Some(2));

@@ -1,4 +1,4 @@
-//! The golden corpus (`../shared/corpus`) and the round-trip corpus (`../shared/roundtrip`),
+//! The golden corpus (`corpus/` of the shared data) and the round-trip corpus (`roundtrip/`),
 //! judged by the `autoparser check` command exactly as it is run by hand:
 //! `autoparser check --corpus DIR --templates ../shared/templates`.
 //!
@@ -7,11 +7,15 @@
 //! then `N passed, M failed`; run with `--nocapture` to see it).
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::process::Command;
 
+#[path = "../../tests/shared_data/mod.rs"]
+mod shared_data;
+
 const BIN: &str = env!("CARGO_BIN_EXE_autoparser");
-const SHARED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared");
+
+/// The tests here that read the shared data (named in the skip notice): all of them.
+const CORPUS_TESTS: &[&str] = &["corpus_render", "corpus_templates", "corpus_parse", "roundtrip_parse"];
 
 /// Passed/failed/skipped counts, as a `check` report prints them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -43,10 +47,12 @@ fn counts(s: &str) -> Option<Counts> {
     Some(Counts { passed: passed.parse().ok()?, failed: failed.parse().ok()?, skipped: skipped.ok()? })
 }
 
-fn check(corpus: &str, kinds: &[&str]) -> Report {
+/// `autoparser check` over the shared `corpus` folder; `None` when the shared data is missing.
+fn check(corpus: &str, kinds: &[&str]) -> Option<Report> {
+    let shared = shared_data::shared(CORPUS_TESTS)?;
     let mut cmd = Command::new(BIN);
-    cmd.arg("check").arg("--corpus").arg(Path::new(SHARED).join(corpus));
-    cmd.arg("--templates").arg(Path::new(SHARED).join("templates")).arg("--timings");
+    cmd.arg("check").arg("--corpus").arg(shared.dir().join(corpus));
+    cmd.arg("--templates").arg(shared.templates()).arg("--timings");
     for k in kinds {
         cmd.args(["--kind", k]);
     }
@@ -66,7 +72,7 @@ fn check(corpus: &str, kinds: &[&str]) -> Report {
     let total = text.lines().last().and_then(counts).unwrap_or_else(|| panic!("{corpus}: no summary line in {text:?}, stderr {stderr}"));
     let report = Report { success: out.status.success(), text, kinds, total };
     assert_eq!(report.success, report.total.failed == 0, "{corpus}: the exit status disagrees with the summary");
-    report
+    Some(report)
 }
 
 fn assert_all_pass(report: &Report, what: &str) {
@@ -79,7 +85,7 @@ fn assert_all_pass(report: &Report, what: &str) {
 /// README says, and counted apart).
 #[test]
 fn corpus_render() {
-    let report = check("corpus", &["render"]);
+    let Some(report) = check("corpus", &["render"]) else { return };
     let render = report.kind("render");
     println!("render: {} skipped as jinja2 quirks (corpus README: not goals)", render.skipped);
     assert!(render.passed > 1000, "render scenarios went missing");
@@ -90,7 +96,7 @@ fn corpus_render() {
 #[test]
 fn corpus_templates() {
     let kinds = ["prompt", "generation_prompt", "capability"];
-    let report = check("corpus", &kinds);
+    let Some(report) = check("corpus", &kinds) else { return };
     for kind in kinds {
         assert!(report.kind(kind).passed > 0, "no {kind} case passed");
     }
@@ -100,7 +106,7 @@ fn corpus_templates() {
 /// `parse` cases: parse, streaming (1-, 3-, 7-byte chunks) and grammar rules.
 #[test]
 fn corpus_parse() {
-    let report = check("corpus", &["parse"]);
+    let Some(report) = check("corpus", &["parse"]) else { return };
     assert!(report.kind("parse").passed > 0, "no parse case passed");
     assert_all_pass(&report, "corpus parse");
 }
@@ -108,6 +114,6 @@ fn corpus_parse() {
 /// The round-trip corpus: answers right by construction, for every template.
 #[test]
 fn roundtrip_parse() {
-    let report = check("roundtrip", &[]);
+    let Some(report) = check("roundtrip", &[]) else { return };
     assert_all_pass(&report, "roundtrip");
 }

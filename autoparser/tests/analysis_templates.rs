@@ -1,14 +1,27 @@
-//! Template analysis and generation over every template of `../shared/templates`.
+//! Template analysis and generation over every template of the shared data's `templates/`.
 
 use autoparser::analysis::analyze;
-use autoparser::format::TemplateAnalysis;
+use autoparser::format::{TemplateAnalysis, ValueSyntax};
 use autoparser::generator::{generate, render_conversation};
 use autoparser::template::ChatTemplate;
 use autoparser::{Request, ToolChoice};
 use serde_json::json;
 
-fn templates() -> Vec<(String, ChatTemplate)> {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/templates");
+#[path = "../../tests/shared_data/mod.rs"]
+mod shared_data;
+
+/// The tests here that read the shared data (named in the skip notice).
+const CORPUS_TESTS: &[&str] = &[
+    "every_template_analyzes_and_round_trips_through_json",
+    "every_template_generates_parser_and_grammar",
+    "round_trip_reasoning_and_two_tool_calls",
+    "whitespace_after_calls_follows_the_template",
+    "argument_syntax_of_shared_templates",
+];
+
+/// Every shared template, compiled; `None` without the shared data.
+fn templates() -> Option<Vec<(String, ChatTemplate)>> {
+    let dir = shared_data::shared(CORPUS_TESTS)?.templates();
     let mut v: Vec<_> = std::fs::read_dir(dir)
         .expect("templates directory")
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -20,7 +33,7 @@ fn templates() -> Vec<(String, ChatTemplate)> {
         })
         .collect();
     v.sort_by(|a, b| a.0.cmp(&b.0));
-    v
+    Some(v)
 }
 
 fn tools() -> Vec<serde_json::Value> {
@@ -35,7 +48,7 @@ fn tools() -> Vec<serde_json::Value> {
 
 #[test]
 fn every_template_analyzes_and_round_trips_through_json() {
-    let all = templates();
+    let Some(all) = templates() else { return };
     assert_eq!(all.len(), 59);
     let mut builders = Vec::new();
     for (name, t) in &all {
@@ -53,7 +66,8 @@ fn every_template_analyzes_and_round_trips_through_json() {
 
 #[test]
 fn every_template_generates_parser_and_grammar() {
-    for (name, t) in templates() {
+    let Some(all) = templates() else { return };
+    for (name, t) in all {
         let a = analyze(&t).unwrap();
         for choice in [ToolChoice::Auto, ToolChoice::Required, ToolChoice::None] {
             let req = Request {
@@ -78,8 +92,9 @@ fn every_template_generates_parser_and_grammar() {
 /// back with the generated arena: both calls must come out, with their names.
 #[test]
 fn round_trip_reasoning_and_two_tool_calls() {
+    let Some(all) = templates() else { return };
     let (mut eligible, mut passed, mut failures) = (0, 0, Vec::new());
-    for (name, t) in templates() {
+    for (name, t) in all {
         let a = analyze(&t).unwrap();
         if !a.caps.supports_tool_calls || !a.caps.supports_parallel_tool_calls {
             continue;
@@ -130,7 +145,7 @@ fn round_trip_reasoning_and_two_tool_calls() {
 /// elsewhere a strict parse ends right after the call, and a lenient one keeps the rest as content.
 #[test]
 fn whitespace_after_calls_follows_the_template() {
-    let all = templates();
+    let Some(all) = templates() else { return };
     let by_name = |n: &str| all.iter().find(|(name, _)| name == n).map(|(_, t)| t).unwrap();
     let nemotron = analyze(by_name("NVIDIA-Nemotron-3-Nano-30B-A3B-BF16")).unwrap();
     assert!(nemotron.tools.format.space_after_calls, "Nemotron writes `</tool_call>\n`");
@@ -143,6 +158,28 @@ fn whitespace_after_calls_follows_the_template() {
     let parse = |output: &str| g.arena.parse(format!("{}{output}", g.prefill).as_bytes(), false).unwrap().result.outcome;
     assert_eq!(parse(call), peg_runtime::parse::Outcome::Success);
     assert_eq!(parse(&format!("{call}\n")), peg_runtime::parse::Outcome::Fail);
+}
+
+/// The syntax nested argument values are written in, learned from the templates (the analysis
+/// unit tests check the same on fixtures of these shapes).
+#[test]
+fn argument_syntax_of_shared_templates() {
+    let Some(all) = templates() else { return };
+    let analyzed = |n: &str| analyze(all.iter().find(|(name, _)| name == n).map(|(_, t)| t).unwrap_or_else(|| panic!("no template {n}"))).unwrap();
+    let vs = analyzed("google-gemma-4-31B-it").tools.arguments.value_syntax;
+    assert_eq!((vs.string_open.as_str(), vs.string_close.as_str()), ("<|\"|>", "<|\"|>"));
+    assert_eq!((vs.key_open.as_str(), vs.key_separator.as_str(), vs.item_separator.as_str()), ("", ":", ","));
+    assert_eq!((vs.true_literal.as_str(), vs.false_literal.as_str()), ("true", "false"));
+    assert!(!vs.is_json());
+    assert!(vs.sorted_keys);
+    // Templates writing nested values as JSON (or Python reprs) keep the default.
+    for name in ["Qwen3-Coder", "MiniMax-M2", "GLM-4.6"] {
+        assert_eq!(analyzed(name).tools.arguments.value_syntax, ValueSyntax::default(), "{name}");
+    }
+    // Templates with one closing marker for every argument learn no elements.
+    for name in ["Qwen3-Coder", "MiniMax-M2", "GLM-4.6", "google-gemma-4-31B-it"] {
+        assert_eq!(analyzed(name).tools.arguments.elements, None, "{name}");
+    }
 }
 
 /// Odd templates and requests give values, never panics.

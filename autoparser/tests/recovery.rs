@@ -33,6 +33,12 @@ use peg_runtime::chat::{stream_pieces, ChatDelta, ChatMessage, ChatParser, Parse
 use serde_json::{json, Value};
 use RecoveryKind::*;
 
+#[path = "../../tests/shared_data/mod.rs"]
+mod shared_data;
+
+/// The tests here that read the shared data (named in the skip notice).
+const CORPUS_TESTS: &[&str] = &["sloppy_outputs_recover (the rows on shared templates)", "well_formed_outputs_report_no_recovery (the shared templates)"];
+
 // Templates.
 const HERMES: &str = "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use";
 const QWEN25: &str = "Qwen-Qwen2.5-7B-Instruct";
@@ -483,8 +489,7 @@ fn group(r: &Row) -> &'static str {
 // ---------------------------------------------------------------------------------------------
 
 fn shared_templates() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/templates");
-    dir.is_dir().then_some(dir)
+    shared_data::shared(CORPUS_TESTS).map(|s| s.templates())
 }
 
 fn template_path(name: &str) -> Option<PathBuf> {
@@ -630,9 +635,6 @@ fn check_row(templates: &mut Templates, r: &Row) -> Vec<String> {
 fn sloppy_outputs_recover() {
     let rows = table();
     let have_shared = shared_templates().is_some();
-    if !have_shared {
-        eprintln!("skipped the rows on shared templates: ../shared/templates is not beside the checkout");
-    }
     let mut templates = Templates::default();
     let mut failures = Vec::new();
     let mut run = 0;
@@ -747,9 +749,6 @@ fn rendered_output(t: &ChatTemplate, a: &TemplateAnalysis, req: &Request, g: &Pr
 #[test]
 fn well_formed_outputs_report_no_recovery() {
     let have_shared = shared_templates().is_some();
-    if !have_shared {
-        eprintln!("skipped the shared templates: ../shared/templates is not beside the checkout");
-    }
     let messages = [
         (
             "one call",

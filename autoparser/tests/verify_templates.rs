@@ -1,5 +1,6 @@
-//! `verify` over every shared template and every fixture template in `tests/templates/`: each
-//! template's own renders must parse back through its own parser and grammar.
+//! `verify` over every shared template and every fixture template of the repository
+//! (`tests/templates/`, `tests/recovery/`, `tests/fixtures/`): each template's own renders must
+//! parse back through its own parser and grammar.
 //!
 //! Templates with a known gap are listed with the reason; the test checks their verdict too, so
 //! a fix that makes one pass must remove it from the list (and a regression cannot hide there).
@@ -10,16 +11,17 @@ use autoparser::template::ChatTemplate;
 use autoparser::verify::{Verdict, VerifyOptions};
 use autoparser::Model;
 
+#[path = "../../tests/shared_data/mod.rs"]
+mod shared_data;
+
+/// The tests here that read the shared data (named in the skip notice).
+const CORPUS_TESTS: &[&str] = &["every_template_round_trips_through_its_own_parser (the shared templates)", "the_lists_name_existing_templates"];
+
 /// Templates whose verification fails today, and why.
 const KNOWN_FAILURES: &[(&str, &str)] = &[];
 
 /// Templates that render none of the cases (verified as such: the report says why).
 const UNVERIFIED: &[(&str, &str)] = &[("NVIDIA-Nemotron-Nano-v2", "the prompt opens reasoning that rendered turns never close")];
-
-fn shared_templates() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/templates");
-    dir.is_dir().then_some(dir)
-}
 
 fn jinja_files(dir: &Path) -> Vec<(String, PathBuf)> {
     let mut v: Vec<_> = std::fs::read_dir(dir)
@@ -36,13 +38,16 @@ fn jinja_files(dir: &Path) -> Vec<(String, PathBuf)> {
 fn every_template_round_trips_through_its_own_parser() {
     let mut templates = jinja_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/templates"));
     assert_eq!(templates.len(), 18, "two fixture templates per structure class");
-    // The recovery table's own fixtures (tests/recovery.rs) must be right in their own form.
+    // The recovery table's own fixtures (tests/recovery.rs) must be right in their own form,
+    // and so must the fixtures the other tests read argument shapes from.
     let recovery = jinja_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/recovery"));
     assert_eq!(recovery.len(), 4);
     templates.extend(recovery);
-    match shared_templates() {
-        Some(dir) => templates.extend(jinja_files(&dir)),
-        None => eprintln!("skipped the shared templates: ../shared/templates is not beside the checkout"),
+    let shapes = jinja_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures"));
+    assert_eq!(shapes.len(), 4);
+    templates.extend(shapes);
+    if let Some(shared) = shared_data::shared(CORPUS_TESTS) {
+        templates.extend(jinja_files(&shared.templates()));
     }
     let opts = VerifyOptions { cases: 10, ..VerifyOptions::default() };
     let mut wrong = Vec::new();
@@ -74,7 +79,7 @@ fn every_template_round_trips_through_its_own_parser() {
 
 #[test]
 fn the_lists_name_existing_templates() {
-    let Some(dir) = shared_templates() else { return };
+    let Some(dir) = shared_data::shared(CORPUS_TESTS).map(|s| s.templates()) else { return };
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/templates");
     for (name, why) in KNOWN_FAILURES.iter().chain(UNVERIFIED) {
         let found = dir.join(format!("{name}.jinja")).is_file() || fixtures.join(format!("{name}.jinja")).is_file();

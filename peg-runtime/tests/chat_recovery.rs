@@ -128,15 +128,19 @@ fn strict_mode_makes_a_recovery_an_error() {
     assert_eq!((e.kind(), e.offset()), (ErrorKind::ParseFailed, Some(3)));
     assert!(e.detail().contains("(missing_close)"), "{e}");
     // Before the output ends, the missing close is not known: a partial parse succeeds.
-    assert!(parser.parse("Hmm", peg_runtime::chat::ParseMode::Partial).is_ok());
-    assert!(parser.parse("Hmm<think></think>", peg_runtime::chat::ParseMode::Complete).is_ok(), "a marker inside the reasoning is text");
+    let m = parser.parse("Hmm", peg_runtime::chat::ParseMode::Partial).unwrap();
+    assert_eq!((m.message.reasoning_content.as_str(), m.message.content.as_str(), m.recoveries.as_slice()), ("Hmm", "", [].as_slice()));
+    // A marker inside the reasoning is text.
+    let m = parser.parse("Hmm<think></think>", peg_runtime::chat::ParseMode::Complete).unwrap();
+    assert_eq!((m.message.reasoning_content.as_str(), m.message.content.as_str(), m.recoveries.as_slice()), ("Hmm<think>", "", [].as_slice()));
     let e = parser.parse("<think>Hmm</think>", peg_runtime::chat::ParseMode::Complete).unwrap_err();
     assert_eq!(e.offset(), Some(0));
     assert!(e.detail().contains("(reasoning_marker)"), "{e}");
 
     // Streamed: the push that makes the recovery certain fails, and so does every later call.
     let mut s = parser.stream();
-    assert!(s.push("<think>").is_ok());
+    // Reasoning text or the marker again: nothing to emit until the next byte tells.
+    assert_eq!(s.push("<think>").unwrap(), []);
     let e = s.push("H").unwrap_err();
     assert!(e.detail().contains("(reasoning_marker)"), "{e}");
     assert!(s.push("mm").is_err() && s.finish().is_err());
@@ -260,7 +264,14 @@ fn calls_that_do_not_fit_the_tools_are_flagged_and_kept() {
     assert_eq!(e.offset(), Some(out.find(calls[0]).unwrap()));
     assert!(e.detail().contains("(unknown_tool): call 0: get_wether is not a declared tool"), "{e}");
     assert!(strict.parse(&out[..out.find(calls[1]).unwrap()], peg_runtime::chat::ParseMode::Partial).is_err());
-    assert!(strict.parse(&format!("<tool_call>{}</tool_call>", calls[2]), peg_runtime::chat::ParseMode::Complete).is_ok());
+    let fits = strict.parse(&format!("<tool_call>{}</tool_call>", calls[2]), peg_runtime::chat::ParseMode::Complete).unwrap();
+    let call = &fits.message.tool_calls[..];
+    assert_eq!(call.len(), 1);
+    assert_eq!(
+        (call[0].name.as_str(), serde_json::from_str::<serde_json::Value>(&call[0].arguments).unwrap()),
+        ("get_weather", json!({"days": 2, "location": "Paris"}))
+    );
+    assert_eq!(fits.recoveries, []);
 }
 
 /// Long arguments that stream without parses (the live lane) are checked in full.

@@ -258,90 +258,19 @@ pub(crate) fn collect_preserved_tokens(a: &TemplateAnalysis) -> Vec<String> {
 pub(crate) mod test_util {
     use crate::template::ChatTemplate;
 
-    pub fn templates_dir() -> std::path::PathBuf {
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/templates")
-    }
-
-    /// The template `name`: a fixture in `tests/templates/`, else a shared one.
+    /// The fixture template `name`, written in the repository: `tests/templates/` (two per
+    /// structure class), `tests/fixtures/` (one per argument or part shape a test is about) or
+    /// `tests/recovery/`. Unit tests read nothing else; the shared templates are for `tests/`.
     pub fn template_path(name: &str) -> std::path::PathBuf {
-        let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/templates").join(format!("{name}.jinja"));
-        if fixture.is_file() {
-            fixture
-        } else {
-            templates_dir().join(format!("{name}.jinja"))
-        }
-    }
-
-    pub fn all_templates() -> Vec<(String, String)> {
-        let mut v: Vec<_> = std::fs::read_dir(templates_dir())
-            .unwrap()
-            .filter_map(|e| e.ok())
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|x| x == "jinja"))
-            .map(|p| (p.file_stem().unwrap().to_string_lossy().into_owned(), std::fs::read_to_string(&p).unwrap()))
-            .collect();
-        v.sort();
-        v
+        let tests = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+        ["templates", "fixtures", "recovery"]
+            .iter()
+            .map(|dir| tests.join(dir).join(format!("{name}.jinja")))
+            .find(|p| p.is_file())
+            .unwrap_or_else(|| panic!("no fixture template {name} in tests/templates, tests/fixtures or tests/recovery"))
     }
 
     pub fn template(src: &str) -> Result<ChatTemplate, String> {
         ChatTemplate::from_source(src, "", "").map_err(|e| e.to_string())
-    }
-}
-#[cfg(test)]
-mod all_templates {
-    use super::test_util::*;
-
-    /// Prints our markers next to the reference's for every template (`--nocapture`).
-    #[test]
-    fn analyze_every_template() {
-        let only = std::env::var("TPL").unwrap_or_default();
-        let mut ok = 0;
-        let mut failed = Vec::new();
-        for (name, src) in all_templates() {
-            if !name.contains(&only) {
-                continue;
-            }
-            let t = match template(&src) {
-                Ok(t) => t,
-                Err(e) => {
-                    failed.push(format!("{name}: template: {e}"));
-                    continue;
-                }
-            };
-            match super::analyze(&t) {
-                Ok(a) => {
-                    ok += 1;
-                    if let Ok(dir) = std::env::var("DUMP") {
-                        std::fs::create_dir_all(&dir).unwrap();
-                        std::fs::write(format!("{dir}/{name}.json"), a.to_json()).unwrap();
-                    }
-                    if std::env::var("SHOW").is_ok() {
-                        let refp = templates_dir().join(format!("../corpus/analysis/{name}.json"));
-                        let rf: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(refp).unwrap_or("{}".into())).unwrap();
-                        let ra = &rf["analysis"];
-                        println!("===== {name} (ref route {})", rf["route"]);
-                        println!(
-                            "ours r={:?} {:?}..{:?} c={:?} {:?}..{:?}",
-                            a.reasoning.mode, a.reasoning.start, a.reasoning.end, a.content.mode, a.content.start, a.content.end
-                        );
-                        println!(
-                            "ref  r={} {}..{} c={} {}..{}",
-                            ra["reasoning"]["mode"],
-                            ra["reasoning"]["start"],
-                            ra["reasoning"]["end"],
-                            ra["content"]["mode"],
-                            ra["content"]["start"],
-                            ra["content"]["end"]
-                        );
-                        println!("ours tools {}", serde_json::to_string(&a.tools).unwrap());
-                        println!("ref  tools {}", serde_json::to_string(&ra["tools"]).unwrap());
-                        println!("notes {:?}", a.notes);
-                    }
-                }
-                Err(e) => failed.push(format!("{name}: {e}")),
-            }
-        }
-        println!("analyzed {ok}, failed {}: {failed:#?}", failed.len());
     }
 }

@@ -899,14 +899,15 @@ mod tests {
 
     #[test]
     fn value_syntax_of_templates() {
-        let vs = analyzed("google-gemma-4-31B-it").tools.arguments.value_syntax;
+        // Gemma 4's syntax: `<|"|>` strings, bare sorted keys.
+        let vs = analyzed("literal-values").tools.arguments.value_syntax;
         assert_eq!((vs.string_open.as_str(), vs.string_close.as_str()), ("<|\"|>", "<|\"|>"));
         assert_eq!((vs.key_open.as_str(), vs.key_separator.as_str(), vs.item_separator.as_str()), ("", ":", ","));
         assert_eq!((vs.true_literal.as_str(), vs.false_literal.as_str()), ("true", "false"));
         assert!(!vs.is_json());
         assert!(vs.sorted_keys);
-        // Templates writing nested values as JSON (or Python reprs) keep the default.
-        for name in ["Qwen3-Coder", "MiniMax-M2", "GLM-4.6"] {
+        // Templates writing nested values as JSON keep the default.
+        for name in ["tagged-raw-values", "typed-openers", "cdata-words", "sentinels-words"] {
             assert_eq!(analyzed(name).tools.arguments.value_syntax, ValueSyntax::default(), "{name}");
         }
     }
@@ -1023,7 +1024,7 @@ mod tests {
         assert!(a.preserved_tokens.iter().all(|m| !m.contains(NAME_SLOT)), "{:?}", a.preserved_tokens);
         assert_eq!(with_name(&t.function.close, "get_time"), "</get_time>");
         // Templates with one closing marker for every argument learn no elements.
-        for name in ["Qwen3-Coder", "MiniMax-M2", "GLM-4.6", "google-gemma-4-31B-it"] {
+        for name in ["tagged-raw-values", "typed-openers", "cdata-words", "literal-values"] {
             assert_eq!(analyzed(name).tools.arguments.elements, None, "{name}");
         }
     }
