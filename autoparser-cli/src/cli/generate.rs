@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
-use autoparser::generator::{generate, PreparedRequest};
+use autoparser::PreparedRequest;
 use autoparser::Request;
 use clap::Args;
 use serde_json::json;
@@ -42,9 +42,9 @@ pub fn run(args: &GenerateArgs) -> Result<ExitCode, String> {
     let t = args.target.template.load()?;
     let inputs = args.target.request.load()?;
     let t0 = Instant::now();
-    let a = args.target.analysis.get(&t)?;
+    let model = args.target.analysis.model(t)?;
     let t1 = Instant::now();
-    let g = generate(&t, &a, &Request::from_json(&inputs).map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
+    let g = model.prepare(&Request::from_json(&inputs).map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
     if args.timings {
         let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
         eprintln!("analysis: {:.3} ms, generate: {:.3} ms", ms(t1 - t0), ms(t1.elapsed()));

@@ -24,9 +24,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use autoparser::analysis::analyze;
 use autoparser::format::TemplateAnalysis;
 use autoparser::template::{load_named, ChatTemplate};
+use autoparser::Model;
 use clap::{Args, Parser, Subcommand};
 use serde_json::Value;
 
@@ -93,13 +93,15 @@ struct AnalysisArg {
 }
 
 impl AnalysisArg {
-    fn get(&self, t: &ChatTemplate) -> Result<TemplateAnalysis, String> {
+    /// The model of `t`: analyzed now, or from the cached analysis.
+    fn model(&self, t: ChatTemplate) -> Result<Model, String> {
         match &self.analysis {
             Some(p) => {
                 let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
-                TemplateAnalysis::from_json(&text).map_err(|e| format!("{}: not an analysis: {e}", p.display()))
+                let a = TemplateAnalysis::from_json(&text).map_err(|e| format!("{}: not an analysis: {e}", p.display()))?;
+                Ok(Model::from_analysis(t, a))
             }
-            None => analyze(t).map_err(|e| e.to_string()),
+            None => Model::analyze(t).map_err(|e| e.to_string()),
         }
     }
 }

@@ -3,7 +3,6 @@
 use std::io::{Read, Write};
 use std::process::ExitCode;
 
-use autoparser::generator::generate;
 use autoparser::Request;
 use clap::Args;
 use peg_runtime::chat::{ChatParser, ChatStream, ParsedMessage, Strictness};
@@ -37,9 +36,9 @@ pub struct ParseArgs {
 pub fn run(args: &ParseArgs) -> Result<ExitCode, String> {
     let t = args.target.template.load()?;
     let inputs = args.target.request.load()?;
-    let a = args.target.analysis.get(&t)?;
+    let model = args.target.analysis.model(t)?;
     let req = Request::from_json(&inputs).map_err(|e| e.to_string())?;
-    let g = generate(&t, &a, &req).map_err(|e| e.to_string())?;
+    let g = model.prepare(&req).map_err(|e| e.to_string())?;
     let parser = g.parser(if args.strict { Strictness::Strict } else { Strictness::Lenient });
     if args.stream {
         return stream(&parser, args);

@@ -2,9 +2,8 @@
 
 use std::process::ExitCode;
 
-use autoparser::analysis::analyze;
-use autoparser::verify::{verify, VerifyOptions};
-use autoparser::Request;
+use autoparser::verify::VerifyOptions;
+use autoparser::{Model, Request};
 use clap::Args;
 
 /// Arguments of `verify`.
@@ -33,9 +32,8 @@ pub fn run(args: &VerifyArgs) -> Result<ExitCode, String> {
         Some(p) => Some(Request::from_json(&super::read_json(p)?).map_err(|e| e.to_string())?),
         None => None,
     };
-    let analysis = analyze(&t).map_err(|e| e.to_string())?;
-    let opts = VerifyOptions { seed: args.seed, cases: args.cases, request, ..VerifyOptions::default() };
-    let report = verify(&t, &analysis, &opts);
+    let model = Model::analyze(t).map_err(|e| e.to_string())?;
+    let report = model.verify(&VerifyOptions { seed: args.seed, cases: args.cases, request, ..VerifyOptions::default() });
     if args.json {
         super::print_json(&report)?;
     } else {
