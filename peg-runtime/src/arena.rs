@@ -216,7 +216,7 @@ impl DelimiterSearch {
             .match_kind(aho_corasick::MatchKind::LeftmostFirst)
             .build(delimiters)
             .map(DelimiterSearch::Many)
-            .map_err(|e| Error::new(ErrorKind::InvalidParser, format!("delimiter automaton: {e}")))
+            .map_err(|e| Error::new(ErrorKind::InvalidParser, "cannot build the delimiter automaton").with_source(e))
     }
 
     /// Byte offset of the first delimiter occurrence in `haystack`, if any.
@@ -403,7 +403,8 @@ impl Arena {
 
     /// Deserializes and validates an arena from [`Arena::to_json`] output.
     pub fn from_json(text: &str) -> Result<Arena, Error> {
-        let data: ArenaData = serde_json::from_str(text).map_err(|e| Error::new(ErrorKind::InvalidArena, e.to_string()))?;
+        let data: ArenaData = serde_json::from_str(text)
+            .map_err(|e| Error::new(ErrorKind::InvalidArena, format!("malformed arena JSON at line {}, column {}", e.line(), e.column())).with_source(e))?;
         Arena::from_data(data)
     }
 }

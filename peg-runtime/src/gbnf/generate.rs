@@ -71,7 +71,7 @@ pub fn generate(arena: &Arena, options: &GbnfOptions) -> Result<String, Error> {
     // Raw schema fallbacks and shared primitives can leave rules nothing refers to.
     let text = g.b.to_gbnf_reachable();
     if options.validate {
-        Grammar::parse(&text).map_err(|e| Error::new(ErrorKind::Grammar, format!("generated grammar is invalid: {}", e.detail())))?;
+        Grammar::parse(&text).map_err(|e| Error::new(ErrorKind::Grammar, "generated grammar is invalid").with_source(e))?;
     }
     Ok(text)
 }
@@ -567,6 +567,8 @@ mod tests {
         let e = generate(&broken, &GbnfOptions::default()).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Grammar);
         assert!(e.detail().contains("generated grammar is invalid"), "{e}");
+        let cause = std::error::Error::source(&e).and_then(|c| c.downcast_ref::<Error>()).expect("the parse error is the source");
+        assert!(cause.detail().contains("unterminated character class"), "{cause}");
     }
 
     #[test]

@@ -166,7 +166,7 @@ pub fn to_gbnf(schema: &Value) -> Result<String, Error> {
     let text = b.to_gbnf();
     // `$ref` cycles that consume nothing (`a -> b -> a`, `anyOf: [{$ref: "#"}]`) become left
     // recursion, which GBNF forbids.
-    crate::gbnf::Grammar::parse(&text).map_err(|e| schema_err(format!("the schema has no valid grammar: {}", e.detail())))?;
+    crate::gbnf::Grammar::parse(&text).map_err(|e| schema_err("the schema has no valid grammar").with_source(e))?;
     Ok(text)
 }
 
