@@ -29,6 +29,7 @@ pub mod chat;
 pub mod error;
 pub mod gbnf;
 pub mod json;
+mod leaf;
 mod outcome;
 pub mod parse;
 pub mod python;
