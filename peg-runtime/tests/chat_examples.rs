@@ -6,9 +6,7 @@ mod chat_common;
 use std::sync::Arc;
 
 use chat_common::check_streaming;
-use peg_runtime::chat::{
-    presets, stream_pieces, ChatMessage, ChatParseOptions, ChatParser, ConstructedBuilder, DeltaBuffer, NativeBuilder, SimpleBuilder, ToolSpec,
-};
+use peg_runtime::chat::{stream_pieces, ChatMessage, ChatParseOptions, ChatParser, ConstructedBuilder, DeltaBuffer, NativeBuilder, SimpleBuilder, ToolSpec};
 use peg_runtime::ErrorKind;
 use serde_json::json;
 
@@ -187,33 +185,6 @@ fn native_orderings_ids_and_python_dicts() {
     let args: serde_json::Value = serde_json::from_str(&calls[1].arguments).unwrap();
     assert_eq!(args, json!({"q": "it's \"so\"", "on": true, "off": null}));
     assert_eq!((calls[2].name.as_str(), calls[2].arguments.as_str()), ("third", "{}"));
-}
-
-/// Schema-typed raw values: strings are quoted, other types stay JSON unless invalid, a
-/// nullable string's `null` is null.
-#[test]
-fn constructed_values_follow_the_schema() {
-    let tool = ToolSpec::new(
-        "set",
-        json!({"type": "object", "properties": {
-            "s": {"type": "string"}, "n": {"type": "integer"}, "u": {"type": ["string", "object"]},
-            "ns": {"type": ["string", "null"]}, "o": {"type": "object"}
-        }}),
-    );
-    let arena = presets::qwen3_coder();
-    let parser = ChatParser::new(Arc::new(arena), ChatParseOptions { tools: vec![tool], ..Default::default() });
-    let out = "<tool_call>\n<function=set>\n\
-        <parameter=s>\n42\n</parameter>\n\
-        <parameter=n>\n42\n</parameter>\n\
-        <parameter=u>\n{not json\n</parameter>\n\
-        <parameter=o>\n{\"a\": [1]}\n</parameter>\n\
-        <parameter=ns>\nnull\n</parameter>\n\
-        <parameter=ns>\nnullable\n</parameter>\n\
-        <parameter=x>\nfree text\n</parameter>\n\
-        </function>\n</tool_call>";
-    let m = check_streaming(&parser, out);
-    assert_eq!(m.diagnostic, None, "{m:?}");
-    assert_eq!(m.message.tool_calls[0].arguments, r#"{"s": "42", "n": 42, "u": "{not json", "o": {"a": [1]}, "ns": null, "ns": "nullable", "x": "free text"}"#);
 }
 
 /// A content tag around a whole `<seed:think>` block (reasoning kept in content) shares a

@@ -46,7 +46,6 @@ mod mapper;
 mod message;
 mod parser;
 mod predict;
-pub mod presets;
 mod recovery;
 mod stream;
 
