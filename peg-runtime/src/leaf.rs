@@ -217,6 +217,7 @@ impl Delimiters {
 
     /// [`Delimiters::try_new`] for delimiters checked at compile time: an automaton that cannot
     /// be built (unreachable for a handful of short strings) falls back to the first delimiter.
+    #[cfg(feature = "chat")]
     pub fn new(delimiters: &[&str]) -> Delimiters {
         Delimiters::try_new(delimiters).unwrap_or_else(|_| Delimiters::One(memchr::memmem::Finder::new(delimiters[0].as_bytes()).into_owned()))
     }

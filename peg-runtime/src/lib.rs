@@ -14,10 +14,19 @@
 //! .unwrap();
 //! assert_eq!(arena.rules().len(), 0);
 //! ```
+//!
+//! # Features
+//!
+//! The engine, the AST, sessions and the JSON / Python scanners are always built. `gbnf` adds
+//! GBNF generation, parsing and recognition; `schema` JSON schema to GBNF (and `gbnf`); `chat`
+//! (default) the chat mapping to messages and deltas (and `schema`). See the workspace's
+//! `DESIGN.md`, "peg-runtime layers".
 #![warn(missing_docs)]
 
+#[cfg(feature = "chat")]
 #[doc(hidden)]
 pub mod macro_support;
+#[cfg(feature = "chat")]
 #[doc(hidden)]
 pub use macro_support as __macro_support;
 
@@ -25,14 +34,17 @@ pub mod arena;
 pub mod ast;
 pub mod builder;
 pub mod chars;
+#[cfg(feature = "chat")]
 pub mod chat;
 pub mod error;
+#[cfg(feature = "gbnf")]
 pub mod gbnf;
 pub mod json;
 mod leaf;
 mod outcome;
 pub mod parse;
 pub mod python;
+#[cfg(feature = "schema")]
 pub mod schema;
 pub mod session;
 
