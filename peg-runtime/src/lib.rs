@@ -30,23 +30,28 @@ pub mod macro_support;
 #[doc(hidden)]
 pub use macro_support as __macro_support;
 
-pub mod arena;
-pub mod ast;
-pub mod builder;
-pub mod chars;
+mod arena;
+mod ast;
+mod builder;
+mod chars;
 #[cfg(feature = "chat")]
 pub mod chat;
-pub mod error;
+mod error;
 #[cfg(feature = "gbnf")]
 pub mod gbnf;
+// The resumable JSON / Python scanner: public for the parsers `chat_peg!` generates and for
+// tests, not an API of its own.
+#[doc(hidden)]
 pub mod json;
 mod leaf;
 mod outcome;
+// Its items are re-exported here; the module path stays for existing callers.
+#[doc(hidden)]
 pub mod parse;
 pub mod python;
 #[cfg(feature = "schema")]
 pub mod schema;
-pub mod session;
+mod session;
 
 pub use arena::{Arena, ArenaData, JsonKind, Node, NodeId, PythonKind};
 pub use ast::{Ast, AstId, AstNode, Visit};

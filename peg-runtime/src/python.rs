@@ -18,6 +18,7 @@ use crate::json::{Dialect, ScanResult, Scanner, Target};
 use crate::parse::Outcome;
 
 /// Scans one Python literal of `kind` at the start of `input`. `partial`: the input may continue.
+#[doc(hidden)]
 pub fn scan(input: &[u8], kind: PythonKind, partial: bool) -> ScanResult {
     Scanner::new(Dialect::Python, kind.into(), 0).run(input, partial)
 }
