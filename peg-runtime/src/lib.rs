@@ -6,13 +6,24 @@
 //! what the parser accepts.
 //!
 //! ```
-//! use peg_runtime::Arena;
+//! use peg_runtime::{Arena, Outcome};
 //! let arena = Arena::build(|p| {
 //!     p.optional("<think>" + p.tag("reasoning", p.until("</think>")) + "</think>")
 //!         + p.tag("content", p.rest())
 //! })
 //! .unwrap();
-//! assert_eq!(arena.rules().len(), 0);
+//! let input = b"<think>The user greets me.</think>Hello!";
+//! let out = arena.parse(input, false).unwrap();
+//! assert_eq!(out.result.outcome, Outcome::Success);
+//! let text = |tag| out.ast.text(out.ast.find_by_tag(tag)[0], input);
+//! assert_eq!(text("reasoning"), "The user greets me.");
+//! assert_eq!(text("content"), "Hello!");
+//!
+//! // Streaming: a cut input needs more, and what is cut is marked partial.
+//! let out = arena.parse(b"<think>The user gr", true).unwrap();
+//! assert_eq!(out.result.outcome, Outcome::NeedMoreInput);
+//! let reasoning = out.ast.find_by_tag("reasoning")[0];
+//! assert!(out.ast.node(reasoning).partial);
 //! ```
 //!
 //! # Features

@@ -48,9 +48,15 @@ pub struct ParseOutput {
 /// Python values nest on a heap stack and count against neither.
 ///
 /// ```
-/// use peg_runtime::ParseOptions;
+/// use peg_runtime::{Arena, ErrorKind, Outcome, ParseOptions};
+/// // Balanced parentheses: each level is a rule call.
+/// let arena = Arena::build(|p| p.rule("nest", ("(" + p.rule_ref("nest") + ")") | p.eps())).unwrap();
 /// let o = ParseOptions::default().max_depth(100).max_stack_bytes(256 << 10);
-/// assert_eq!(o.max_depth, 100);
+/// let shallow = format!("{}{}", "(".repeat(20), ")".repeat(20));
+/// assert_eq!(arena.parse_with(shallow.as_bytes(), false, o).unwrap().result.outcome, Outcome::Success);
+/// let deep = format!("{}{}", "(".repeat(200), ")".repeat(200));
+/// let err = arena.parse_with(deep.as_bytes(), false, o).unwrap_err();
+/// assert_eq!(err.kind(), ErrorKind::TooDeep);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
