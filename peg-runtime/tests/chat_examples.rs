@@ -1,4 +1,4 @@
-//! The native and constructed examples of seed 003, plus the mapper's special cases, each
+//! A native and a constructed example, plus the mapper's special cases, each
 //! checked one-shot and streamed in every chunking.
 
 mod chat_common;
@@ -18,7 +18,7 @@ fn options() -> ChatParseOptions {
     ChatParseOptions { tools: vec![weather_tool()], ..ChatParseOptions::default() }
 }
 
-/// Seed 003, "Native".
+/// Native: the arguments are one JSON object.
 fn native_parser(options: ChatParseOptions) -> ChatParser {
     let arena = NativeBuilder::build(|p| {
         let get_weather_tool = p.tool(p.seq([
@@ -34,7 +34,7 @@ fn native_parser(options: ChatParseOptions) -> ChatParser {
     ChatParser::new(Arc::new(arena), options)
 }
 
-/// Seed 003, "Constructed".
+/// Constructed: the arguments are separate XML elements.
 fn constructed_parser(options: ChatParseOptions) -> ChatParser {
     let arena = ConstructedBuilder::build(|p| {
         let location_arg = p.tool_arg(p.seq([
@@ -54,7 +54,7 @@ fn constructed_parser(options: ChatParseOptions) -> ChatParser {
 }
 
 #[test]
-fn seed_native_example() {
+fn native_example() {
     let parser = native_parser(options());
     let out = r#"Let me check.<tool_call>{"name": "get_weather","arguments": {"location": "Paris", "days": 3}}</tool_call>"#;
     let m = check_streaming(&parser, out);
@@ -68,7 +68,7 @@ fn seed_native_example() {
 }
 
 #[test]
-fn seed_constructed_example() {
+fn constructed_example() {
     let parser = constructed_parser(options());
     let out =
         "Checking <weather>.<tool_call><function name=\"get_weather\"><parameter name=\"location\">Paris, \"FR\"\n\\ é</parameter></function></tool_call>";

@@ -1,4 +1,4 @@
-//! Builders for the three chat AST shapes (seed 003): `simple` (reasoning, content), `native`
+//! Builders for the three chat AST shapes: `simple` (reasoning, content), `native`
 //! (tool arguments as one JSON object) and `constructed` (arguments as separate entities).
 //!
 //! Each builder derefs to [`Builder`], so every combinator is at hand; the shape adds methods
