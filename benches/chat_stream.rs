@@ -25,7 +25,8 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use chat_peg::peg_runtime::chat::{presets, stream_pieces, ChatParseOptions, ChatParser, DeltaBuffer, DeltaRef, ToolSpec};
+use chat_peg::formats::{hermes, qwen3_coder};
+use chat_peg::peg_runtime::chat::{stream_pieces, ChatParseOptions, ChatParser, DeltaBuffer, DeltaRef, ToolSpec};
 use criterion::{criterion_group, Criterion, Throughput};
 use peg_runtime::chat::ParseMode;
 use serde_json::json;
@@ -44,16 +45,21 @@ fn body() -> String {
     s
 }
 
+fn write_file() -> ToolSpec {
+    ToolSpec::new("write_file", json!({"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}}))
+}
+
 fn native() -> (ChatParser, String) {
-    let arena = presets::hermes();
+    // Calls are checked against no tools, as a server that does not validate them.
+    let arena = hermes::arena(&[write_file()]).unwrap();
     let output =
         format!("I will write the file.\n<tool_call>\n{}</tool_call>", json!({"name": "write_file", "arguments": {"path": "src/main.rs", "content": body()}}));
     (ChatParser::new(Arc::new(arena), ChatParseOptions::default()), output)
 }
 
 fn constructed() -> (ChatParser, String) {
-    let arena = presets::qwen3_coder();
-    let tool = ToolSpec::new("write_file", json!({"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}}));
+    let tool = write_file();
+    let arena = qwen3_coder::arena(std::slice::from_ref(&tool)).unwrap();
     let output = format!(
         "I will write the file.\n<tool_call>\n<function=write_file>\n<parameter=path>\nsrc/main.rs\n</parameter>\n<parameter=content>\n{}\n</parameter>\n</function>\n</tool_call>",
         body()

@@ -120,7 +120,7 @@ fn expand(g: &grammar::Grammar) -> proc_macro2::TokenStream {
         Ok(a) => a,
         // Analysis mirrors the runtime's validation; anything it missed is still a spanned error.
         Err(e) => {
-            let msg = format!("the runtime rejects this grammar: {}", e.detail());
+            let msg = format!("the runtime rejects this grammar: {}", describe(&e));
             return syn::Error::new(g.name.span(), msg).to_compile_error();
         }
     };
@@ -128,14 +128,14 @@ fn expand(g: &grammar::Grammar) -> proc_macro2::TokenStream {
     let full = peg_runtime::gbnf::GbnfOptions::default();
     let gbnf = match peg_runtime::gbnf::generate(&arena, &full) {
         Ok(t) => t,
-        Err(e) => return syn::Error::new(g.name.span(), format!("cannot generate gbnf for this grammar: {}", e.detail())).to_compile_error(),
+        Err(e) => return syn::Error::new(g.name.span(), format!("cannot generate gbnf for this grammar: {}", describe(&e))).to_compile_error(),
     };
     let has_triggers = g.rules.iter().any(|r| r.trigger);
     let gbnf_lazy = if has_triggers {
         let lazy = peg_runtime::gbnf::GbnfOptions { lazy: true, ..full };
         match peg_runtime::gbnf::generate(&arena, &lazy) {
             Ok(t) => quote!(::std::option::Option::Some(#t)),
-            Err(e) => return syn::Error::new(g.name.span(), format!("cannot generate lazy gbnf for this grammar: {}", e.detail())).to_compile_error(),
+            Err(e) => return syn::Error::new(g.name.span(), format!("cannot generate lazy gbnf for this grammar: {}", describe(&e))).to_compile_error(),
         }
     } else {
         quote!(::std::option::Option::None)
@@ -194,6 +194,18 @@ fn expand(g: &grammar::Grammar) -> proc_macro2::TokenStream {
             #(#warnings)*
         }
     }
+}
+
+/// An error's detail followed by its causes, for compile errors (which show no source chain).
+fn describe(e: &peg_runtime::Error) -> String {
+    let mut text = e.detail().to_owned();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.downcast_ref::<peg_runtime::Error>().map_or_else(|| c.to_string(), |e| e.detail().to_owned()));
+        cause = c.source();
+    }
+    text
 }
 
 /// Whether `e` depends on the request's tools.

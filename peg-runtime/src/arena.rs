@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::chars::CharClass;
 use crate::error::{Error, ErrorKind};
+use crate::leaf::Delimiters;
 
 /// Index of a node in its [`Arena`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -192,41 +193,12 @@ impl Node {
     }
 }
 
-/// A compiled delimiter search for `until` nodes, built once per arena.
-// One per `until` node, built once and never moved: the single-delimiter finder stays inline,
-// one indirection short on the scanning hot path.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone)]
-pub enum DelimiterSearch {
-    /// One delimiter: a memchr substring finder.
-    One(memchr::memmem::Finder<'static>),
-    /// Several: a leftmost-first Aho-Corasick automaton.
-    Many(aho_corasick::AhoCorasick),
-}
-
-impl DelimiterSearch {
-    fn new(delimiters: &[String]) -> Result<DelimiterSearch, Error> {
-        if delimiters.is_empty() || delimiters.iter().any(|d| d.is_empty()) {
-            return Err(Error::new(ErrorKind::InvalidParser, "`until` needs non-empty delimiters"));
-        }
-        if delimiters.len() == 1 {
-            return Ok(DelimiterSearch::One(memchr::memmem::Finder::new(delimiters[0].as_bytes()).into_owned()));
-        }
-        aho_corasick::AhoCorasick::builder()
-            .match_kind(aho_corasick::MatchKind::LeftmostFirst)
-            .build(delimiters)
-            .map(DelimiterSearch::Many)
-            .map_err(|e| Error::new(ErrorKind::InvalidParser, format!("delimiter automaton: {e}")))
+/// Compiles the delimiters of an `until` node.
+fn delimiter_search(delimiters: &[String]) -> Result<Delimiters, Error> {
+    if delimiters.is_empty() || delimiters.iter().any(|d| d.is_empty()) {
+        return Err(Error::new(ErrorKind::InvalidParser, "`until` needs non-empty delimiters"));
     }
-
-    /// Byte offset of the first delimiter occurrence in `haystack`, if any.
-    #[inline]
-    pub fn find(&self, haystack: &[u8]) -> Option<usize> {
-        match self {
-            DelimiterSearch::One(f) => f.find(haystack),
-            DelimiterSearch::Many(ac) => ac.find(haystack).map(|m| m.start()),
-        }
-    }
+    Delimiters::try_new(delimiters).map_err(|e| Error::new(ErrorKind::InvalidParser, "cannot build the delimiter automaton").with_source(e))
 }
 
 /// The serialized form of an arena: nodes, rules by name, root.
@@ -255,7 +227,7 @@ pub struct Arena {
     /// For each node: the rule node a `Ref` resolves to (else itself).
     resolved: Vec<NodeId>,
     /// For each node: its delimiter searcher (`until` nodes only).
-    searchers: Vec<Option<DelimiterSearch>>,
+    searchers: Vec<Option<Delimiters>>,
     /// For each node: the tag or rule name its AST nodes carry, shared by every AST node.
     labels: Vec<Option<Arc<str>>>,
 }
@@ -293,7 +265,7 @@ impl Arena {
         let mut searchers = Vec::with_capacity(n);
         // Arenas repeat delimiter sets (one per argument value): each is compiled once
         // (clones share the automaton).
-        let mut compiled: HashMap<&[String], DelimiterSearch> = HashMap::new();
+        let mut compiled: HashMap<&[String], Delimiters> = HashMap::new();
         for (i, node) in data.nodes.iter().enumerate() {
             for &c in node.children() {
                 check(c)?;
@@ -308,7 +280,7 @@ impl Arena {
                     searcher = Some(match compiled.get(delimiters.as_slice()) {
                         Some(d) => d.clone(),
                         None => {
-                            let d = DelimiterSearch::new(delimiters)?;
+                            let d = delimiter_search(delimiters)?;
                             compiled.insert(delimiters, d.clone());
                             d
                         }
@@ -386,7 +358,7 @@ impl Arena {
 
     /// The precomputed searcher of an `until` node.
     #[inline]
-    pub fn searcher(&self, id: NodeId) -> Option<&DelimiterSearch> {
+    pub(crate) fn searcher(&self, id: NodeId) -> Option<&Delimiters> {
         self.searchers[id.index()].as_ref()
     }
 
@@ -403,7 +375,8 @@ impl Arena {
 
     /// Deserializes and validates an arena from [`Arena::to_json`] output.
     pub fn from_json(text: &str) -> Result<Arena, Error> {
-        let data: ArenaData = serde_json::from_str(text).map_err(|e| Error::new(ErrorKind::InvalidArena, e.to_string()))?;
+        let data: ArenaData = serde_json::from_str(text)
+            .map_err(|e| Error::new(ErrorKind::InvalidArena, format!("malformed arena JSON at line {}, column {}", e.line(), e.column())).with_source(e))?;
         Arena::from_data(data)
     }
 }

@@ -27,7 +27,10 @@ struct BuilderData {
 /// let root = b.optional("<think>" + b.tag("reasoning", b.until("</think>")) + "</think>")
 ///     + b.tag("content", b.rest());
 /// let arena = b.finish(root.id()).unwrap();
-/// assert!(arena.nodes().len() > 5);
+/// let input = b"No thinking needed.";
+/// let out = arena.parse(input, false).unwrap();
+/// assert!(out.ast.find_by_tag("reasoning").is_empty());
+/// assert_eq!(out.ast.text(out.ast.find_by_tag("content")[0], input), "No thinking needed.");
 /// ```
 #[derive(Default)]
 pub struct Builder {

@@ -1,6 +1,7 @@
 //! The one error type of the runtime, with a kind enum (minijinja style).
 
 use std::fmt;
+use std::sync::Arc;
 
 /// What went wrong.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -28,18 +29,44 @@ pub enum ErrorKind {
     Schema,
 }
 
-/// An error with a kind, a message and, where known, a byte offset into the input.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// An error with a kind, a message and, where known, a byte offset into the input and the
+/// underlying error it wraps ([`std::error::Error::source`]).
+///
+/// ```
+/// use peg_runtime::{Arena, ErrorKind};
+/// let err = Arena::from_json("{not json").unwrap_err();
+/// assert_eq!(err.kind(), ErrorKind::InvalidArena);
+/// let cause = std::error::Error::source(&err).unwrap();
+/// assert!(cause.downcast_ref::<serde_json::Error>().is_some());
+/// ```
+#[derive(Debug, Clone)]
 pub struct Error {
     kind: ErrorKind,
     detail: String,
     offset: Option<usize>,
+    // An `Arc` keeps the error `Clone` whatever the cause is.
+    source: Option<Arc<dyn std::error::Error + Send + Sync + 'static>>,
 }
+
+/// Equal kind, detail and offset; the source is not compared (causes are rarely comparable).
+impl PartialEq for Error {
+    fn eq(&self, other: &Error) -> bool {
+        self.kind == other.kind && self.detail == other.detail && self.offset == other.offset
+    }
+}
+
+impl Eq for Error {}
 
 impl Error {
     /// Creates an error of `kind` with a human-readable detail.
     pub fn new(kind: ErrorKind, detail: impl Into<String>) -> Error {
-        Error { kind, detail: detail.into(), offset: None }
+        Error { kind, detail: detail.into(), offset: None, source: None }
+    }
+
+    /// Attaches the underlying error this one wraps, returned by [`std::error::Error::source`].
+    pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Error {
+        self.source = Some(Arc::new(source));
+        self
     }
 
     /// Attaches the byte offset the error refers to.
@@ -74,4 +101,22 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source.as_deref().map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn source_is_kept_and_not_compared() {
+        let io = std::io::Error::other("disk");
+        let e = Error::new(ErrorKind::InvalidArena, "read").with_source(io);
+        assert_eq!(std::error::Error::source(&e).map(|s| s.to_string()).as_deref(), Some("disk"));
+        assert_eq!(e.clone(), Error::new(ErrorKind::InvalidArena, "read"));
+        assert!(std::error::Error::source(&e.clone()).is_some());
+    }
+}

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use crate::ast::{Ast, AstId, AstNode};
 use crate::json::{Dialect, Scanner, Target};
+use crate::leaf;
 use crate::parse::{Outcome, ParseOutput, ParseResult};
 use crate::{JsonKind, PythonKind};
 
@@ -76,221 +77,86 @@ impl Res {
     }
 }
 
+impl From<leaf::Res> for Res {
+    #[inline]
+    fn from(r: leaf::Res) -> Res {
+        Res::new(r.outcome, r.end, r.invalid)
+    }
+}
+
 /// Code-point decoding and span validation: the engine's own, so both parsers agree.
 pub use crate::parse::utf8::{check, decode, Dec};
+
+/// A compiled delimiter set for `until`.
+pub use crate::leaf::Delimiters as Delims;
+
+// The leaf matchers are the engine's (`crate::leaf`), in one-shot mode: no resume state.
 
 /// An exact string.
 #[inline]
 pub fn literal(input: &[u8], partial: bool, pos: usize, text: &[u8]) -> Res {
-    let (outcome, end, _) = crate::parse::match_literal(input, partial, pos, text);
-    Res::new(outcome, end, false)
+    leaf::literal(input, partial, pos, text).into()
 }
 
 /// Any single code point.
 #[inline]
 pub fn any(input: &[u8], partial: bool, pos: usize) -> Res {
-    match decode(input, pos) {
-        Dec::Char(_, l) => Res::ok(pos + l),
-        Dec::Invalid => Res::new(Outcome::Success, pos + 1, true),
-        Dec::Truncated if partial => Res::new(Outcome::NeedMoreInput, pos, false),
-        Dec::Truncated => Res::new(Outcome::Success, pos + 1, true),
-        Dec::Eof if partial => Res::new(Outcome::NeedMoreInput, pos, false),
-        Dec::Eof => Res::fail(pos),
-    }
+    leaf::any(input, partial, pos).into()
 }
 
 /// Between `min` and `max` characters accepted by `matches`.
 #[inline]
 pub fn chars(input: &[u8], partial: bool, pos: usize, min: u32, max: Option<u32>, matches: impl Fn(char) -> bool) -> Res {
-    let (mut count, mut p, mut invalid) = (0u32, pos, false);
-    let done = |count: u32, p: usize, invalid: bool| Res::new(if count >= min { Outcome::Success } else { Outcome::Fail }, p, invalid);
-    loop {
-        if max.is_some_and(|m| count >= m) {
-            return done(count, p, invalid);
-        }
-        // ASCII fast path.
-        if let Some(&b) = input.get(p) {
-            if b < 0x80 {
-                if !matches(b as char) {
-                    return done(count, p, invalid);
-                }
-                p += 1;
-                count += 1;
-                continue;
-            }
-        }
-        match decode(input, p) {
-            Dec::Char(c, l) => {
-                if !matches(c) {
-                    return done(count, p, invalid);
-                }
-                p += l;
-                count += 1;
-            }
-            d @ (Dec::Invalid | Dec::Truncated) => {
-                if d == Dec::Truncated && partial {
-                    return Res::new(Outcome::NeedMoreInput, p, invalid);
-                }
-                if !matches(char::REPLACEMENT_CHARACTER) {
-                    return done(count, p, invalid);
-                }
-                p += 1;
-                count += 1;
-                invalid = true;
-            }
-            Dec::Eof => {
-                if partial {
-                    return Res::new(Outcome::NeedMoreInput, p, invalid);
-                }
-                return done(count, p, invalid);
-            }
-        }
-    }
+    leaf::chars(input, partial, pos, None, min, max, matches).0.into()
 }
 
 /// Zero or more of space, tab, newline, carriage return.
 #[inline]
 pub fn space(input: &[u8], partial: bool, pos: usize) -> Res {
-    let mut p = pos;
-    while p < input.len() && matches!(input[p], b' ' | b'\t' | b'\n' | b'\r') {
-        p += 1;
-    }
-    if p < input.len() || !partial {
-        Res::ok(p.max(pos))
-    } else {
-        Res::new(Outcome::NeedMoreInput, p, false)
-    }
-}
-
-/// A compiled delimiter set for `until`.
-#[allow(clippy::large_enum_variant)] // built once per `until` node, in a static
-#[derive(Debug, Clone)]
-pub enum Delims {
-    /// One single-byte delimiter: `memchr`.
-    Byte(u8),
-    /// One delimiter: a substring finder.
-    One(memchr::memmem::Finder<'static>),
-    /// Several: leftmost-first Aho-Corasick.
-    Many(aho_corasick::AhoCorasick),
-}
-
-impl Delims {
-    /// Compiles `delimiters` (non-empty, each non-empty: checked at macro expansion).
-    pub fn new(delimiters: &[&str]) -> Delims {
-        match delimiters {
-            [d] if d.len() == 1 => Delims::Byte(d.as_bytes()[0]),
-            [d] => Delims::One(memchr::memmem::Finder::new(d.as_bytes()).into_owned()),
-            ds => match aho_corasick::AhoCorasick::builder().match_kind(aho_corasick::MatchKind::LeftmostFirst).build(ds) {
-                Ok(ac) => Delims::Many(ac),
-                // Unreachable for a handful of short strings; never panic: fall back to the first.
-                Err(_) => Delims::One(memchr::memmem::Finder::new(ds[0].as_bytes()).into_owned()),
-            },
-        }
-    }
-
-    #[inline]
-    fn find(&self, hay: &[u8]) -> Option<usize> {
-        match self {
-            Delims::Byte(b) => memchr::memchr(*b, hay),
-            Delims::One(f) => f.find(hay),
-            Delims::Many(ac) => ac.find(hay).map(|m| m.start()),
-        }
-    }
+    leaf::space(input, partial, pos, None).0.into()
 }
 
 /// Text up to the first delimiter, or to the end.
 #[inline]
 pub fn until(input: &[u8], partial: bool, pos: usize, search: &Delims, delimiters: &[&str]) -> Res {
-    let n = input.len();
-    let found = search.find(&input[pos.min(n)..]).map(|k| k + pos);
-    let maxlen = delimiters.iter().map(|d| d.len()).max().unwrap_or(1);
-    let tail = pos.max(n.saturating_sub(maxlen - 1));
-    let limit = found.unwrap_or(n).min(n);
-    let cut = (tail..limit).find(|&j| {
-        let t = &input[j..];
-        delimiters.iter().any(|d| d.len() > t.len() && d.as_bytes().starts_with(t))
-    });
-    let (outcome, end) = match (found, cut) {
-        (Some(k), None) => (Outcome::Success, k),
-        (found, cut) => {
-            if partial {
-                (Outcome::NeedMoreInput, cut.unwrap_or(n))
-            } else {
-                (Outcome::Success, found.unwrap_or(n))
-            }
-        }
-    };
-    let (mut invalid, valid_end) = check(input, pos.min(end), end);
-    let end = if outcome == Outcome::NeedMoreInput { valid_end } else { end };
-    if outcome != Outcome::NeedMoreInput && valid_end < end {
-        invalid = true;
-    }
-    Res::new(outcome, end, invalid)
+    leaf::until(input, partial, pos, search, delimiters, None).0.into()
 }
 
 /// Everything to the end of input.
 #[inline]
 pub fn rest(input: &[u8], partial: bool, pos: usize) -> Res {
-    let n = input.len();
-    let (invalid, valid_end) = check(input, pos.min(n), n.max(pos));
-    if partial {
-        Res::new(Outcome::NeedMoreInput, valid_end, invalid)
-    } else {
-        Res::new(Outcome::Success, n.max(pos), invalid || valid_end < n)
-    }
+    leaf::rest(input, partial, pos, None).0.into()
 }
 
 /// One marker token: `<...>` or `[...]` on one line.
 #[inline]
 pub fn marker(input: &[u8], partial: bool, pos: usize) -> Res {
-    let n = input.len();
-    let Some(&open) = input.get(pos) else {
-        return Res::new(if partial { Outcome::NeedMoreInput } else { Outcome::Fail }, pos, false);
-    };
-    let close = match open {
-        b'<' => b'>',
-        b'[' => b']',
-        _ => return Res::fail(pos),
-    };
-    let from = pos + 1;
-    match memchr::memchr2(close, b'\n', &input[from.min(n)..]).map(|k| k + from) {
-        Some(k) if input[k] == close && k > pos + 1 => {
-            let (inv, _) = check(input, from, k);
-            Res::new(Outcome::Success, k + 1, inv)
-        }
-        Some(k) => Res::fail(k),
-        None => {
-            let (inv, valid_end) = check(input, from.min(n), n);
-            if partial {
-                Res::new(Outcome::NeedMoreInput, valid_end, inv)
-            } else {
-                Res::new(Outcome::Fail, n, inv)
-            }
-        }
-    }
+    leaf::marker(input, partial, pos, None).0.into()
 }
 
-fn scan(input: &[u8], partial: bool, pos: usize, dialect: Dialect, target: Target) -> Res {
-    let r = Scanner::new(dialect, target, pos).run(input, partial);
-    Res::new(r.outcome, r.end, r.invalid_utf8)
+/// A scan with `scanner`, new or resumed (a session's generated parser keeps scanners cut by the
+/// end of input).
+#[inline]
+pub fn scan(scanner: &mut Scanner, input: &[u8], partial: bool) -> Res {
+    leaf::scan(scanner, input, partial).into()
 }
 
 /// A JSON value of `kind`.
 #[inline]
 pub fn json(input: &[u8], partial: bool, pos: usize, kind: JsonKind) -> Res {
-    scan(input, partial, pos, Dialect::Json, kind.into())
+    scan(&mut Scanner::new(Dialect::Json, kind.into(), pos), input, partial)
 }
 
 /// The inside of a JSON string.
 #[inline]
 pub fn json_string_content(input: &[u8], partial: bool, pos: usize) -> Res {
-    scan(input, partial, pos, Dialect::Json, Target::StringContent)
+    scan(&mut Scanner::new(Dialect::Json, Target::StringContent, pos), input, partial)
 }
 
 /// A Python literal of `kind`.
 #[inline]
 pub fn python(input: &[u8], partial: bool, pos: usize, kind: PythonKind) -> Res {
-    scan(input, partial, pos, Dialect::Python, kind.into())
+    scan(&mut Scanner::new(Dialect::Python, kind.into(), pos), input, partial)
 }
 
 /// The AST under construction: nodes in completion order and the stack of finished top-level ids.

@@ -18,6 +18,7 @@ use crate::json::{Dialect, ScanResult, Scanner, Target};
 use crate::parse::Outcome;
 
 /// Scans one Python literal of `kind` at the start of `input`. `partial`: the input may continue.
+#[doc(hidden)]
 pub fn scan(input: &[u8], kind: PythonKind, partial: bool) -> ScanResult {
     Scanner::new(Dialect::Python, kind.into(), 0).run(input, partial)
 }
@@ -26,7 +27,12 @@ pub fn scan(input: &[u8], kind: PythonKind, partial: bool) -> ScanResult {
 ///
 /// Strings are decoded (Python escapes) and re-encoded as JSON strings; `True`/`False`/`None`
 /// become `true`/`false`/`null`; trailing commas are dropped; numbers are normalized (`1_000`,
-/// `+1`, `.5`, `5.`); non-string dict keys become strings, as Python's `json.dumps` does.
+/// `+1`, `.5`, `5.`); non-string dict keys become strings, as Python's `json.dumps` does. A
+/// string escaping a code point that is not a Unicode scalar value (a lone surrogate, `\ud800`)
+/// has no UTF-8 form: an error, so callers can keep such text as written.
+///
+/// The one whole-text converter of the crate; the chat stream rewrites arguments as they
+/// arrive with its own incremental rewriter, but converts whole values here.
 pub fn to_json(text: &str) -> Result<String, Error> {
     let bytes = text.as_bytes();
     let start = bytes.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(bytes.len());
@@ -73,7 +79,9 @@ pub fn to_json(text: &str) -> Result<String, Error> {
                 i += 1;
             }
             b'\'' | b'"' => {
-                let (s, next) = decode_str(text, i);
+                let Some((s, next)) = decode_str(text, i) else {
+                    return Err(Error::new(ErrorKind::ParseFailed, "a string escapes a code point that is not a Unicode scalar value").with_offset(i));
+                };
                 out.push_str(&serde_json::to_string(&s).expect("strings serialize"));
                 i = next;
             }
@@ -99,22 +107,22 @@ pub fn to_json(text: &str) -> Result<String, Error> {
 }
 
 /// Decodes the (scanner-validated) Python string starting with its quote at `i`; returns the
-/// value and the position after the closing quote.
-fn decode_str(text: &str, i: usize) -> (String, usize) {
+/// value and the position after the closing quote; `None` for an escape of a non-scalar value.
+fn decode_str(text: &str, i: usize) -> Option<(String, usize)> {
     let bytes = text.as_bytes();
     let quote = bytes[i] as char;
     let mut s = String::new();
     let mut chars = text[i + 1..].char_indices();
-    let hex = |chars: &mut std::str::CharIndices<'_>, n: usize| -> char {
+    let hex = |chars: &mut std::str::CharIndices<'_>, n: usize| -> Option<char> {
         let mut v = 0u32;
         for _ in 0..n {
             v = v * 16 + chars.next().and_then(|(_, c)| c.to_digit(16)).unwrap_or(0);
         }
-        char::from_u32(v).unwrap_or(char::REPLACEMENT_CHARACTER)
+        char::from_u32(v)
     };
     while let Some((k, c)) = chars.next() {
         if c == quote {
-            return (s, i + 1 + k + 1);
+            return Some((s, i + 1 + k + 1));
         }
         if c != '\\' {
             s.push(c);
@@ -131,9 +139,9 @@ fn decode_str(text: &str, i: usize) -> (String, usize) {
             'a' => s.push('\u{7}'),
             '\\' | '\'' | '"' => s.push(e),
             '\n' => {}
-            'x' => s.push(hex(&mut chars, 2)),
-            'u' => s.push(hex(&mut chars, 4)),
-            'U' => s.push(hex(&mut chars, 8)),
+            'x' => s.push(hex(&mut chars, 2)?),
+            'u' => s.push(hex(&mut chars, 4)?),
+            'U' => s.push(hex(&mut chars, 8)?),
             '0'..='7' => {
                 let mut v = e.to_digit(8).unwrap_or(0);
                 for _ in 0..2 {
@@ -146,7 +154,7 @@ fn decode_str(text: &str, i: usize) -> (String, usize) {
                         None => break,
                     }
                 }
-                s.push(char::from_u32(v).unwrap_or(char::REPLACEMENT_CHARACTER));
+                s.push(char::from_u32(v)?);
             }
             other => {
                 s.push('\\');
@@ -154,7 +162,7 @@ fn decode_str(text: &str, i: usize) -> (String, usize) {
             }
         }
     }
-    (s, text.len())
+    Some((s, text.len()))
 }
 
 /// Python number syntax to JSON number syntax.
@@ -226,5 +234,22 @@ mod tests {
         assert!(to_json("{'a': 1").is_err());
         assert!(to_json("[1] x").is_err());
         assert!(to_json("").is_err());
+        assert!(to_json("'\\ud800'").is_err());
+    }
+
+    /// What the chat layer relies on when it converts a whole value: Python strings with either
+    /// quote and their escapes, mixed quotes, JSON-only escapes in a double-quoted string.
+    #[test]
+    fn converts_what_the_chat_layer_needs() {
+        let cases = [
+            (r#"{'q': 'say "hi"\n', "d": "it\'s"}"#, r#"{"q":"say \"hi\"\n","d":"it's"}"#),
+            (r#"'{"location": "Oslo"}'"#, r#""{\"location\": \"Oslo\"}""#),
+            (r#""{\"a\": 1}""#, r#""{\"a\": 1}""#),
+            ("{'a': [1, 2,\n], 'b': 3, }", r#"{"a":[1,2],"b":3}"#),
+            ("None", "null"),
+        ];
+        for (py, json) in cases {
+            assert_eq!(to_json(py).unwrap(), json, "{py}");
+        }
     }
 }

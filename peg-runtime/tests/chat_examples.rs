@@ -1,4 +1,4 @@
-//! The native and constructed examples of seed 003, plus the mapper's special cases, each
+//! A native and a constructed example, plus the mapper's special cases, each
 //! checked one-shot and streamed in every chunking.
 
 mod chat_common;
@@ -6,9 +6,7 @@ mod chat_common;
 use std::sync::Arc;
 
 use chat_common::check_streaming;
-use peg_runtime::chat::{
-    presets, stream_pieces, ChatMessage, ChatParseOptions, ChatParser, ConstructedBuilder, DeltaBuffer, NativeBuilder, SimpleBuilder, ToolSpec,
-};
+use peg_runtime::chat::{stream_pieces, ChatMessage, ChatParseOptions, ChatParser, ConstructedBuilder, DeltaBuffer, NativeBuilder, SimpleBuilder, ToolSpec};
 use peg_runtime::ErrorKind;
 use serde_json::json;
 
@@ -20,7 +18,7 @@ fn options() -> ChatParseOptions {
     ChatParseOptions { tools: vec![weather_tool()], ..ChatParseOptions::default() }
 }
 
-/// Seed 003, "Native".
+/// Native: the arguments are one JSON object.
 fn native_parser(options: ChatParseOptions) -> ChatParser {
     let arena = NativeBuilder::build(|p| {
         let get_weather_tool = p.tool(p.seq([
@@ -36,7 +34,7 @@ fn native_parser(options: ChatParseOptions) -> ChatParser {
     ChatParser::new(Arc::new(arena), options)
 }
 
-/// Seed 003, "Constructed".
+/// Constructed: the arguments are separate XML elements.
 fn constructed_parser(options: ChatParseOptions) -> ChatParser {
     let arena = ConstructedBuilder::build(|p| {
         let location_arg = p.tool_arg(p.seq([
@@ -56,7 +54,7 @@ fn constructed_parser(options: ChatParseOptions) -> ChatParser {
 }
 
 #[test]
-fn seed_native_example() {
+fn native_example() {
     let parser = native_parser(options());
     let out = r#"Let me check.<tool_call>{"name": "get_weather","arguments": {"location": "Paris", "days": 3}}</tool_call>"#;
     let m = check_streaming(&parser, out);
@@ -70,7 +68,7 @@ fn seed_native_example() {
 }
 
 #[test]
-fn seed_constructed_example() {
+fn constructed_example() {
     let parser = constructed_parser(options());
     let out =
         "Checking <weather>.<tool_call><function name=\"get_weather\"><parameter name=\"location\">Paris, \"FR\"\n\\ é</parameter></function></tool_call>";
@@ -188,33 +186,6 @@ fn native_orderings_ids_and_python_dicts() {
     let args: serde_json::Value = serde_json::from_str(&calls[1].arguments).unwrap();
     assert_eq!(args, json!({"q": "it's \"so\"", "on": true, "off": null}));
     assert_eq!((calls[2].name.as_str(), calls[2].arguments.as_str()), ("third", "{}"));
-}
-
-/// Schema-typed raw values: strings are quoted, other types stay JSON unless invalid, a
-/// nullable string's `null` is null.
-#[test]
-fn constructed_values_follow_the_schema() {
-    let tool = ToolSpec::new(
-        "set",
-        json!({"type": "object", "properties": {
-            "s": {"type": "string"}, "n": {"type": "integer"}, "u": {"type": ["string", "object"]},
-            "ns": {"type": ["string", "null"]}, "o": {"type": "object"}
-        }}),
-    );
-    let arena = presets::qwen3_coder();
-    let parser = ChatParser::new(Arc::new(arena), ChatParseOptions { tools: vec![tool], ..Default::default() });
-    let out = "<tool_call>\n<function=set>\n\
-        <parameter=s>\n42\n</parameter>\n\
-        <parameter=n>\n42\n</parameter>\n\
-        <parameter=u>\n{not json\n</parameter>\n\
-        <parameter=o>\n{\"a\": [1]}\n</parameter>\n\
-        <parameter=ns>\nnull\n</parameter>\n\
-        <parameter=ns>\nnullable\n</parameter>\n\
-        <parameter=x>\nfree text\n</parameter>\n\
-        </function>\n</tool_call>";
-    let m = check_streaming(&parser, out);
-    assert_eq!(m.diagnostic, None, "{m:?}");
-    assert_eq!(m.message.tool_calls[0].arguments, r#"{"s": "42", "n": 42, "u": "{not json", "o": {"a": [1]}, "ns": null, "ns": "nullable", "x": "free text"}"#);
 }
 
 /// A content tag around a whole `<seed:think>` block (reasoning kept in content) shares a

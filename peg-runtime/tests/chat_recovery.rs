@@ -6,8 +6,8 @@ mod chat_common;
 
 use std::sync::Arc;
 
-use chat_common::check_streaming;
-use peg_runtime::chat::{presets, stream_pieces, ChatParseOptions, ChatParser, NativeBuilder, Recovery, RecoveryKind, SimpleBuilder, ToolSpec};
+use chat_common::check_recoveries;
+use peg_runtime::chat::{stream_pieces, ChatParseOptions, ChatParser, NativeBuilder, Recovery, RecoveryKind, SimpleBuilder, ToolSpec};
 use peg_runtime::ErrorKind;
 use serde_json::json;
 
@@ -15,27 +15,9 @@ fn rec(kind: RecoveryKind, offset: usize, len: usize) -> Recovery {
     Recovery { kind, offset, len, detail: String::new() }
 }
 
-/// Checks the streaming contract (chat_common) and, for every prefix, that a partial parse
-/// reports only recoveries the whole output reports too (none is retracted), and that a
-/// stream knows no more than that while it runs. Returns the one-shot result.
+/// The streaming and recovery contracts of chat_common.
 fn check(parser: &ChatParser, output: &str) -> peg_runtime::chat::ParsedMessage {
-    let whole = check_streaming(parser, output);
-    for (i, _) in output.char_indices().skip(1) {
-        let partial = parser.parse(&output[..i], peg_runtime::chat::ParseMode::Partial).unwrap();
-        for r in &partial.recoveries {
-            assert!(whole.recoveries.contains(r), "{r:?} of the prefix {:?} is not in {:?}", &output[..i], whole.recoveries);
-        }
-    }
-    for n in [1, 3, 7] {
-        let mut s = parser.stream();
-        for piece in stream_pieces(output, &[n]) {
-            s.push(piece).unwrap();
-            assert!(s.recoveries().iter().all(|r| whole.recoveries.contains(r)), "chunks of {n}: {:?}", s.recoveries());
-        }
-        let (_, fin) = s.finish().unwrap();
-        assert_eq!(s.recoveries(), fin.recoveries);
-    }
-    whole
+    check_recoveries(parser, output)
 }
 
 /// Reasoning whose start marker may be written again (a prefill opened it) and whose end
@@ -211,92 +193,4 @@ fn arguments_string_that_does_not_decode_is_kept() {
     let kinds: Vec<_> = m.recoveries.iter().map(|r| r.kind).collect();
     assert_eq!(kinds, [RecoveryKind::ArgumentsOutsideSchema, RecoveryKind::ArgumentsAsString]);
     assert_eq!(m.recoveries[0].detail, "call 0: the arguments are not a JSON object");
-}
-
-#[test]
-fn calls_that_do_not_fit_the_tools_are_flagged_and_kept() {
-    let calls = [
-        r#"{"name": "get_wether", "arguments": {"location": "Paris"}}"#,
-        r#"{"name": "get_weather", "arguments": {"location": 3}}"#,
-        // Fits: the key order and whitespace do not matter.
-        "{\"name\": \"get_weather\", \"arguments\": {\"days\": 2,\n\n\n   \"location\": \"Paris\"}}",
-        r#"{"name": "get_weather", "arguments": ['Paris']}"#,
-        r#"{"name": "get_weather", "arguments": {"days": 2}}"#,
-    ];
-    let out: String = calls.iter().map(|c| format!("<tool_call>{c}</tool_call>\n")).collect();
-    let parser = ChatParser::new(Arc::new(presets::hermes()), ChatParseOptions { tools: vec![weather()], ..Default::default() });
-    let m = check(&parser, &out);
-    let names: Vec<_> = m.message.tool_calls.iter().map(|c| c.name.as_str()).collect();
-    assert_eq!(names, ["get_wether", "get_weather", "get_weather", "get_weather", "get_weather"]);
-    let flagged = |i: usize, kind, detail: &str| Recovery { kind, offset: out.find(calls[i]).unwrap(), len: calls[i].len(), detail: detail.into() };
-    assert_eq!(
-        m.recoveries,
-        [
-            flagged(0, RecoveryKind::UnknownTool, "call 0: get_wether is not a declared tool"),
-            flagged(1, RecoveryKind::ArgumentsOutsideSchema, "call 1: the arguments do not fit the schema of get_weather"),
-            flagged(3, RecoveryKind::ArgumentsOutsideSchema, "call 3: the arguments are not a JSON object"),
-            flagged(4, RecoveryKind::ArgumentsOutsideSchema, "call 4: the arguments do not fit the schema of get_weather"),
-        ]
-    );
-
-    // Without tools in the request, nothing is checked.
-    let unchecked = ChatParser::new(Arc::new(presets::hermes()), ChatParseOptions::default());
-    assert_eq!(check(&unchecked, &out).recoveries, []);
-    // A tool without a schema (or with one the checker does not support) takes any object.
-    let loose = vec![
-        ToolSpec::new("get_weather", json!(null)),
-        ToolSpec::new("get_wether", json!({"type": "object", "properties": {"location": {"type": "string", "pattern": "(?<=x)y"}}})),
-    ];
-    let parser = ChatParser::new(Arc::new(presets::hermes()), ChatParseOptions { tools: loose, ..Default::default() });
-    let kinds: Vec<_> = parser.parse(&out, peg_runtime::chat::ParseMode::Complete).unwrap().recoveries.iter().map(|r| r.kind).collect();
-    assert_eq!(kinds, [RecoveryKind::ArgumentsOutsideSchema]);
-
-    // Parsers that check calls are still shared across threads.
-    fn shared<T: Send + Sync>(_: &T) {}
-    shared(&parser);
-
-    // Strict: the first call is an error.
-    let strict = ChatParser::new(
-        Arc::new(presets::hermes()),
-        ChatParseOptions { tools: vec![weather()], strictness: peg_runtime::chat::Strictness::Strict, ..Default::default() },
-    );
-    let e = strict.parse(&out, peg_runtime::chat::ParseMode::Complete).unwrap_err();
-    assert_eq!(e.offset(), Some(out.find(calls[0]).unwrap()));
-    assert!(e.detail().contains("(unknown_tool): call 0: get_wether is not a declared tool"), "{e}");
-    assert!(strict.parse(&out[..out.find(calls[1]).unwrap()], peg_runtime::chat::ParseMode::Partial).is_err());
-    let fits = strict.parse(&format!("<tool_call>{}</tool_call>", calls[2]), peg_runtime::chat::ParseMode::Complete).unwrap();
-    let call = &fits.message.tool_calls[..];
-    assert_eq!(call.len(), 1);
-    assert_eq!(
-        (call[0].name.as_str(), serde_json::from_str::<serde_json::Value>(&call[0].arguments).unwrap()),
-        ("get_weather", json!({"days": 2, "location": "Paris"}))
-    );
-    assert_eq!(fits.recoveries, []);
-}
-
-/// Long arguments that stream without parses (the live lane) are checked in full.
-#[test]
-fn arguments_streamed_without_parses_are_checked_in_full() {
-    let value = "line \"1\" \\ é\n\tline 2 ".repeat(30);
-    let tool = |enum_value: &str| {
-        let schema = json!({"type": "object", "properties": {"a": {"enum": [enum_value]}}, "required": ["a"]});
-        vec![ToolSpec::new("f", schema)]
-    };
-    let constructed = format!("<tool_call>\n<function=f>\n<parameter=a>\n{value}\n</parameter>\n</function>\n</tool_call>");
-    let native = format!(r#"<tool_call>{{"name": "f", "arguments": {{"a": {}}}}}</tool_call>"#, serde_json::to_string(&value).unwrap());
-    for (arena, out) in [(presets::qwen3_coder(), constructed), (presets::hermes(), native)] {
-        let arena = Arc::new(arena);
-        let fits = ChatParser::new(arena.clone(), ChatParseOptions { tools: tool(&value), ..Default::default() });
-        assert_eq!(check(&fits, &out).recoveries, []);
-        let mut s = fits.stream();
-        let pieces = stream_pieces(&out, &[1]);
-        for piece in &pieces {
-            s.push(piece).unwrap();
-        }
-        assert!(s.parse_count() < pieces.len() / 2, "{} parses", s.parse_count());
-        assert_eq!(s.finish().unwrap().1.recoveries, []);
-        let other = ChatParser::new(arena, ChatParseOptions { tools: tool("x"), ..Default::default() });
-        let kinds: Vec<_> = check(&other, &out).recoveries.iter().map(|r| r.kind).collect();
-        assert_eq!(kinds, [RecoveryKind::ArgumentsOutsideSchema]);
-    }
 }

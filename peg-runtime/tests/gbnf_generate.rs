@@ -30,7 +30,7 @@ fn reasoning_arena() -> Arena {
     Arena::build(|p| p.optional("<think>" + p.tag("reasoning", p.until("</think>")) + "</think>" + p.space()) + p.tag("content", p.rest())).unwrap()
 }
 
-/// Tool calls as JSON inside `<tool_call>` tags (the seed's native example).
+/// Tool calls as JSON inside `<tool_call>` tags (the native shape).
 fn native_arena() -> Arena {
     Arena::build(|p| {
         let mut tools = Vec::new();

@@ -1,7 +1,8 @@
 //! Real model output formats written with [`chat_peg!`](peg_macros::chat_peg): each module is
 //! a specialized parser, its equivalent runtime arena and its GBNF (see the `peg-macros` docs
-//! for the generated items). The grammars tag the chat AST shapes of seed 003, so
-//! `peg_runtime::chat` maps their parses to messages.
+//! for the generated items). The grammars tag the chat AST shapes (`peg_runtime::chat`), so
+//! the chat parser maps their parses to messages. These are the one hand-written definition of
+//! each format in the workspace.
 //!
 //! ```
 //! use chat_peg::formats::hermes;

@@ -1,4 +1,4 @@
-//! Builders for the three chat AST shapes (seed 003): `simple` (reasoning, content), `native`
+//! Builders for the three chat AST shapes: `simple` (reasoning, content), `native`
 //! (tool arguments as one JSON object) and `constructed` (arguments as separate entities).
 //!
 //! Each builder derefs to [`Builder`], so every combinator is at hand; the shape adds methods
@@ -121,12 +121,15 @@ shape! {
     /// The `simple` shape: content with optional reasoning.
     ///
     /// ```
-    /// use peg_runtime::chat::SimpleBuilder;
+    /// use std::sync::Arc;
+    /// use peg_runtime::chat::{ChatParseOptions, ChatParser, SimpleBuilder};
     /// let arena = SimpleBuilder::build(|p| {
     ///     p.optional("<think>" + p.reasoning(p.until("</think>")) + "</think>") + p.content(p.rest())
     /// })
     /// .unwrap();
-    /// assert!(!arena.nodes().is_empty());
+    /// let parser = ChatParser::new(Arc::new(arena), ChatParseOptions::default());
+    /// let m = parser.parse("<think>Easy.</think> 4", false).unwrap().message;
+    /// assert_eq!((m.reasoning_content.as_str(), m.content.as_str()), ("Easy.", "4"));
     /// ```
     SimpleBuilder
 }
@@ -135,7 +138,8 @@ shape! {
     /// The `native` shape: tool arguments arrive as one JSON object.
     ///
     /// ```
-    /// use peg_runtime::chat::NativeBuilder;
+    /// use std::sync::Arc;
+    /// use peg_runtime::chat::{ChatParseOptions, ChatParser, NativeBuilder};
     /// let arena = NativeBuilder::build(|p| {
     ///     let call = p.tool(
     ///         p.tool_open("{")
@@ -147,7 +151,11 @@ shape! {
     ///     p.content(p.until("<tool_call>")) + p.optional("<tool_call>" + call + "</tool_call>") + p.end()
     /// })
     /// .unwrap();
-    /// assert!(!arena.nodes().is_empty());
+    /// let parser = ChatParser::new(Arc::new(arena), ChatParseOptions::default());
+    /// let out = r#"Checking.<tool_call>{"name": "get_weather", "arguments": {"city": "Oslo"}}</tool_call>"#;
+    /// let m = parser.parse(out, false).unwrap().message;
+    /// assert_eq!(m.content, "Checking.");
+    /// assert_eq!((m.tool_calls[0].name.as_str(), m.tool_calls[0].arguments.as_str()), ("get_weather", r#"{"city": "Oslo"}"#));
     /// ```
     NativeBuilder
 }
@@ -156,7 +164,8 @@ shape! {
     /// The `constructed` shape: arguments arrive as separate entities (XML tags, `name=value`).
     ///
     /// ```
-    /// use peg_runtime::chat::ConstructedBuilder;
+    /// use std::sync::Arc;
+    /// use peg_runtime::chat::{ChatParseOptions, ChatParser, ConstructedBuilder};
     /// let arena = ConstructedBuilder::build(|p| {
     ///     let arg = p.tool_arg(
     ///         p.tool_arg_open("<parameter name=\"" + p.tool_arg_name(p.literal("location")) + "\">")
@@ -171,7 +180,11 @@ shape! {
     ///     p.content(p.until("<tool_call>")) + "<tool_call>" + call + "</tool_call>" + p.end()
     /// })
     /// .unwrap();
-    /// assert!(!arena.nodes().is_empty());
+    /// let parser = ChatParser::new(Arc::new(arena), ChatParseOptions::default());
+    /// let out = r#"<tool_call><function name="get_weather"><parameter name="location">Oslo, "NO"</parameter></function></tool_call>"#;
+    /// let call = &parser.parse(out, false).unwrap().message.tool_calls[0];
+    /// // The raw value becomes a JSON string.
+    /// assert_eq!(call.arguments, r#"{"location": "Oslo, \"NO\""}"#);
     /// ```
     ConstructedBuilder
 }

@@ -215,8 +215,9 @@ impl PyToJson {
     }
 }
 
-/// Converts a whole Python literal (or JSON) text to JSON text.
-pub(crate) fn py_to_json(s: &str) -> String {
+/// Rewrites a whole text as the stream would (whole-text conversion is `python::to_json`).
+#[cfg(test)]
+fn py_to_json(s: &str) -> String {
     let mut n = PyToJson::default();
     let mut out = String::with_capacity(s.len());
     n.push(s, &mut out);

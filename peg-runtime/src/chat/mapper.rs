@@ -18,7 +18,7 @@ use std::sync::Arc;
 use crate::ast::{Ast, AstId};
 use crate::chat::args_schema::ArgsSchema;
 use crate::chat::builder::tags;
-use crate::chat::json_text::{escape_into, escapes, py_to_json, quote, unquote, LiteralToJson, PyToJson};
+use crate::chat::json_text::{escape_into, escapes, quote, unquote, LiteralToJson, PyToJson};
 use crate::chat::recovery::{Recovery, RecoveryKind, TAG_PREFIX};
 
 /// What an event does.
@@ -520,8 +520,11 @@ impl Fold {
         match call.value.take() {
             Some(Value::Str) => put_args(call, "\"", sink),
             Some(Value::Held(buf)) => {
-                let j = py_to_json(buf.trim());
-                if !j.is_empty() && serde_json::from_str::<serde::de::IgnoredAny>(&j).is_ok() {
+                let t = buf.trim();
+                // JSON as written, else a Python literal as JSON, else the text as a string.
+                if !t.is_empty() && serde_json::from_str::<serde::de::IgnoredAny>(t).is_ok() {
+                    put_args(call, t, sink);
+                } else if let Ok(j) = crate::python::to_json(t) {
                     put_args(call, &j, sink);
                 } else {
                     put_args(call, &quote(&buf), sink);
@@ -606,7 +609,9 @@ impl Fold {
             }
             Kind::ArgsString => {
                 let literal = text.trim();
-                let decoded = serde_json::from_str::<String>(literal).or_else(|_| serde_json::from_str(&py_to_json(literal)));
+                let decoded = serde_json::from_str::<String>(literal)
+                    .ok()
+                    .or_else(|| crate::python::to_json(literal).ok().and_then(|j| serde_json::from_str::<String>(&j).ok()));
                 // A literal that does not decode is kept as written (never lose text).
                 self.text(Kind::ToolArgs, decoded.as_deref().unwrap_or(text), true, true, cx, sink);
             }

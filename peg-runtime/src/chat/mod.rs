@@ -1,7 +1,7 @@
 //! Chat messages from model output: map a tagged parse to an OpenAI-style assistant message,
 //! in one shot or as a stream of deltas.
 //!
-//! Grammars tag their nodes with the semantic tags of one of three shapes (seed 003), built
+//! Grammars tag their nodes with the semantic tags of one of three shapes, built
 //! with [`SimpleBuilder`] (reasoning, content), [`NativeBuilder`] (tool arguments as one JSON
 //! object) or [`ConstructedBuilder`] (arguments as separate entities); a [`ChatParser`] over
 //! the arena maps the tags to a [`ChatMessage`]:
@@ -46,7 +46,6 @@ mod mapper;
 mod message;
 mod parser;
 mod predict;
-pub mod presets;
 mod recovery;
 mod stream;
 

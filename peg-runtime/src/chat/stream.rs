@@ -538,8 +538,33 @@ mod tests {
         assert!(stream_pieces("", &[3]).is_empty());
     }
 
+    /// A native format (Hermes-like: JSON or Python arguments) and a constructed one
+    /// (Qwen3-Coder-like XML parameters), each with an optional reasoning block and any tool name.
     fn parsers() -> Vec<ChatParser> {
-        let (native, constructed) = (crate::chat::presets::hermes(), crate::chat::presets::qwen3_coder());
+        let native = crate::chat::NativeBuilder::build(|p| {
+            let reasoning = p.optional("<think>" + p.reasoning(p.until("</think>")) + "</think>");
+            let call = p.tool(
+                p.tool_open("{")
+                    << p.json_member("name", "\"" + p.tool_name(p.json_string_content()) + "\"")
+                    << ","
+                    << p.json_member("arguments", p.tool_args(p.json() | p.python()))
+                    << p.tool_close("}"),
+            );
+            reasoning + p.content(p.until("<tool_call>")) + p.zero_or_more("<tool_call>" << call << "</tool_call>" << p.space()) + p.end()
+        })
+        .unwrap();
+        let constructed = crate::chat::ConstructedBuilder::build(|p| {
+            let reasoning = p.optional("<think>" + p.reasoning(p.until("</think>")) + "</think>");
+            let name = || p.chars("[a-zA-Z0-9_.-]", 1, None);
+            let arg = p.tool_arg(
+                p.tool_arg_open("<parameter=" + p.tool_arg_name(name()) + ">\n")
+                    + p.tool_arg_string_value(p.until("\n</parameter>"))
+                    + p.tool_arg_close("\n</parameter>\n"),
+            );
+            let call = p.tool(p.tool_open("<function=" + p.tool_name(name()) + ">\n") + p.zero_or_more(arg) + p.tool_close("</function>"));
+            reasoning + p.content(p.until("<tool_call>")) + p.zero_or_more("<tool_call>\n" + call + "\n</tool_call>" + p.space()) + p.end()
+        })
+        .unwrap();
         let tool = ToolSpec::new("f", serde_json::json!({"type": "object", "properties": {"a": {"type": "string"}, "n": {"type": "integer"}}}));
         vec![
             ChatParser::new(Arc::new(native), ChatParseOptions { tools: vec![tool.clone()], ..Default::default() }),

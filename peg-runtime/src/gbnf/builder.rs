@@ -7,14 +7,7 @@ use super::MAX_REPETITION;
 use crate::chars::CharClass;
 
 /// Turns any text into a valid rule name: letters, digits and `-` (`read_file` → `read-file`).
-///
-/// ```
-/// use peg_runtime::gbnf::sanitize_name;
-/// assert_eq!(sanitize_name("read_file"), "read-file");
-/// assert_eq!(sanitize_name("tool.get weather"), "tool-get-weather");
-/// assert_eq!(sanitize_name(""), "r");
-/// ```
-pub fn sanitize_name(name: &str) -> String {
+pub(crate) fn sanitize_name(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
     for c in name.chars() {
         if c.is_ascii_alphanumeric() || c == '-' {
@@ -85,7 +78,7 @@ fn escape_literal_char(out: &mut String, c: char) {
 }
 
 /// A GBNF string literal for `s`, quoted (`a"b` → `"a\"b"`).
-pub fn escape_literal(s: &str) -> String {
+pub(crate) fn escape_literal(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {
@@ -97,7 +90,7 @@ pub fn escape_literal(s: &str) -> String {
 
 /// Escapes one character for use inside `[...]`. `-` and `^` are written as hex escapes,
 /// which every version of llama.cpp's parser reads.
-pub fn escape_class_char(c: char) -> String {
+pub(crate) fn escape_class_char(c: char) -> String {
     let mut out = String::new();
     match c {
         '\\' => out.push_str("\\\\"),
@@ -114,7 +107,7 @@ pub fn escape_class_char(c: char) -> String {
 }
 
 /// A GBNF element for `class`: `[...]`, `[^...]`, or `.` for the class of every character.
-pub fn format_class(class: &CharClass) -> String {
+pub(crate) fn format_class(class: &CharClass) -> String {
     if class.negated && class.ranges.is_empty() {
         return ".".to_owned();
     }
@@ -138,14 +131,7 @@ pub fn format_class(class: &CharClass) -> String {
 /// `item` repeated `min..=max` times (`None`: unbounded) within llama.cpp's limit of
 /// [`MAX_REPETITION`] per count: larger counts nest, so the text stays small.
 /// `item` must be a single GBNF element (a name, literal, class, or parenthesized group).
-///
-/// ```
-/// use peg_runtime::gbnf::repetition;
-/// assert_eq!(repetition("x", 0, None), "x*");
-/// assert_eq!(repetition("x", 2, Some(5)), "x{2,5}");
-/// assert_eq!(repetition("x", 0, Some(4500)), "((x{2000})? x{0,1999} | (x{2000}){2} x{0,500})");
-/// ```
-pub fn repetition(item: &str, min: u32, max: Option<u32>) -> String {
+pub(crate) fn repetition(item: &str, min: u32, max: Option<u32>) -> String {
     const M: u32 = MAX_REPETITION;
     match (min, max) {
         (_, Some(0)) => "\"\"".to_owned(),
@@ -190,23 +176,12 @@ fn exactly(item: &str, n: u32) -> String {
 
 /// Collects named rules into a grammar. Names are sanitized and made unique; adding the same
 /// body under the same name twice returns the existing rule.
-///
-/// ```
-/// use peg_runtime::gbnf::{GrammarBuilder, Grammar};
-/// let mut b = GrammarBuilder::new();
-/// let digit = b.add_rule("my_digit", "[0-9]");
-/// assert_eq!(digit, "my-digit");
-/// assert_eq!(b.add_rule("my_digit", "[0-9]"), "my-digit");
-/// assert_eq!(b.add_rule("my_digit", "[0-7]"), "my-digit-2");
-/// b.add_rule("root", &format!("{digit}+"));
-/// let g = Grammar::parse(&b.to_gbnf()).unwrap();
-/// assert!(g.accepts("42"));
-/// ```
 #[derive(Debug, Clone, Default)]
-pub struct GrammarBuilder {
+pub(crate) struct GrammarBuilder {
     rules: Vec<(String, Option<String>)>,
     index: HashMap<String, usize>,
     /// Body to name, for rules whose content is shared regardless of the requested name.
+    #[cfg_attr(not(feature = "schema"), allow(dead_code))]
     by_body: HashMap<String, String>,
     /// Names of generated rule families (JSON primitives, until automata) by a private key,
     /// so several generators on one builder share them.
@@ -263,6 +238,7 @@ impl GrammarBuilder {
 
     /// Adds a rule whose body is shared: a second call with the same body returns the first
     /// rule's name, whatever name it asks for.
+    #[cfg_attr(not(feature = "schema"), allow(dead_code))] // shared rules are the schema converter's
     pub fn add_shared(&mut self, name: &str, body: &str) -> String {
         if let Some(existing) = self.by_body.get(body) {
             return existing.clone();
@@ -270,26 +246,6 @@ impl GrammarBuilder {
         let n = self.add_rule(name, body);
         self.by_body.insert(body.to_owned(), n.clone());
         n
-    }
-
-    /// Whether a rule of that exact name exists.
-    pub fn contains(&self, name: &str) -> bool {
-        self.index.contains_key(name)
-    }
-
-    /// The body of rule `name`, if defined.
-    pub fn body(&self, name: &str) -> Option<&str> {
-        self.index.get(name).and_then(|&i| self.rules[i].1.as_deref())
-    }
-
-    /// Number of rules.
-    pub fn len(&self) -> usize {
-        self.rules.len()
-    }
-
-    /// Whether no rule was added.
-    pub fn is_empty(&self) -> bool {
-        self.rules.is_empty()
     }
 
     /// Like [`to_gbnf`](GrammarBuilder::to_gbnf), but only with the rules reachable from `root`.
@@ -425,5 +381,37 @@ mod tests {
         assert_eq!(b.add_shared("other", "\"x\" \"x\""), "anything");
         b.define("root", "read-file read-file-2");
         assert!(b.to_gbnf().starts_with("root ::= read-file read-file-2\n"));
+    }
+}
+
+#[cfg(test)]
+mod examples {
+    use super::*;
+    use crate::gbnf::Grammar;
+
+    #[test]
+    fn sanitizes_names() {
+        assert_eq!(sanitize_name("read_file"), "read-file");
+        assert_eq!(sanitize_name("tool.get weather"), "tool-get-weather");
+        assert_eq!(sanitize_name(""), "r");
+    }
+
+    #[test]
+    fn repetitions_stay_within_the_limit() {
+        assert_eq!(repetition("x", 0, None), "x*");
+        assert_eq!(repetition("x", 2, Some(5)), "x{2,5}");
+        assert_eq!(repetition("x", 0, Some(4500)), "((x{2000})? x{0,1999} | (x{2000}){2} x{0,500})");
+    }
+
+    #[test]
+    fn builder_names_rules_uniquely() {
+        let mut b = GrammarBuilder::new();
+        let digit = b.add_rule("my_digit", "[0-9]");
+        assert_eq!(digit, "my-digit");
+        assert_eq!(b.add_rule("my_digit", "[0-9]"), "my-digit");
+        assert_eq!(b.add_rule("my_digit", "[0-7]"), "my-digit-2");
+        b.add_rule("root", &format!("{digit}+"));
+        let g = Grammar::parse(&b.to_gbnf()).unwrap();
+        assert!(g.accepts("42"));
     }
 }

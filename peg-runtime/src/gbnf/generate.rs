@@ -12,6 +12,7 @@ use super::{escape_literal, format_class, repetition, Grammar, GrammarBuilder};
 use crate::arena::{Arena, JsonKind, Node, NodeId, PythonKind};
 use crate::chars::CharClass;
 use crate::error::{Error, ErrorKind};
+#[cfg(feature = "schema")]
 use crate::schema::SchemaConverter;
 
 /// Options for [`generate`].
@@ -71,7 +72,7 @@ pub fn generate(arena: &Arena, options: &GbnfOptions) -> Result<String, Error> {
     // Raw schema fallbacks and shared primitives can leave rules nothing refers to.
     let text = g.b.to_gbnf_reachable();
     if options.validate {
-        Grammar::parse(&text).map_err(|e| Error::new(ErrorKind::Grammar, format!("generated grammar is invalid: {}", e.detail())))?;
+        Grammar::parse(&text).map_err(|e| Error::new(ErrorKind::Grammar, "generated grammar is invalid").with_source(e))?;
     }
     Ok(text)
 }
@@ -234,17 +235,7 @@ impl Gen<'_> {
                 let r = arena.resolve(id);
                 self.rule_name(r)
             }
-            Node::Schema { child, name, schema, raw } => {
-                if *raw {
-                    let rr = SchemaConverter::new(&mut self.b).add_raw(name, schema)?;
-                    match rr {
-                        Some(r) if self.raw_is_delimited(*child, &r.alphabet) => r.name,
-                        _ => self.expr(*child)?,
-                    }
-                } else {
-                    SchemaConverter::new(&mut self.b).add(name, schema)?
-                }
-            }
+            Node::Schema { child, name, schema, raw } => self.schema(*child, name, schema, *raw)?,
             Node::Atomic { child } | Node::Tag { child, .. } => self.expr(*child)?,
             Node::Constrained { nodes: [_, grammar] } => self.expr(*grammar)?,
             Node::Gbnf { gbnf, .. } => {
@@ -257,8 +248,29 @@ impl Gen<'_> {
         })
     }
 
+    /// The rules of a `schema` node: the schema's, or for a raw string schema a raw-text rule
+    /// where it cannot run past the child's delimiters (else the child's own expression).
+    #[cfg(feature = "schema")]
+    fn schema(&mut self, child: NodeId, name: &str, schema: &serde_json::Value, raw: bool) -> Result<String, Error> {
+        if !raw {
+            return SchemaConverter::new(&mut self.b).add(name, schema);
+        }
+        match SchemaConverter::new(&mut self.b).add_raw(name, schema)? {
+            Some(r) if self.raw_is_delimited(child, &r.alphabet) => Ok(r.name),
+            _ => self.expr(child),
+        }
+    }
+
+    /// Without the schema converter a `schema` node has no grammar: an error, not a silently
+    /// looser grammar (enabling the feature elsewhere in a build must not change output).
+    #[cfg(not(feature = "schema"))]
+    fn schema(&mut self, _child: NodeId, name: &str, _schema: &serde_json::Value, _raw: bool) -> Result<String, Error> {
+        Err(Error::new(ErrorKind::Grammar, format!("schema node `{name}` needs peg-runtime's `schema` feature")))
+    }
+
     /// A raw rule may replace the child's `until` only if it cannot produce a delimiter
     /// (some character of every delimiter is outside its alphabet).
+    #[cfg_attr(not(feature = "schema"), allow(dead_code))]
     fn raw_is_delimited(&self, child: NodeId, alphabet: &CharClass) -> bool {
         let mut id = child;
         loop {
@@ -567,6 +579,8 @@ mod tests {
         let e = generate(&broken, &GbnfOptions::default()).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Grammar);
         assert!(e.detail().contains("generated grammar is invalid"), "{e}");
+        let cause = std::error::Error::source(&e).and_then(|c| c.downcast_ref::<Error>()).expect("the parse error is the source");
+        assert!(cause.detail().contains("unterminated character class"), "{cause}");
     }
 
     #[test]

@@ -1,11 +1,11 @@
-//! GBNF in llama.cpp's dialect: a parser and recognizer (our test oracle), a rule builder,
-//! and generation of grammars from an [`Arena`](crate::Arena).
+//! GBNF in llama.cpp's dialect: a parser and recognizer (our test oracle), and generation of
+//! grammars from an [`Arena`](crate::Arena).
 //!
 //! - [`Grammar::parse`] reads GBNF text (errors name `line:column`), [`Grammar::accepts`] and
 //!   [`Grammar::accepts_prefix`] answer membership with an Earley recognizer.
 //! - [`generate`] turns an arena into GBNF, full or lazy ([`GbnfOptions`]).
-//! - [`GrammarBuilder`] collects rules with unique, sanitized names; [`repetition`] writes
-//!   counted repetitions within llama.cpp's limit; [`crate::schema`] adds JSON-schema rules.
+//! - [`Recognizer`] and its [`Matcher`] follow a text character by character (constrained
+//!   decoding); JSON-schema rules come from the `schema` layer (`schema::to_gbnf`).
 //!
 //! The dialect: `name ::= alternatives` rules (names of letters, digits and `-`), string
 //! literals, character classes (`[a-z]`, `[^"]`), `.`, rule references, groups, and the
@@ -32,7 +32,7 @@ use std::fmt;
 use std::sync::OnceLock;
 
 pub(crate) use builder::structural_chars;
-pub use builder::{escape_class_char, escape_literal, format_class, repetition, sanitize_name, GrammarBuilder};
+pub(crate) use builder::{escape_literal, format_class, repetition, GrammarBuilder};
 pub use generate::{generate, GbnfOptions};
 pub use recognize::{Matcher, Recognizer};
 

@@ -18,7 +18,9 @@ use crate::arena::{Arena, Node, NodeId};
 use crate::ast::{Ast, AstId, AstNode};
 use crate::error::{Error, ErrorKind};
 use crate::json::{Dialect, Scanner, Target};
-use utf8::Dec;
+use crate::leaf::{self, CharsState, Delimiters, ScanState};
+
+pub(crate) use crate::leaf::Res;
 
 pub use crate::outcome::Outcome;
 
@@ -46,9 +48,15 @@ pub struct ParseOutput {
 /// Python values nest on a heap stack and count against neither.
 ///
 /// ```
-/// use peg_runtime::ParseOptions;
+/// use peg_runtime::{Arena, ErrorKind, Outcome, ParseOptions};
+/// // Balanced parentheses: each level is a rule call.
+/// let arena = Arena::build(|p| p.rule("nest", ("(" + p.rule_ref("nest") + ")") | p.eps())).unwrap();
 /// let o = ParseOptions::default().max_depth(100).max_stack_bytes(256 << 10);
-/// assert_eq!(o.max_depth, 100);
+/// let shallow = format!("{}{}", "(".repeat(20), ")".repeat(20));
+/// assert_eq!(arena.parse_with(shallow.as_bytes(), false, o).unwrap().result.outcome, Outcome::Success);
+/// let deep = format!("{}{}", "(".repeat(200), ")".repeat(200));
+/// let err = arena.parse_with(deep.as_bytes(), false, o).unwrap_err();
+/// assert_eq!(err.kind(), ErrorKind::TooDeep);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -175,63 +183,14 @@ impl AstNode {
     }
 }
 
-/// An exact string at `pos`: outcome, end, and whether the input's end cut it (a prefix of
-/// `text` runs to the end: need more input when partial, else a failure). Shared by the engine
-/// and the `chat_peg!` parsers.
-#[inline]
-pub(crate) fn match_literal(input: &[u8], partial: bool, pos: usize, text: &[u8]) -> (Outcome, usize, bool) {
-    let avail = &input[pos.min(input.len())..];
-    if avail.len() >= text.len() {
-        if avail.starts_with(text) {
-            (Outcome::Success, pos + text.len(), false)
-        } else {
-            (Outcome::Fail, pos, false)
-        }
-    } else if text.starts_with(avail) {
-        if partial {
-            (Outcome::NeedMoreInput, input.len(), true)
-        } else {
-            (Outcome::Fail, pos, true)
-        }
-    } else {
-        (Outcome::Fail, pos, false)
-    }
-}
-
-/// The result of one node call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Res {
-    pub outcome: Outcome,
-    pub end: usize,
-    /// The result depends on where the input ends.
-    pub touched: bool,
-    /// The matched bytes contain invalid UTF-8.
-    pub invalid: bool,
-}
-
-impl Res {
-    #[inline]
-    fn new(outcome: Outcome, end: usize, touched: bool, invalid: bool) -> Res {
-        Res { outcome, end, touched, invalid }
-    }
-    #[inline]
-    fn ok(end: usize) -> Res {
-        Res::new(Outcome::Success, end, false, false)
-    }
-    #[inline]
-    fn fail(end: usize) -> Res {
-        Res::new(Outcome::Fail, end, false, false)
-    }
-}
-
 /// Where an end-touching computation stopped, so the next parse over a longer input resumes
 /// instead of starting over.
 #[derive(Debug, Clone)]
 pub(crate) enum Resume {
-    /// `until`, `rest`, `marker`: search again from `next`; UTF-8 is checked up to `checked`.
-    Scan { next: usize, checked: usize, invalid: bool },
-    /// `chars`, `space`: `count` characters matched up to `pos`.
-    Chars { count: u32, pos: usize, invalid: bool },
+    /// `until`, `rest`, `marker`.
+    Scan(ScanState),
+    /// `chars`, `space`.
+    Chars(CharsState),
     /// JSON / Python scanner snapshot.
     Json(Box<Scanner>),
     /// `repeat`: `count` iterations that did not touch the end, ending at `pos`, with their AST.
@@ -533,20 +492,12 @@ impl<'e> Engine<'e> {
 
     #[inline]
     fn literal(&self, text: &[u8], pos: usize) -> Res {
-        let (outcome, end, touched) = match_literal(self.input, self.partial, pos, text);
-        Res::new(outcome, end, touched, false)
+        leaf::literal(self.input, self.partial, pos, text)
     }
 
     #[inline]
     fn any(&self, pos: usize) -> Res {
-        match utf8::decode(self.input, pos) {
-            Dec::Char(_, l) => Res::ok(pos + l),
-            Dec::Invalid => Res::new(Outcome::Success, pos + 1, false, true),
-            Dec::Truncated if self.partial => Res::new(Outcome::NeedMoreInput, pos, true, false),
-            Dec::Truncated => Res::new(Outcome::Success, pos + 1, true, true),
-            Dec::Eof if self.partial => Res::new(Outcome::NeedMoreInput, pos, true, false),
-            Dec::Eof => Res::new(Outcome::Fail, pos, true, false),
-        }
+        leaf::any(self.input, self.partial, pos)
     }
 
     fn repeat(&mut self, child: NodeId, min: u32, max: Option<u32>, pos: usize, resume: Option<Resume>) -> Result<(Res, Option<Resume>), Error> {
@@ -595,69 +546,22 @@ impl<'e> Engine<'e> {
 
     #[inline(never)]
     fn chars(&self, pos: usize, resume: Option<Resume>, min: u32, max: Option<u32>, matches: impl Fn(char) -> bool) -> (Res, Option<Resume>) {
-        let (mut count, mut p, mut invalid) = match resume {
-            Some(Resume::Chars { count, pos, invalid }) => (count, pos, invalid),
-            _ => (0, pos, false),
+        let resume = match resume {
+            Some(Resume::Chars(s)) => Some(s),
+            _ => None,
         };
-        let mut touched: Option<Resume> = None;
-        let done = |count: u32, p: usize, invalid: bool, touched: Option<Resume>| {
-            let outcome = if count >= min { Outcome::Success } else { Outcome::Fail };
-            let t = touched.is_some();
-            (Res::new(outcome, p, t, invalid), touched)
-        };
-        loop {
-            if max.is_some_and(|m| count >= m) {
-                return done(count, p, invalid, touched);
-            }
-            match utf8::decode(self.input, p) {
-                Dec::Char(c, l) => {
-                    if !matches(c) {
-                        return done(count, p, invalid, touched);
-                    }
-                    p += l;
-                    count += 1;
-                }
-                d @ (Dec::Invalid | Dec::Truncated) => {
-                    if d == Dec::Truncated {
-                        let snap = Resume::Chars { count, pos: p, invalid };
-                        if self.partial {
-                            return (Res::new(Outcome::NeedMoreInput, p, true, invalid), Some(snap));
-                        }
-                        touched = Some(snap);
-                    }
-                    if !matches(char::REPLACEMENT_CHARACTER) {
-                        return done(count, p, invalid, touched);
-                    }
-                    p += 1;
-                    count += 1;
-                    invalid = true;
-                }
-                Dec::Eof => {
-                    let snap = touched.unwrap_or(Resume::Chars { count, pos: p, invalid });
-                    if self.partial {
-                        return (Res::new(Outcome::NeedMoreInput, p, true, invalid), Some(snap));
-                    }
-                    return done(count, p, invalid, Some(snap));
-                }
-            }
-        }
+        let (r, s) = leaf::chars(self.input, self.partial, pos, resume, min, max, matches);
+        (r, s.map(Resume::Chars))
     }
 
     #[inline(never)]
     fn space(&self, pos: usize, resume: Option<Resume>) -> (Res, Option<Resume>) {
-        let mut p = match resume {
-            Some(Resume::Chars { pos, .. }) => pos,
-            _ => pos,
+        let resume = match resume {
+            Some(Resume::Chars(s)) => Some(s),
+            _ => None,
         };
-        let input = self.input;
-        while p < input.len() && matches!(input[p], b' ' | b'\t' | b'\n' | b'\r') {
-            p += 1;
-        }
-        if p < input.len() {
-            return (Res::ok(p), None);
-        }
-        let outcome = if self.partial { Outcome::NeedMoreInput } else { Outcome::Success };
-        (Res::new(outcome, p, true, false), Some(Resume::Chars { count: 0, pos: p, invalid: false }))
+        let (r, s) = leaf::space(self.input, self.partial, pos, resume);
+        (r, s.map(Resume::Chars))
     }
 
     #[inline(never)]
@@ -668,56 +572,14 @@ impl<'e> Engine<'e> {
 
     #[inline(never)]
     fn rest(&self, pos: usize, resume: Option<Resume>) -> (Res, Option<Resume>) {
-        let n = self.input.len();
-        let (checked, invalid) = match resume {
-            Some(Resume::Scan { checked, invalid, .. }) => (checked, invalid),
-            _ => (pos, false),
-        };
-        let (inv, valid_end) = utf8::check(self.input, checked.min(n), n.max(pos));
-        let invalid = invalid || inv;
-        let resume = Resume::Scan { next: valid_end, checked: valid_end, invalid };
-        let res = if self.partial {
-            Res::new(Outcome::NeedMoreInput, valid_end, true, invalid)
-        } else {
-            Res::new(Outcome::Success, n.max(pos), true, invalid || valid_end < n)
-        };
-        (res, Some(resume))
+        let (r, s) = leaf::rest(self.input, self.partial, pos, scan_state(resume));
+        (r, s.map(Resume::Scan))
     }
 
     #[inline(never)]
     fn marker(&self, pos: usize, resume: Option<Resume>) -> (Res, Option<Resume>) {
-        let input = self.input;
-        let n = input.len();
-        let Some(&open) = input.get(pos) else {
-            let o = if self.partial { Outcome::NeedMoreInput } else { Outcome::Fail };
-            return (Res::new(o, pos, true, false), Some(Resume::Scan { next: pos + 1, checked: pos + 1, invalid: false }));
-        };
-        let close = match open {
-            b'<' => b'>',
-            b'[' => b']',
-            _ => return (Res::fail(pos), None),
-        };
-        let (from, checked, invalid) = match resume {
-            Some(Resume::Scan { next, checked, invalid }) => (next.max(pos + 1), checked.max(pos + 1), invalid),
-            _ => (pos + 1, pos + 1, false),
-        };
-        match memchr::memchr2(close, b'\n', &input[from.min(n)..]).map(|k| k + from) {
-            Some(k) if input[k] == close && k > pos + 1 => {
-                let (inv, _) = utf8::check(input, checked, k);
-                (Res::new(Outcome::Success, k + 1, false, invalid || inv), None)
-            }
-            Some(k) => (Res::fail(k), None),
-            None => {
-                let (inv, valid_end) = utf8::check(input, checked, n);
-                let invalid = invalid || inv;
-                let resume = Resume::Scan { next: n, checked: valid_end, invalid };
-                if self.partial {
-                    (Res::new(Outcome::NeedMoreInput, valid_end, true, invalid), Some(resume))
-                } else {
-                    (Res::new(Outcome::Fail, n, true, invalid), Some(resume))
-                }
-            }
-        }
+        let (r, s) = leaf::marker(self.input, self.partial, pos, scan_state(resume));
+        (r, s.map(Resume::Scan))
     }
 
     #[inline(never)]
@@ -726,57 +588,29 @@ impl<'e> Engine<'e> {
             Some(Resume::Json(sc)) => sc,
             _ => Box::new(Scanner::new(dialect, target, pos)),
         };
-        let r = sc.run(self.input, self.partial);
-        let res = Res::new(r.outcome, r.end, r.touched_end, r.invalid_utf8);
-        (res, r.touched_end.then_some(Resume::Json(sc)))
+        let res = leaf::scan(&mut sc, self.input, self.partial);
+        (res, res.touched.then_some(Resume::Json(sc)))
     }
 }
 
-/// The `until` leaf: text up to the first delimiter (see DESIGN.md for the partial rules).
+fn scan_state(resume: Option<Resume>) -> Option<ScanState> {
+    match resume {
+        Some(Resume::Scan(s)) => Some(s),
+        _ => None,
+    }
+}
+
+/// The `until` leaf with the engine's resume state (the session's fast path calls it directly).
 pub(crate) fn until_scan(
     input: &[u8],
     partial: bool,
-    searcher: &crate::arena::DelimiterSearch,
+    searcher: &Delimiters,
     delimiters: &[String],
     pos: usize,
     resume: Option<Resume>,
 ) -> (Res, Option<Resume>) {
-    let n = input.len();
-    let (from, checked, invalid) = match resume {
-        Some(Resume::Scan { next, checked, invalid }) => (next, checked, invalid),
-        _ => (pos, pos, false),
-    };
-    let found = searcher.find(&input[from.min(n)..]).map(|k| k + from);
-    let maxlen = delimiters.iter().map(String::len).max().unwrap_or(1);
-    let tail = pos.max(n.saturating_sub(maxlen - 1));
-    // The first position where a delimiter may start but is cut by the end of input.
-    let limit = found.unwrap_or(n).min(n);
-    let cut = (tail..limit).find(|&j| {
-        let t = &input[j..];
-        delimiters.iter().any(|d| {
-            let d = d.as_bytes();
-            d.len() > t.len() && d[0] == t[0] && d.starts_with(t)
-        })
-    });
-    let (outcome, end, touched) = match (found, cut) {
-        (Some(k), None) => (Outcome::Success, k, false),
-        (found, cut) => {
-            if partial {
-                (Outcome::NeedMoreInput, cut.unwrap_or(n), true)
-            } else {
-                (Outcome::Success, found.unwrap_or(n), true)
-            }
-        }
-    };
-    let (inv, valid_end) = utf8::check(input, checked.min(end), end);
-    let mut invalid = invalid || inv;
-    let end = if outcome == Outcome::NeedMoreInput { valid_end } else { end };
-    let resume = Resume::Scan { next: tail, checked: valid_end, invalid };
-    if outcome != Outcome::NeedMoreInput && valid_end < end {
-        // A truncated sequence at the end of complete input is invalid.
-        invalid = true;
-    }
-    (Res::new(outcome, end, touched, invalid), touched.then_some(resume))
+    let (r, s) = leaf::until(input, partial, pos, searcher, delimiters, scan_state(resume));
+    (r, s.map(Resume::Scan))
 }
 
 /// Whether a node's results are worth a memo entry: cheap leaves are recomputed instead.

@@ -32,6 +32,8 @@
 //! assert!(!g.accepts(r#"{"days": 3}"#));
 //! ```
 
+// Regex to GBNF for `pattern`: shared with autoparser, not an API of its own.
+#[doc(hidden)]
 pub mod regex;
 
 use std::collections::{BTreeSet, HashMap};
@@ -66,6 +68,7 @@ fn schema_err(msg: impl Into<String>) -> Error {
 /// assert_eq!(json_type("integer"), Some("integer"));
 /// assert_eq!(json_type("tensor"), None);
 /// ```
+#[doc(hidden)]
 pub fn json_type(name: &str) -> Option<&'static str> {
     Some(match name {
         "string" | "str" | "text" => "string",
@@ -94,6 +97,7 @@ pub fn json_type(name: &str) -> Option<&'static str> {
 /// assert!(Admits::of(&json!({"description": "x"})).says_nothing());
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[doc(hidden)]
 pub struct Admits {
     /// Strings.
     pub string: bool,
@@ -166,13 +170,13 @@ pub fn to_gbnf(schema: &Value) -> Result<String, Error> {
     let text = b.to_gbnf();
     // `$ref` cycles that consume nothing (`a -> b -> a`, `anyOf: [{$ref: "#"}]`) become left
     // recursion, which GBNF forbids.
-    crate::gbnf::Grammar::parse(&text).map_err(|e| schema_err(format!("the schema has no valid grammar: {}", e.detail())))?;
+    crate::gbnf::Grammar::parse(&text).map_err(|e| schema_err("the schema has no valid grammar").with_source(e))?;
     Ok(text)
 }
 
 /// A raw-text rule for a string schema (see [`SchemaConverter::add_raw`]).
 #[derive(Debug, Clone, PartialEq)]
-pub struct RawRule {
+pub(crate) struct RawRule {
     /// The rule name.
     pub name: String,
     /// Every character the rule can produce.
@@ -181,7 +185,7 @@ pub struct RawRule {
 
 /// Adds rules for JSON schemas to a [`GrammarBuilder`]. Primitive rules are shared between
 /// schemas; `$ref`s resolve against the schema passed to [`add`](SchemaConverter::add).
-pub struct SchemaConverter<'b> {
+pub(crate) struct SchemaConverter<'b> {
     b: &'b mut GrammarBuilder,
     doc: Value,
     refs: HashMap<String, String>,

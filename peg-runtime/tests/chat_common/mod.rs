@@ -51,3 +51,26 @@ pub fn check_streaming(parser: &ChatParser, output: &str) -> ParsedMessage {
     assert!(extends(&prev, &whole.message), "final message does not extend the partial ones: {output:?}");
     whole
 }
+
+/// Checks the streaming contract (chat_common) and, for every prefix, that a partial parse
+/// reports only recoveries the whole output reports too (none is retracted), and that a
+/// stream knows no more than that while it runs. Returns the one-shot result.
+pub fn check_recoveries(parser: &ChatParser, output: &str) -> peg_runtime::chat::ParsedMessage {
+    let whole = check_streaming(parser, output);
+    for (i, _) in output.char_indices().skip(1) {
+        let partial = parser.parse(&output[..i], peg_runtime::chat::ParseMode::Partial).unwrap();
+        for r in &partial.recoveries {
+            assert!(whole.recoveries.contains(r), "{r:?} of the prefix {:?} is not in {:?}", &output[..i], whole.recoveries);
+        }
+    }
+    for n in [1, 3, 7] {
+        let mut s = parser.stream();
+        for piece in stream_pieces(output, &[n]) {
+            s.push(piece).unwrap();
+            assert!(s.recoveries().iter().all(|r| whole.recoveries.contains(r)), "chunks of {n}: {:?}", s.recoveries());
+        }
+        let (_, fin) = s.finish().unwrap();
+        assert_eq!(s.recoveries(), fin.recoveries);
+    }
+    whole
+}

@@ -1,27 +1,47 @@
-//! Property tests of the streaming contract over generated outputs: for any chunking the
-//! deltas add up to the one-shot message, and partial messages of a growing output are
+//! Property tests of the streaming contract over generated outputs of the native
+//! ([`formats::hermes`]) and constructed ([`formats::qwen3_coder`]) formats: for any chunking
+//! the deltas add up to the one-shot message, and partial messages of a growing output are
 //! monotone. Also holds for outputs cut short or followed by junk (lenient fallback).
+//!
+//! The formats have no reasoning block: a generated `<think>...</think>` is content.
 
+#[path = "../peg-runtime/tests/chat_common/mod.rs"]
 mod chat_common;
 
 use std::sync::Arc;
 
 use chat_common::{extends, stream};
-use peg_runtime::chat::{presets, stream_pieces, ChatMessage, ChatParseOptions, ChatParser, ToolSpec};
+use chat_peg::formats::{hermes, qwen3_coder};
+use peg_runtime::chat::{stream_pieces, ChatMessage, ChatParseOptions, ChatParser, ToolSpec};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
-/// Hermes-style: optional reasoning, content, then `<tool_call>{"name", "arguments"}</tool_call>`s.
-fn native() -> ChatParser {
-    ChatParser::new(Arc::new(presets::hermes()), ChatParseOptions::default())
+/// The formats parse only the calls of the request's tools: the grammar offers `names`, each
+/// with the arguments the generators write.
+fn grammar_tools<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<ToolSpec> {
+    let mut names: Vec<&str> = names.into_iter().collect();
+    names.sort_unstable();
+    names.dedup();
+    let params = json!({"type": "object", "properties": {"path": {}, "count": {}, "opts": {}, "x": {}}});
+    names.into_iter().map(|n| ToolSpec::new(n, params.clone())).collect()
 }
 
-/// Qwen3-Coder-style XML arguments.
-fn constructed() -> ChatParser {
-    let arena = presets::qwen3_coder();
+/// Hermes: content, then `<tool_call>{"name", "arguments"}</tool_call>`s; no tools checked.
+fn native<'a>(names: impl IntoIterator<Item = &'a str>) -> ChatParser {
+    ChatParser::new(Arc::new(hermes::arena(&grammar_tools(names)).unwrap()), ChatParseOptions::default())
+}
+
+/// Qwen3-Coder XML arguments, typed by the schema of `edit`.
+fn constructed<'a>(names: impl IntoIterator<Item = &'a str>) -> ChatParser {
+    let arena = qwen3_coder::arena(&grammar_tools(names)).unwrap();
     let tool =
         ToolSpec::new("edit", json!({"type": "object", "properties": {"path": {"type": "string"}, "count": {"type": "integer"}, "opts": {"type": "object"}}}));
     ChatParser::new(Arc::new(arena), ChatParseOptions { tools: vec![tool], ..Default::default() })
+}
+
+/// The tool names of a generated output.
+fn names(g: &Generated) -> impl Iterator<Item = &str> {
+    g.calls.iter().map(|(n, _)| n.as_str())
 }
 
 fn text() -> impl Strategy<Value = String> {
@@ -47,7 +67,7 @@ struct Generated {
 }
 
 fn no_markers(s: &str) -> bool {
-    !s.contains("<tool_call>") && !s.contains("</think>") && !s.contains("<think>")
+    !s.contains("<tool_call>") && !s.contains("<function=")
 }
 
 fn native_output() -> impl Strategy<Value = Generated> {
@@ -97,8 +117,10 @@ fn constructed_output() -> impl Strategy<Value = Generated> {
 }
 
 fn check_expected(m: &ChatMessage, g: &Generated) {
-    assert_eq!(m.reasoning_content, g.reasoning.as_deref().unwrap_or("").trim(), "{g:?}");
-    assert_eq!(m.content, g.content.trim(), "{g:?}");
+    // No reasoning block in these formats: the generated one stays in the content.
+    let think = g.reasoning.as_ref().map(|r| format!("<think>{r}</think>")).unwrap_or_default();
+    assert_eq!(m.reasoning_content, "", "{g:?}");
+    assert_eq!(m.content, format!("{think}{}", g.content).trim(), "{g:?}");
     assert_eq!(m.tool_calls.len(), g.calls.len(), "{g:?}");
     for (call, (name, args)) in m.tool_calls.iter().zip(&g.calls) {
         assert_eq!(&call.name, name);
@@ -152,7 +174,7 @@ proptest! {
     #[test]
     fn native_one_shot_matches_generator(g in native_output()) {
         prop_assume!(no_markers(&g.content) && g.reasoning.as_deref().is_none_or(no_markers));
-        let m = native().parse(&g.output, peg_runtime::chat::ParseMode::Complete).unwrap();
+        let m = native(names(&g)).parse(&g.output, peg_runtime::chat::ParseMode::Complete).unwrap();
         prop_assert_eq!(m.diagnostic, None);
         check_expected(&m.message, &g);
     }
@@ -160,19 +182,19 @@ proptest! {
     #[test]
     fn constructed_one_shot_matches_generator(g in constructed_output()) {
         prop_assume!(no_markers(&g.content) && g.reasoning.as_deref().is_none_or(no_markers));
-        let m = constructed().parse(&g.output, peg_runtime::chat::ParseMode::Complete).unwrap();
+        let m = constructed(names(&g)).parse(&g.output, peg_runtime::chat::ParseMode::Complete).unwrap();
         prop_assert_eq!(m.diagnostic, None);
         check_expected(&m.message, &g);
     }
 
     #[test]
-    fn native_deltas_add_up((_, out) in mutated(native_output()), sizes in prop::collection::vec(1usize..12, 1..6)) {
-        check_chunking(&native(), &out, &sizes);
+    fn native_deltas_add_up((g, out) in mutated(native_output()), sizes in prop::collection::vec(1usize..12, 1..6)) {
+        check_chunking(&native(names(&g)), &out, &sizes);
     }
 
     #[test]
-    fn constructed_deltas_add_up((_, out) in mutated(constructed_output()), sizes in prop::collection::vec(1usize..12, 1..6)) {
-        check_chunking(&constructed(), &out, &sizes);
+    fn constructed_deltas_add_up((g, out) in mutated(constructed_output()), sizes in prop::collection::vec(1usize..12, 1..6)) {
+        check_chunking(&constructed(names(&g)), &out, &sizes);
     }
 }
 
@@ -180,13 +202,13 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
 
     #[test]
-    fn native_partials_are_monotone((_, out) in mutated(native_output())) {
-        check_monotone(&native(), &out);
+    fn native_partials_are_monotone((g, out) in mutated(native_output())) {
+        check_monotone(&native(names(&g)), &out);
     }
 
     #[test]
-    fn constructed_partials_are_monotone((_, out) in mutated(constructed_output())) {
-        check_monotone(&constructed(), &out);
+    fn constructed_partials_are_monotone((g, out) in mutated(constructed_output())) {
+        check_monotone(&constructed(names(&g)), &out);
     }
 }
 
@@ -241,10 +263,10 @@ proptest! {
         sizes in prop::collection::vec(1usize..9, 1..5),
     ) {
         let arg = serde_json::to_string(&b).unwrap();
-        check_partials_track(&native(), &format!("<think>{a}</think>{c}<tool_call>{{\"name\": \"f\", \"arguments\": {{\"a\": {arg}}}}}</tool_call>"), &sizes);
-        check_partials_track(&native(), &format!("{a}<tool_call>{{\"name\": \"f\", \"arguments\": {{\"a\": \"{b}"), &sizes);
+        check_partials_track(&native(["f"]), &format!("<think>{a}</think>{c}<tool_call>{{\"name\": \"f\", \"arguments\": {{\"a\": {arg}}}}}</tool_call>"), &sizes);
+        check_partials_track(&native(["f"]), &format!("{a}<tool_call>{{\"name\": \"f\", \"arguments\": {{\"a\": \"{b}"), &sizes);
         check_partials_track(
-            &constructed(),
+            &constructed(["edit"]),
             &format!("<think>{a}</think>{c}<tool_call>\n<function=edit>\n<parameter=path>\n{b}\n</parameter>\n<parameter=x>\n{c}\n</parameter>\n</function>\n</tool_call>"),
             &sizes,
         );

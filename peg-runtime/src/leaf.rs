@@ -1,0 +1,339 @@
+//! The leaf matchers, shared by the engine ([`crate::parse`]) and the parsers `chat_peg!`
+//! generates (through `macro_support`), so both match byte for byte alike.
+//!
+//! Each leaf returns a [`Res`]: outcome, end, whether it looked at the end of input
+//! (`touched`) and whether the matched bytes hold invalid UTF-8. Leaves whose work can be
+//! continued over a longer input also take and return a resume state; one-shot callers pass
+//! `None` and drop what comes back (plain values, no allocation).
+
+use crate::json::{ScanResult, Scanner};
+use crate::outcome::Outcome;
+use crate::parse::utf8::{self, Dec};
+
+/// The result of one match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Res {
+    /// Fail, success or need-more-input.
+    pub outcome: Outcome,
+    /// Where the match ends.
+    pub end: usize,
+    /// The result depends on where the input ends.
+    pub touched: bool,
+    /// The matched bytes contain invalid UTF-8.
+    pub invalid: bool,
+}
+
+impl Res {
+    /// A result from its parts.
+    #[inline]
+    pub fn new(outcome: Outcome, end: usize, touched: bool, invalid: bool) -> Res {
+        Res { outcome, end, touched, invalid }
+    }
+
+    /// A success ending at `end` that did not look at the end of input.
+    #[inline]
+    pub fn ok(end: usize) -> Res {
+        Res::new(Outcome::Success, end, false, false)
+    }
+
+    /// A failure at `end` that did not look at the end of input.
+    #[inline]
+    pub fn fail(end: usize) -> Res {
+        Res::new(Outcome::Fail, end, false, false)
+    }
+}
+
+impl From<ScanResult> for Res {
+    #[inline]
+    fn from(r: ScanResult) -> Res {
+        Res::new(r.outcome, r.end, r.touched_end, r.invalid_utf8)
+    }
+}
+
+/// Where `until`, `rest` or `marker` stopped: search again from `next`; UTF-8 is checked up to
+/// `checked`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScanState {
+    /// Where the search resumes.
+    pub next: usize,
+    /// How far the span's UTF-8 is checked.
+    pub checked: usize,
+    /// Invalid UTF-8 seen so far.
+    pub invalid: bool,
+}
+
+/// Where `chars` or `space` stopped: `count` characters matched up to `pos`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CharsState {
+    /// Characters matched so far.
+    pub count: u32,
+    /// Where matching resumes.
+    pub pos: usize,
+    /// Invalid UTF-8 seen so far.
+    pub invalid: bool,
+}
+
+/// An exact string at `pos`; the input's end cutting it is need-more-input when partial, else
+/// a failure.
+#[inline]
+pub fn literal(input: &[u8], partial: bool, pos: usize, text: &[u8]) -> Res {
+    let avail = &input[pos.min(input.len())..];
+    if avail.len() >= text.len() {
+        if avail.starts_with(text) {
+            Res::ok(pos + text.len())
+        } else {
+            Res::fail(pos)
+        }
+    } else if text.starts_with(avail) {
+        if partial {
+            Res::new(Outcome::NeedMoreInput, input.len(), true, false)
+        } else {
+            Res::new(Outcome::Fail, pos, true, false)
+        }
+    } else {
+        Res::fail(pos)
+    }
+}
+
+/// Any single code point (an invalid byte is one, flagged).
+#[inline]
+pub fn any(input: &[u8], partial: bool, pos: usize) -> Res {
+    match utf8::decode(input, pos) {
+        Dec::Char(_, l) => Res::ok(pos + l),
+        Dec::Invalid => Res::new(Outcome::Success, pos + 1, false, true),
+        Dec::Truncated if partial => Res::new(Outcome::NeedMoreInput, pos, true, false),
+        Dec::Truncated => Res::new(Outcome::Success, pos + 1, true, true),
+        Dec::Eof if partial => Res::new(Outcome::NeedMoreInput, pos, true, false),
+        Dec::Eof => Res::new(Outcome::Fail, pos, true, false),
+    }
+}
+
+/// Between `min` and `max` characters accepted by `matches` (an invalid byte is tested as
+/// U+FFFD).
+#[inline]
+pub fn chars(
+    input: &[u8],
+    partial: bool,
+    pos: usize,
+    resume: Option<CharsState>,
+    min: u32,
+    max: Option<u32>,
+    matches: impl Fn(char) -> bool,
+) -> (Res, Option<CharsState>) {
+    let CharsState { mut count, pos: mut p, mut invalid } = resume.unwrap_or(CharsState { count: 0, pos, invalid: false });
+    // A truncated sequence in complete input: the result depends on the end, resumable from here.
+    let mut touched: Option<CharsState> = None;
+    let done = |count: u32, p: usize, invalid: bool, touched: Option<CharsState>| {
+        let outcome = if count >= min { Outcome::Success } else { Outcome::Fail };
+        (Res::new(outcome, p, touched.is_some(), invalid), touched)
+    };
+    loop {
+        if max.is_some_and(|m| count >= m) {
+            return done(count, p, invalid, touched);
+        }
+        // ASCII needs no decoding.
+        if let Some(&b) = input.get(p) {
+            if b < 0x80 {
+                if !matches(b as char) {
+                    return done(count, p, invalid, touched);
+                }
+                p += 1;
+                count += 1;
+                continue;
+            }
+        }
+        match utf8::decode(input, p) {
+            Dec::Char(c, l) => {
+                if !matches(c) {
+                    return done(count, p, invalid, touched);
+                }
+                p += l;
+                count += 1;
+            }
+            d @ (Dec::Invalid | Dec::Truncated) => {
+                if d == Dec::Truncated {
+                    let snap = CharsState { count, pos: p, invalid };
+                    if partial {
+                        return (Res::new(Outcome::NeedMoreInput, p, true, invalid), Some(snap));
+                    }
+                    touched = Some(snap);
+                }
+                if !matches(char::REPLACEMENT_CHARACTER) {
+                    return done(count, p, invalid, touched);
+                }
+                p += 1;
+                count += 1;
+                invalid = true;
+            }
+            Dec::Eof => {
+                let snap = touched.unwrap_or(CharsState { count, pos: p, invalid });
+                if partial {
+                    return (Res::new(Outcome::NeedMoreInput, p, true, invalid), Some(snap));
+                }
+                return done(count, p, invalid, Some(snap));
+            }
+        }
+    }
+}
+
+/// Zero or more of space, tab, newline, carriage return.
+#[inline]
+pub fn space(input: &[u8], partial: bool, pos: usize, resume: Option<CharsState>) -> (Res, Option<CharsState>) {
+    let mut p = resume.map_or(pos, |s| s.pos);
+    while p < input.len() && matches!(input[p], b' ' | b'\t' | b'\n' | b'\r') {
+        p += 1;
+    }
+    if p < input.len() {
+        return (Res::ok(p), None);
+    }
+    let outcome = if partial { Outcome::NeedMoreInput } else { Outcome::Success };
+    (Res::new(outcome, p, true, false), Some(CharsState { count: 0, pos: p, invalid: false }))
+}
+
+/// The compiled delimiter set of an `until`, built once (per arena node, or per generated
+/// parser in a static).
+#[allow(clippy::large_enum_variant)] // built once, never moved on the hot path
+#[derive(Debug, Clone)]
+pub enum Delimiters {
+    /// One single-byte delimiter: `memchr`.
+    Byte(u8),
+    /// One delimiter: a substring finder.
+    One(memchr::memmem::Finder<'static>),
+    /// Several: leftmost-first Aho-Corasick.
+    Many(aho_corasick::AhoCorasick),
+}
+
+impl Delimiters {
+    /// Compiles `delimiters` (non-empty, each non-empty: checked by the caller).
+    pub fn try_new<D: AsRef<str>>(delimiters: &[D]) -> Result<Delimiters, aho_corasick::BuildError> {
+        Ok(match delimiters {
+            [d] if d.as_ref().len() == 1 => Delimiters::Byte(d.as_ref().as_bytes()[0]),
+            [d] => Delimiters::One(memchr::memmem::Finder::new(d.as_ref().as_bytes()).into_owned()),
+            ds => {
+                Delimiters::Many(aho_corasick::AhoCorasick::builder().match_kind(aho_corasick::MatchKind::LeftmostFirst).build(ds.iter().map(AsRef::as_ref))?)
+            }
+        })
+    }
+
+    /// [`Delimiters::try_new`] for delimiters checked at compile time: an automaton that cannot
+    /// be built (unreachable for a handful of short strings) falls back to the first delimiter.
+    #[cfg(feature = "chat")]
+    pub fn new(delimiters: &[&str]) -> Delimiters {
+        Delimiters::try_new(delimiters).unwrap_or_else(|_| Delimiters::One(memchr::memmem::Finder::new(delimiters[0].as_bytes()).into_owned()))
+    }
+
+    /// Byte offset of the first delimiter occurrence in `haystack`, if any.
+    #[inline]
+    pub fn find(&self, haystack: &[u8]) -> Option<usize> {
+        match self {
+            Delimiters::Byte(b) => memchr::memchr(*b, haystack),
+            Delimiters::One(f) => f.find(haystack),
+            Delimiters::Many(ac) => ac.find(haystack).map(|m| m.start()),
+        }
+    }
+}
+
+/// Text up to the first delimiter, or to the end. Partial input holds back a tail that may be
+/// the start of a delimiter (and a truncated UTF-8 sequence), so the span never shows half a
+/// delimiter.
+#[inline]
+pub fn until<D: AsRef<str>>(
+    input: &[u8],
+    partial: bool,
+    pos: usize,
+    search: &Delimiters,
+    delimiters: &[D],
+    resume: Option<ScanState>,
+) -> (Res, Option<ScanState>) {
+    let n = input.len();
+    let ScanState { next: from, checked, invalid } = resume.unwrap_or(ScanState { next: pos, checked: pos, invalid: false });
+    let found = search.find(&input[from.min(n)..]).map(|k| k + from);
+    let maxlen = delimiters.iter().map(|d| d.as_ref().len()).max().unwrap_or(1);
+    let tail = pos.max(n.saturating_sub(maxlen - 1));
+    // The first position where a delimiter may start but is cut by the end of input.
+    let limit = found.unwrap_or(n).min(n);
+    let cut = (tail..limit).find(|&j| {
+        let t = &input[j..];
+        delimiters.iter().any(|d| {
+            let d = d.as_ref().as_bytes();
+            d.len() > t.len() && d[0] == t[0] && d.starts_with(t)
+        })
+    });
+    let (outcome, end, touched) = match (found, cut) {
+        (Some(k), None) => (Outcome::Success, k, false),
+        (found, cut) => {
+            if partial {
+                (Outcome::NeedMoreInput, cut.unwrap_or(n), true)
+            } else {
+                (Outcome::Success, found.unwrap_or(n), true)
+            }
+        }
+    };
+    let (inv, valid_end) = utf8::check(input, checked.min(end), end);
+    let mut invalid = invalid || inv;
+    let end = if outcome == Outcome::NeedMoreInput { valid_end } else { end };
+    let resume = ScanState { next: tail, checked: valid_end, invalid };
+    if outcome != Outcome::NeedMoreInput && valid_end < end {
+        // A truncated sequence at the end of complete input is invalid.
+        invalid = true;
+    }
+    (Res::new(outcome, end, touched, invalid), touched.then_some(resume))
+}
+
+/// Everything to the end of input.
+#[inline]
+pub fn rest(input: &[u8], partial: bool, pos: usize, resume: Option<ScanState>) -> (Res, Option<ScanState>) {
+    let n = input.len();
+    let (checked, invalid) = resume.map_or((pos, false), |s| (s.checked, s.invalid));
+    let (inv, valid_end) = utf8::check(input, checked.min(n), n.max(pos));
+    let invalid = invalid || inv;
+    let res = if partial {
+        Res::new(Outcome::NeedMoreInput, valid_end, true, invalid)
+    } else {
+        Res::new(Outcome::Success, n.max(pos), true, invalid || valid_end < n)
+    };
+    (res, Some(ScanState { next: valid_end, checked: valid_end, invalid }))
+}
+
+/// One marker token: `<...>` or `[...]` on one line, not empty.
+#[inline]
+pub fn marker(input: &[u8], partial: bool, pos: usize, resume: Option<ScanState>) -> (Res, Option<ScanState>) {
+    let n = input.len();
+    let Some(&open) = input.get(pos) else {
+        let o = if partial { Outcome::NeedMoreInput } else { Outcome::Fail };
+        return (Res::new(o, pos, true, false), Some(ScanState { next: pos + 1, checked: pos + 1, invalid: false }));
+    };
+    let close = match open {
+        b'<' => b'>',
+        b'[' => b']',
+        _ => return (Res::fail(pos), None),
+    };
+    let ScanState { next: from, checked, invalid } = match resume {
+        Some(s) => ScanState { next: s.next.max(pos + 1), checked: s.checked.max(pos + 1), invalid: s.invalid },
+        None => ScanState { next: pos + 1, checked: pos + 1, invalid: false },
+    };
+    match memchr::memchr2(close, b'\n', &input[from.min(n)..]).map(|k| k + from) {
+        Some(k) if input[k] == close && k > pos + 1 => {
+            let (inv, _) = utf8::check(input, checked, k);
+            (Res::new(Outcome::Success, k + 1, false, invalid || inv), None)
+        }
+        Some(k) => (Res::fail(k), None),
+        None => {
+            let (inv, valid_end) = utf8::check(input, checked, n);
+            let invalid = invalid || inv;
+            let resume = ScanState { next: n, checked: valid_end, invalid };
+            if partial {
+                (Res::new(Outcome::NeedMoreInput, valid_end, true, invalid), Some(resume))
+            } else {
+                (Res::new(Outcome::Fail, n, true, invalid), Some(resume))
+            }
+        }
+    }
+}
+
+/// A JSON or Python value (or the inside of a JSON string): the resumable scanner run from
+/// where it stopped.
+#[inline]
+pub fn scan(scanner: &mut Scanner, input: &[u8], partial: bool) -> Res {
+    scanner.run(input, partial).into()
+}
