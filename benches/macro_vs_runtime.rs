@@ -5,7 +5,7 @@
 
 use std::hint::black_box;
 
-use chat_peg::formats::{gpt_oss, hermes, qwen3_coder};
+use chat_peg::formats::{hermes, qwen3_coder};
 use chat_peg::peg_runtime::chat::ToolSpec;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use serde_json::json;
@@ -47,18 +47,6 @@ fn qwen_input(calls: usize) -> String {
     s
 }
 
-fn gpt_oss_input(calls: usize) -> String {
-    let mut s = String::from("<|channel|>analysis<|message|>The user wants several files read.<|end|>");
-    for i in 0..calls {
-        let name = ["get_weather", "search_web", "read_file", "write_file", "run_command"][i % 5];
-        s.push_str(&format!(
-            "<|start|>assistant<|channel|>commentary to=functions.{name} <|constrain|>json<|message|>{{\"path\": \"src/file_{i}.rs\", \"count\": {i}}}<|call|>"
-        ));
-    }
-    s.push_str("<|start|>assistant<|channel|>final<|message|>Done.");
-    s
-}
-
 /// Name, input, the specialized parse (returns the AST size), the arena of the same grammar.
 type Case = (&'static str, String, Box<dyn Fn(&[u8]) -> usize>, chat_peg::peg_runtime::Arena);
 
@@ -82,15 +70,6 @@ fn bench(c: &mut Criterion) {
                 Box::new(move |x: &[u8]| p.parse(x, false).unwrap().ast.len())
             },
             qwen3_coder::arena(&tools).unwrap(),
-        ),
-        (
-            "gpt_oss",
-            gpt_oss_input(20),
-            {
-                let p = gpt_oss::Parser::new(&tools);
-                Box::new(move |x: &[u8]| p.parse(x, false).unwrap().ast.len())
-            },
-            gpt_oss::arena(&tools).unwrap(),
         ),
     ];
     for (name, input, macro_parse, arena) in &cases {

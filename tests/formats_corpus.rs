@@ -11,7 +11,7 @@ use std::sync::Arc;
 use autoparser::template::ChatTemplate;
 use autoparser::verify::compare_messages;
 use autoparser::Request;
-use chat_peg::formats::{self, gpt_oss, gpt_oss_inline_reasoning, hermes, qwen3_coder};
+use chat_peg::formats::{self, hermes, qwen3_coder};
 use peg_runtime::chat::ParseMode;
 use peg_runtime::chat::{stream_pieces, ChatMessage, ChatParseOptions, ChatParser, ToolSpec};
 use peg_runtime::{Arena, ParseOutput};
@@ -45,8 +45,8 @@ macro_rules! session_fn {
     };
 }
 
-/// The format of a template; `reasoning_none`: the request keeps reasoning in the content.
-fn format_of(template: &str, reasoning_none: bool) -> Option<Format> {
+/// The format of a template.
+fn format_of(template: &str) -> Option<Format> {
     Some(match template {
         "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use" | "NousResearch-Hermes-3-Llama-3.1-8B-tool_use" => {
             Format { arena: hermes::arena, parse: |t, x, p| hermes::Parser::new(t).parse(x, p).unwrap(), session: session_fn!(hermes) }
@@ -54,12 +54,6 @@ fn format_of(template: &str, reasoning_none: bool) -> Option<Format> {
         "Qwen3-Coder" => {
             Format { arena: qwen3_coder::arena, parse: |t, x, p| qwen3_coder::Parser::new(t).parse(x, p).unwrap(), session: session_fn!(qwen3_coder) }
         }
-        "openai-gpt-oss-120b" if reasoning_none => Format {
-            arena: gpt_oss_inline_reasoning::arena,
-            parse: |t, x, p| gpt_oss_inline_reasoning::Parser::new(t).parse(x, p).unwrap(),
-            session: session_fn!(gpt_oss_inline_reasoning),
-        },
-        "openai-gpt-oss-120b" => Format { arena: gpt_oss::arena, parse: |t, x, p| gpt_oss::Parser::new(t).parse(x, p).unwrap(), session: session_fn!(gpt_oss) },
         _ => return None,
     })
 }
@@ -86,7 +80,7 @@ fn formats_pass_their_corpus_cases() {
         }
         let template = case["template"].as_str().unwrap_or("");
         let inputs = &case["inputs"];
-        let Some(format) = format_of(template, inputs["reasoning_format"] == "none") else { continue };
+        let Some(format) = format_of(template) else { continue };
         let id = case["id"].as_str().unwrap();
         let tools: Vec<ToolSpec> = inputs["tools"].as_array().into_iter().flatten().filter_map(ToolSpec::from_openai).collect();
         let prefill = match prefill_of(&shared, template, inputs) {
@@ -171,7 +165,7 @@ fn formats_pass_their_corpus_cases() {
             }
         }
     }
-    assert!(ran >= 47, "only {ran} cases ran");
+    assert!(ran > 0, "no corpus case of these formats ran");
     assert!(failures.is_empty(), "{} of {ran} failed:\n{}", failures.len(), failures.join("\n"));
 }
 
@@ -180,15 +174,12 @@ fn gbnf_snapshots() {
     insta::assert_snapshot!("hermes_gbnf", hermes::GBNF);
     insta::assert_snapshot!("hermes_gbnf_lazy", hermes::GBNF_LAZY.unwrap());
     insta::assert_snapshot!("qwen3_coder_gbnf_lazy", qwen3_coder::GBNF_LAZY.unwrap());
-    insta::assert_snapshot!("gpt_oss_gbnf", gpt_oss::GBNF);
-    insta::assert_snapshot!("gpt_oss_inline_reasoning_gbnf", gpt_oss_inline_reasoning::GBNF);
     let tools: Vec<ToolSpec> = vec![ToolSpec::new(
         "get_weather",
         serde_json::json!({"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}),
     )];
     insta::assert_snapshot!("hermes_gbnf_lazy_with_tool", hermes::gbnf(&tools, true).unwrap());
     insta::assert_snapshot!("qwen3_coder_gbnf_lazy_with_tool", qwen3_coder::gbnf(&tools, true).unwrap());
-    insta::assert_snapshot!("gpt_oss_gbnf_lazy_with_tool", gpt_oss::gbnf(&tools, true).unwrap());
 }
 
 mod fragments {
@@ -198,23 +189,6 @@ mod fragments {
     use super::*;
     use proptest::prelude::*;
 
-    const HARMONY: &[&str] = &[
-        "<|channel|>",
-        "analysis",
-        "final",
-        "commentary",
-        "<|message|>",
-        "<|end|>",
-        "<|start|>assistant",
-        "<|call|>",
-        " to=functions.get_weather",
-        " to=python",
-        " <|constrain|>json",
-        "{\"city\": \"Paris\"}",
-        "text",
-        " ",
-        "\n",
-    ];
     const QWEN: &[&str] = &[
         "<tool_call>",
         "\n",
@@ -267,21 +241,15 @@ mod fragments {
     proptest! {
         #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
         #[test]
-        fn gpt_oss_agrees(input in splice(HARMONY)) {
-            check(format_of("openai-gpt-oss-120b", false).unwrap(), &input);
-        }
-        #[test]
         fn qwen3_coder_agrees(input in splice(QWEN)) {
-            check(format_of("Qwen3-Coder", false).unwrap(), &input);
+            check(format_of("Qwen3-Coder").unwrap(), &input);
         }
         #[test]
         fn hermes_agrees(input in splice(HERMES)) {
-            check(format_of("NousResearch-Hermes-3-Llama-3.1-8B-tool_use", false).unwrap(), &input);
+            check(format_of("NousResearch-Hermes-3-Llama-3.1-8B-tool_use").unwrap(), &input);
         }
         #[test]
-        fn sessions_agree(harmony in splice(HARMONY), qwen in splice(QWEN), hermes_text in splice(HERMES), size in 1usize..6) {
-            session_agrees!(gpt_oss, harmony, size);
-            session_agrees!(gpt_oss_inline_reasoning, harmony, size);
+        fn sessions_agree(qwen in splice(QWEN), hermes_text in splice(HERMES), size in 1usize..6) {
             session_agrees!(qwen3_coder, qwen, size);
             session_agrees!(hermes, hermes_text, size);
         }

@@ -16,24 +16,21 @@
 
 use peg_macros::chat_peg;
 
-/// The assistant turn headers of the formats' templates: `<|im_start|>assistant\n` (Hermes,
-/// Qwen3-Coder) and `<|start|>assistant` (harmony).
-const TURN_HEADERS: &[&str] = &["<|im_start|>assistant\n", "<|start|>assistant"];
+/// The assistant turn header of the formats' templates (Hermes, Qwen3-Coder).
+const TURN_HEADER: &str = "<|im_start|>assistant\n";
 
 /// The prefill of a request (`ChatParseOptions::prefill`): the part of the rendered generation
 /// prompt that already belongs to the model's message, i.e. the prompt after the assistant
 /// turn header. Empty for a plain generation prompt; when a final assistant message is
-/// continued, the text the template wrote of it (for harmony, whole messages of the turn, such
-/// as an analysis message before the `final` one being continued).
+/// continued, the text the template wrote of it.
 ///
 /// ```
 /// use chat_peg::formats::prefill;
 /// assert_eq!(prefill("<|im_start|>assistant\n"), "");
 /// assert_eq!(prefill("<|im_start|>assistant\nHello, "), "Hello, ");
-/// assert_eq!(prefill("<|start|>assistant<|channel|>analysis<|message|>I'm"), "<|channel|>analysis<|message|>I'm");
 /// ```
 pub fn prefill(generation_prompt: &str) -> &str {
-    TURN_HEADERS.iter().find_map(|h| generation_prompt.strip_prefix(h)).unwrap_or(generation_prompt)
+    generation_prompt.strip_prefix(TURN_HEADER).unwrap_or(generation_prompt)
 }
 
 chat_peg! {
@@ -65,39 +62,5 @@ chat_peg! {
                 )) _)*
             ) #tool_close("</function>" (_ "</tool_call>")?)
         );
-    }
-}
-
-chat_peg! {
-    /// gpt-oss (harmony): a sequence of messages `<|channel|>CHANNEL[ to=RECIPIENT][ <|constrain|>TYPE]<|message|>BODY`
-    /// separated by `<|end|><|start|>assistant`. `analysis` is reasoning, `final` and
-    /// `commentary` are content, a `functions.NAME` recipient (before or after the channel)
-    /// makes a tool call whose body is the JSON arguments; other recipients (built-in tools)
-    /// are skipped.
-    pub grammar gpt_oss {
-        root = message (separator? message)* _ end;
-        rule separator = ("<|end|>" / "<|call|>" / "<|return|>")? "<|start|>assistant";
-        rule message = tool_call / forwarded / analysis / text / builtin;
-        trigger rule tool_call = #tool(each_tool(
-            (" to=functions." #tool_name(tool_name) "<|channel|>" channel
-                / "<|channel|>" channel " to=functions." #tool_name(tool_name))
-            constrain? "<|message|>" #tool_args(tool_schema(json))
-        )) ("<|call|>" / "<|end|>")?;
-        rule channel = ["a-z"]+;
-        rule constrain = _ "<|constrain|>" ["a-zA-Z0-9_"]+;
-        // A header handing over to another header (`commentary to=assistant<|channel|>final...`).
-        rule forwarded = "<|channel|>" channel " to=" recipient &"<|channel|>";
-        rule recipient = ["^<\n "]+;
-        rule analysis = "<|channel|>analysis<|message|>" #reasoning(body);
-        rule text = "<|channel|>" ("final" / "commentary") constrain? "<|message|>" #content(body);
-        rule builtin = (" to=" recipient)? "<|channel|>" channel (" to=" recipient)? constrain? "<|message|>" body;
-        rule body = until("<|end|>", "<|call|>", "<|return|>", "<|start|>");
-    }
-
-    /// gpt-oss (harmony) for requests with `reasoning_format: none`: as [`gpt_oss`], but an
-    /// `analysis` message stays in the content, markers and all (`<|channel|>analysis<|message|>`
-    /// through its `<|end|>`), as the reference parser keeps it.
-    pub grammar gpt_oss_inline_reasoning extends gpt_oss {
-        rule analysis = #content("<|channel|>analysis<|message|>" body "<|end|>"?);
     }
 }
