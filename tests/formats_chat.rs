@@ -8,21 +8,10 @@ mod chat_common;
 
 use std::sync::Arc;
 
-use chat_common::{check_recoveries as check, check_streaming};
+use chat_common::{check_recoveries as check, check_streaming, weather};
 use chat_peg::formats::{hermes, qwen3_coder};
 use peg_runtime::chat::{stream_pieces, ChatParseOptions, ChatParser, Recovery, RecoveryKind, ToolSpec};
 use serde_json::json;
-
-fn weather() -> ToolSpec {
-    ToolSpec::new(
-        "get_weather",
-        json!({
-            "type": "object",
-            "properties": {"location": {"type": "string"}, "days": {"type": "integer"}},
-            "required": ["location"]
-        }),
-    )
-}
 
 /// The Hermes arena offering `tools`: the format parses only calls of the tools its grammar is
 /// built with, which need not be the tools the chat parser checks calls against.

@@ -6,10 +6,9 @@ mod chat_common;
 
 use std::sync::Arc;
 
-use chat_common::check_recoveries;
-use peg_runtime::chat::{stream_pieces, ChatParseOptions, ChatParser, NativeBuilder, Recovery, RecoveryKind, SimpleBuilder, ToolSpec};
+use chat_common::{check_recoveries, weather};
+use peg_runtime::chat::{stream_pieces, ChatParseOptions, ChatParser, NativeBuilder, Recovery, RecoveryKind, SimpleBuilder};
 use peg_runtime::ErrorKind;
-use serde_json::json;
 
 fn rec(kind: RecoveryKind, offset: usize, len: usize) -> Recovery {
     Recovery { kind, offset, len, detail: String::new() }
@@ -132,17 +131,6 @@ fn strict_mode_makes_a_recovery_an_error() {
     }
     let e = s.finish().unwrap_err();
     assert_eq!(e.offset(), Some(3));
-}
-
-fn weather() -> ToolSpec {
-    ToolSpec::new(
-        "get_weather",
-        json!({
-            "type": "object",
-            "properties": {"location": {"type": "string"}, "days": {"type": "integer"}},
-            "required": ["location"]
-        }),
-    )
 }
 
 /// Native calls whose arguments may be written as a JSON string holding the object, and may

@@ -681,14 +681,12 @@ mod tests {
             p.optional("<think>" + again + p.reasoning(p.until("</think>")) + close) + p.content(p.until("<tool_call>")) + p.end()
         })
         .unwrap();
-        ChatParser::new(
-            Arc::new(arena),
-            ChatParseOptions {
-                strictness: if strict { crate::chat::Strictness::Strict } else { crate::chat::Strictness::Lenient },
-                prefill: prefill.into(),
-                ..Default::default()
-            },
-        )
+        parser_of(arena, strict, prefill)
+    }
+
+    fn parser_of(arena: crate::Arena, strict: bool, prefill: &str) -> ChatParser {
+        let strictness = if strict { crate::chat::Strictness::Strict } else { crate::chat::Strictness::Lenient };
+        ChatParser::new(Arc::new(arena), ChatParseOptions { strictness, prefill: prefill.into(), ..Default::default() })
     }
 
     fn with_reasoning(strict: bool, prefill: &str) -> ChatParser {
@@ -696,14 +694,7 @@ mod tests {
             p.optional("<think>" + p.reasoning(p.until("</think>")) + "</think>") + p.content(p.until("<tool_call>")) + p.end()
         })
         .unwrap();
-        ChatParser::new(
-            Arc::new(arena),
-            ChatParseOptions {
-                strictness: if strict { crate::chat::Strictness::Strict } else { crate::chat::Strictness::Lenient },
-                prefill: prefill.into(),
-                ..Default::default()
-            },
-        )
+        parser_of(arena, strict, prefill)
     }
 
     proptest::proptest! {

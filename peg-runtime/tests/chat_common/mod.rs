@@ -74,3 +74,15 @@ pub fn check_recoveries(parser: &ChatParser, output: &str) -> peg_runtime::chat:
     }
     whole
 }
+
+/// A tool of the recovery tests: `get_weather(location: string, days?: integer)`.
+pub fn weather() -> peg_runtime::chat::ToolSpec {
+    peg_runtime::chat::ToolSpec::new(
+        "get_weather",
+        serde_json::json!({
+            "type": "object",
+            "properties": {"location": {"type": "string"}, "days": {"type": "integer"}},
+            "required": ["location"]
+        }),
+    )
+}
