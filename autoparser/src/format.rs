@@ -403,7 +403,7 @@ pub struct ToolAnalysis {
 /// the part addressed to the recipient the template writes for content, a call the part
 /// addressed to a declared function (its body the JSON arguments), reasoning the part addressed
 /// to the recipient the template writes for reasoning. Learned by diffing the renders of
-/// content, of one and two calls and of reasoning ([`crate::analysis::tools::analyze_parts`]).
+/// content, of one and two calls and of reasoning (the analysis of tools).
 ///
 /// ```
 /// use autoparser::format::AddressedParts;

@@ -1,10 +1,10 @@
 //! Differential template analysis: render variants of a conversation, compare them, and learn
 //! the markers around reasoning, content and tool calls.
 //!
-//! Every phase renders *probes* ([`probe`]): a user turn plus an assistant message holding
+//! Every phase renders *probes* (`probe.rs`): a user turn plus an assistant message holding
 //! distinctive needles (a content text, a reasoning text, calls to `foofoo`/`barbar` with
 //! arguments `alpha`/`bravo`, ids `call00001`/`call99999`). Comparing two renders
-//! ([`diff::calculate_diff_split`]) and segmenting text into markers ([`segment`]) locates the
+//! (`diff.rs`) and segmenting text into markers (`segment.rs`) locates the
 //! markers around each needle. The only heuristic is JSON detection.
 //!
 //! What a marker is, is learned from the text, not assumed to be one `<…>` token:
@@ -36,7 +36,7 @@
 //!
 //! The result, [`TemplateAnalysis`], is computed once per template, serializes to JSON, and
 //! feeds [`crate::generator`] per request. Formats the diff cannot express are handled by
-//! builders registered in [`crate::registry`], matched on the template's own renders.
+//! builders registered in the registry, matched on the template's own renders.
 
 pub(crate) mod diff;
 mod probe;

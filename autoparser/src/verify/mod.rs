@@ -152,7 +152,7 @@ pub struct VerifyOptions {
     pub cases: usize,
     /// The request the messages answer: its messages (the conversation so far), tools (whose
     /// schemas the arguments follow) and settings. `None`: one user message and
-    /// [`probe_tools`]. A request without tools gets the probe tools too.
+    /// a built-in probe tool set. A request without tools gets the probe tools too.
     pub request: Option<Request>,
     /// Streaming chunk sizes in bytes.
     pub chunk_sizes: Vec<usize>,
