@@ -28,6 +28,9 @@ pub enum ErrorKind {
     Analysis,
     /// The parser arena or the grammar of a request could not be built.
     Generation,
+    /// A check found a difference: a parsed message, a stream or a grammar disagrees with what
+    /// was expected (the detail says where).
+    Mismatch,
     /// The model's output could not be parsed (strict parsing, limits); the source is the
     /// parser's error, with its byte offset.
     Parse,
@@ -136,6 +139,7 @@ impl fmt::Display for Error {
             ErrorKind::InvalidRequest => "invalid request",
             ErrorKind::Analysis => "template analysis failed",
             ErrorKind::Generation => "generation failed",
+            ErrorKind::Mismatch => "mismatch",
             ErrorKind::Parse => "output does not parse",
             ErrorKind::Internal => "bug",
         };

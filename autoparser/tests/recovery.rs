@@ -555,7 +555,7 @@ fn one_line(v: &impl serde::Serialize) -> String {
 
 /// Where `a` and `b` first differ, as short excerpts.
 fn message_diff(a: &ChatMessage, b: &ChatMessage) -> String {
-    compare_messages(a, b).err().unwrap_or_else(|| format!("{} vs {}", one_line(a), one_line(b)))
+    compare_messages(a, b).err().map(|e| e.detail().to_owned()).unwrap_or_else(|| format!("{} vs {}", one_line(a), one_line(b)))
 }
 
 /// Everything wrong with one row (empty: it passes).
@@ -577,7 +577,7 @@ fn check_row(templates: &mut Templates, r: &Row) -> Vec<String> {
         Err(e) => return vec![format!("lenient parse failed: {e}")],
     };
     if let Err(d) = compare_messages(&one.message, &want) {
-        bad.push(format!("message: {d}"));
+        bad.push(format!("message: {}", d.detail()));
     }
     if let Some(d) = &one.diagnostic {
         bad.push(format!("diagnostic at byte {} ({:?}): {}", d.offset, out.get(d.offset..).unwrap_or("").chars().take(30).collect::<String>(), d.message));
@@ -815,7 +815,7 @@ fn well_formed_outputs_report_no_recovery() {
                 bad.push(format!("diagnostic at byte {}: {}", d.offset, d.message));
             }
             if let Err(d) = compare_messages(&p.message, &want) {
-                bad.push(format!("message: {d}"));
+                bad.push(format!("message: {}", d.detail()));
             }
             if !bad.is_empty() {
                 failures.push(format!("{name} / {case} ({out:?}): {}", bad.join("; ")));

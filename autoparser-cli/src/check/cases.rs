@@ -164,14 +164,14 @@ impl ParseCase<'_> {
             Ok(p) => {
                 if let Err(d) = compare_messages(&p.message, want) {
                     let diag = p.diagnostic.map(|d| format!(" [grammar stopped at byte {}: {}]", d.offset, d.message));
-                    reasons.push(format!("parse: {d}{}", diag.unwrap_or_default()));
+                    reasons.push(format!("parse: {}{}", d.detail(), diag.unwrap_or_default()));
                 }
                 Some(p.message)
             }
         };
         for &n in &opts.chunk_sizes {
-            let streamed = stream_message(&parser, self.output, self.partial, n).and_then(|m| {
-                compare_messages(&m, want).map_err(|d| format!("streamed message: {d}"))?;
+            let streamed = stream_message(&parser, self.output, self.partial, n).map_err(|e| e.detail().to_owned()).and_then(|m| {
+                compare_messages(&m, want).map_err(|d| format!("streamed message: {}", d.detail()))?;
                 // A complete stream ends where the one-shot parse does, byte for byte.
                 match &one_shot {
                     Some(o) if !self.partial && *o != m => Err(format!("stream ends in {m:?}, the one-shot parse is {o:?}")),
@@ -186,7 +186,7 @@ impl ParseCase<'_> {
         if opts.grammar && !self.partial && constrains(self.inputs) {
             timings.grammar_checked += usize::from(self.generated.grammar.is_some());
             if let Err(e) = check_grammar(&self.generated, &self.analysis, self.output) {
-                reasons.push(format!("grammar: {e}"));
+                reasons.push(format!("grammar: {}", e.detail()));
             }
         }
         reasons

@@ -7,6 +7,7 @@
 use peg_runtime::gbnf::Grammar;
 use peg_runtime::schema::regex;
 
+use crate::error::{Error, ErrorKind};
 use crate::format::{ReasoningMode, TemplateAnalysis};
 use crate::generator::{GrammarTrigger, PreparedRequest};
 
@@ -110,7 +111,11 @@ pub fn first_trigger(triggers: &[GrammarTrigger], a: &TemplateAnalysis, prefill:
 }
 
 /// Checks that `g`'s grammar accepts `output` under the lazy rule. `Ok` when there is no grammar.
-pub fn check_grammar(g: &PreparedRequest, a: &TemplateAnalysis, output: &str) -> Result<(), String> {
+pub fn check_grammar(g: &PreparedRequest, a: &TemplateAnalysis, output: &str) -> Result<(), Error> {
+    check(g, a, output).map_err(|detail| Error::new(ErrorKind::Mismatch, detail))
+}
+
+fn check(g: &PreparedRequest, a: &TemplateAnalysis, output: &str) -> Result<(), String> {
     let Some(text) = &g.grammar else { return Ok(()) };
     let grammar = Grammar::parse(text).map_err(|e| format!("grammar does not parse: {e}"))?;
     let constrained = if g.grammar_lazy {

@@ -3,6 +3,8 @@
 use peg_runtime::chat::{ChatDelta, ChatMessage, ChatParser};
 use serde_json::Value;
 
+use crate::error::{Error, ErrorKind};
+
 /// Arguments as the corpus compares them: a JSON value, or `None` ("empty") when the text is
 /// not (yet) valid JSON.
 pub fn arguments_value(text: &str) -> Option<Value> {
@@ -23,7 +25,7 @@ pub fn arguments_value(text: &str) -> Option<Value> {
 ///     "content": " Hi\n", "tool_calls": [{"name": "f", "arguments": "{\"a\":1}", "id": "call_0"}]})).unwrap();
 /// assert!(compare_messages(&got, &want).is_ok());
 /// ```
-pub fn compare_messages(got: &ChatMessage, want: &ChatMessage) -> Result<(), String> {
+pub fn compare_messages(got: &ChatMessage, want: &ChatMessage) -> Result<(), Error> {
     let mut diffs = Vec::new();
     if got.content.trim() != want.content.trim() {
         diffs.push(format!("content {:?}, expected {:?}", got.content.trim(), want.content.trim()));
@@ -50,30 +52,30 @@ pub fn compare_messages(got: &ChatMessage, want: &ChatMessage) -> Result<(), Str
     if diffs.is_empty() {
         Ok(())
     } else {
-        Err(diffs.join("; "))
+        Err(Error::new(ErrorKind::Mismatch, diffs.join("; ")))
     }
 }
 
 /// Feeds `output` to a stream in chunks of `chunk` bytes: no push may fail, and the deltas
 /// must add up to the stream's final message (for a complete output; a partial one is never
 /// finished). Returns the message the deltas add up to.
-pub fn stream_message(parser: &ChatParser, output: &str, partial: bool, chunk: usize) -> Result<ChatMessage, String> {
+pub fn stream_message(parser: &ChatParser, output: &str, partial: bool, chunk: usize) -> Result<ChatMessage, Error> {
     let mut stream = parser.stream();
     let mut deltas: Vec<ChatDelta> = Vec::new();
     let mut at = 0;
     for c in peg_runtime::chat::stream_pieces(output, &[chunk]) {
-        let d = stream.push(c).map_err(|e| format!("push failed at byte {at}: {e}"))?;
+        let d = stream.push(c).map_err(|e| Error::new(ErrorKind::Mismatch, format!("push failed at byte {at}: {e}")).with_source(e))?;
         deltas.extend(d);
         at += c.len();
     }
     let summed = if partial {
         ChatMessage::from_deltas(&deltas)
     } else {
-        let (last, fin) = stream.finish().map_err(|e| format!("finish failed: {e}"))?;
+        let (last, fin) = stream.finish().map_err(|e| Error::new(ErrorKind::Mismatch, format!("finish failed: {e}")).with_source(e))?;
         deltas.extend(last);
         let summed = ChatMessage::from_deltas(&deltas);
         if summed != fin.message {
-            return Err(format!("deltas add up to {summed:?}, the stream's final message is {:?}", fin.message));
+            return Err(Error::new(ErrorKind::Mismatch, format!("deltas add up to {summed:?}, the stream's final message is {:?}", fin.message)));
         }
         summed
     };

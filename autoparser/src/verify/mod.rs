@@ -523,7 +523,7 @@ impl<'r> Session<'r> {
         let parsed = match parser.parse(&output, ParseMode::Complete) {
             Ok(p) => {
                 if let Err(d) = compare_messages(&p.message, &expected) {
-                    reasons.push(format!("parse: {d}"));
+                    reasons.push(format!("parse: {}", d.detail()));
                 }
                 // The template's own form needs no recovery (else the analysis missed a part
                 // of it, and strict parsing would reject it).
@@ -538,8 +538,8 @@ impl<'r> Session<'r> {
             }
         };
         for &n in chunk_sizes {
-            let streamed = stream_message(&parser, &output, false, n).and_then(|m| {
-                compare_messages(&m, &expected).map_err(|d| format!("streamed message: {d}"))?;
+            let streamed = stream_message(&parser, &output, false, n).map_err(|e| e.detail().to_owned()).and_then(|m| {
+                compare_messages(&m, &expected).map_err(|d| format!("streamed message: {}", d.detail()))?;
                 match &parsed {
                     Some(p) if *p != m => Err(format!("stream ends in {m:?}, the one-shot parse is {p:?}")),
                     _ => Ok(()),
@@ -551,7 +551,7 @@ impl<'r> Session<'r> {
             }
         }
         if let Err(e) = check_grammar(g, self.analysis, &output) {
-            reasons.push(format!("grammar: {e}"));
+            reasons.push(format!("grammar: {}", e.detail()));
         }
         if reasons.is_empty() {
             Outcome::Pass
