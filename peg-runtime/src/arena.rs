@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::chars::CharClass;
 use crate::error::{Error, ErrorKind};
+pub use crate::kinds::{JsonKind, PythonKind};
 use crate::leaf::Delimiters;
 
 /// Index of a node in its [`Arena`].
@@ -23,91 +24,6 @@ impl NodeId {
     #[inline]
     pub fn index(self) -> usize {
         self.0 as usize
-    }
-}
-
-/// Which JSON value a [`Node::Json`] node accepts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum JsonKind {
-    /// Any JSON value.
-    Value,
-    /// `{...}`
-    Object,
-    /// `[...]`
-    Array,
-    /// `"..."` with escapes.
-    String,
-    /// A JSON number.
-    Number,
-    /// `true` or `false`.
-    Bool,
-    /// `null`.
-    Null,
-}
-
-/// Which Python literal a [`Node::Python`] node accepts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PythonKind {
-    /// Any Python literal: dict, list, str (either quote), number, True, False, None.
-    Value,
-    /// `{...}` with literal keys and values.
-    Dict,
-    /// `[...]`
-    List,
-    /// `'...'` or `"..."`.
-    Str,
-    /// An int or float.
-    Number,
-    /// `True` or `False`.
-    Bool,
-    /// `None`.
-    None,
-}
-
-impl JsonKind {
-    /// Every kind.
-    pub const ALL: [JsonKind; 7] = [JsonKind::Value, JsonKind::Object, JsonKind::Array, JsonKind::String, JsonKind::Number, JsonKind::Bool, JsonKind::Null];
-
-    /// The parser's name in dumps and in `chat_peg!` grammars.
-    ///
-    /// ```
-    /// assert_eq!(peg_runtime::JsonKind::Object.dsl_name(), "json_object");
-    /// ```
-    pub fn dsl_name(self) -> &'static str {
-        match self {
-            JsonKind::Value => "json",
-            JsonKind::Object => "json_object",
-            JsonKind::Array => "json_array",
-            JsonKind::String => "json_string",
-            JsonKind::Number => "json_number",
-            JsonKind::Bool => "json_bool",
-            JsonKind::Null => "json_null",
-        }
-    }
-}
-
-impl PythonKind {
-    /// Every kind.
-    pub const ALL: [PythonKind; 7] =
-        [PythonKind::Value, PythonKind::Dict, PythonKind::List, PythonKind::Str, PythonKind::Number, PythonKind::Bool, PythonKind::None];
-
-    /// The parser's name in dumps and in `chat_peg!` grammars.
-    ///
-    /// ```
-    /// assert_eq!(peg_runtime::PythonKind::Dict.dsl_name(), "python_dict");
-    /// ```
-    pub fn dsl_name(self) -> &'static str {
-        match self {
-            PythonKind::Value => "python",
-            PythonKind::Dict => "python_dict",
-            PythonKind::List => "python_list",
-            PythonKind::Str => "python_str",
-            PythonKind::Number => "python_number",
-            PythonKind::Bool => "python_bool",
-            PythonKind::None => "python_none",
-        }
     }
 }
 

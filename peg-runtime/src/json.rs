@@ -17,7 +17,7 @@
 //! assert_eq!(scan(b"[1,]", JsonKind::Array, false).outcome, Outcome::Fail);
 //! ```
 
-use crate::arena::{JsonKind, PythonKind};
+use crate::kinds::{JsonKind, PythonKind};
 use crate::outcome::Outcome;
 
 /// Which literal syntax the scanner accepts.

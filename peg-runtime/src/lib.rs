@@ -50,6 +50,7 @@ pub mod chat;
 mod error;
 #[cfg(feature = "gbnf")]
 pub mod gbnf;
+mod kinds;
 // The resumable JSON / Python scanner: public for the parsers `chat_peg!` generates and for
 // tests, not an API of its own.
 #[doc(hidden)]

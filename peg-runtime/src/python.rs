@@ -12,9 +12,9 @@
 //! assert_eq!(scan(b"['x', ", PythonKind::List, true).outcome, Outcome::NeedMoreInput);
 //! ```
 
-use crate::arena::PythonKind;
 use crate::error::{Error, ErrorKind};
 use crate::json::{Dialect, ScanResult, Scanner, Target};
+use crate::kinds::PythonKind;
 use crate::parse::Outcome;
 
 /// Scans one Python literal of `kind` at the start of `input`. `partial`: the input may continue.
