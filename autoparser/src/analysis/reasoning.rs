@@ -120,7 +120,7 @@ pub fn analyze_reasoning(p: &Probe, caps: &mut Capabilities, notes: &mut Vec<Str
     // R4: templates that only strip reasoning from history (`content.split('</think>')`):
     // probe conventional end markers; the one whose preceding text vanishes is the end.
     if r.mode == ReasoningMode::None {
-        for (start, end) in [("<think>", "</think>"), ("[THINK]", "[/THINK]"), ("<thinking>", "</thinking>")] {
+        for &(start, end) in crate::registry::CONVENTIONAL_REASONING_TAGS {
             let mut msgs = p.base();
             msgs.push(p.asst_json(&Asst::content(&format!("{start}{REASONING}{end}{CONTENT}"))));
             msgs.push(serde_json::json!({"role": "user", "content": "Next question"}));

@@ -145,6 +145,15 @@ pub fn detect(renders: &str, a: &TemplateAnalysis) -> Option<&'static dyn ModelB
     builders().iter().copied().find(|b| b.fingerprint().iter().all(|m| renders.contains(m)) && b.applies(a))
 }
 
+/// Reasoning tags several families write, `(start, end)`: probed when a template only strips
+/// reasoning from history (`content.split('</think>')`) and never writes a marker itself.
+pub(crate) const CONVENTIONAL_REASONING_TAGS: &[(&str, &str)] = &[("<think>", "</think>"), ("[THINK]", "[/THINK]"), ("<thinking>", "</thinking>")];
+
+/// Template variables with which families turn on keeping earlier turns' reasoning, and the
+/// value that keeps it (a request's `preserve_reasoning` sets whichever the template reads).
+pub(crate) const PRESERVE_REASONING_KNOBS: &[(&str, bool)] =
+    &[("drop_thinking", false), ("clear_thinking", false), ("truncate_history_thinking", false), ("preserve_thinking", true)];
+
 /// The tags a model wraps its reasoning in, `(start, end)`, for templates that never render a
 /// final message's reasoning (continuing it needs them): families whose models think in tags
 /// their templates do not show, recognized by the template text.

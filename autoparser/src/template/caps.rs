@@ -163,7 +163,7 @@ pub(crate) fn detect(t: &ChatTemplate) -> Capabilities {
         ],
         "bos_token": "", "eos_token": "", "add_generation_prompt": true, "enable_thinking": true,
     });
-    for (knob, value) in super::context::PRESERVE_KNOBS {
+    for (knob, value) in crate::registry::PRESERVE_REASONING_KNOBS {
         ctx[*knob] = (*value).into();
     }
     c.supports_preserve_reasoning = t.render(&ctx).is_ok_and(|o| o.contains("PROBE_REASONING"));

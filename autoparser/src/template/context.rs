@@ -30,11 +30,6 @@ pub struct RenderedPrompt {
     pub generation_prompt: String,
 }
 
-/// Template variables that control whether earlier turns keep their reasoning, and the value
-/// that keeps it.
-pub(crate) const PRESERVE_KNOBS: &[(&str, bool)] =
-    &[("drop_thinking", false), ("clear_thinking", false), ("truncate_history_thinking", false), ("preserve_thinking", true)];
-
 const CONTINUE_MARKER: &str = "XCHATPEGCONTINUEMARKERX";
 
 fn bad(msg: impl Into<String>) -> Error {
@@ -147,7 +142,7 @@ fn base_context(tmpl: &ChatTemplate, req: &Request) -> Result<Map<String, Json>,
     }
     if req.chat_template_kwargs.get("preserve_reasoning").and_then(Json::as_bool) == Some(true) {
         // Templates spell "keep earlier turns' reasoning" in different ways.
-        for (knob, value) in PRESERVE_KNOBS {
+        for (knob, value) in crate::registry::PRESERVE_REASONING_KNOBS {
             if tmpl.source().contains(knob) && !req.chat_template_kwargs.contains_key(*knob) {
                 ctx.insert((*knob).into(), (*value).into());
             }
