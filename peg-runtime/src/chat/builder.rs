@@ -128,7 +128,7 @@ shape! {
     /// })
     /// .unwrap();
     /// let parser = ChatParser::new(Arc::new(arena), ChatParseOptions::default());
-    /// let m = parser.parse("<think>Easy.</think> 4", false).unwrap().message;
+    /// let m = parser.parse("<think>Easy.</think> 4", peg_runtime::chat::ParseMode::Complete).unwrap().message;
     /// assert_eq!((m.reasoning_content.as_str(), m.content.as_str()), ("Easy.", "4"));
     /// ```
     SimpleBuilder
@@ -153,7 +153,7 @@ shape! {
     /// .unwrap();
     /// let parser = ChatParser::new(Arc::new(arena), ChatParseOptions::default());
     /// let out = r#"Checking.<tool_call>{"name": "get_weather", "arguments": {"city": "Oslo"}}</tool_call>"#;
-    /// let m = parser.parse(out, false).unwrap().message;
+    /// let m = parser.parse(out, peg_runtime::chat::ParseMode::Complete).unwrap().message;
     /// assert_eq!(m.content, "Checking.");
     /// assert_eq!((m.tool_calls[0].name.as_str(), m.tool_calls[0].arguments.as_str()), ("get_weather", r#"{"city": "Oslo"}"#));
     /// ```
@@ -182,7 +182,7 @@ shape! {
     /// .unwrap();
     /// let parser = ChatParser::new(Arc::new(arena), ChatParseOptions::default());
     /// let out = r#"<tool_call><function name="get_weather"><parameter name="location">Oslo, "NO"</parameter></function></tool_call>"#;
-    /// let call = &parser.parse(out, false).unwrap().message.tool_calls[0];
+    /// let call = &parser.parse(out, peg_runtime::chat::ParseMode::Complete).unwrap().message.tool_calls[0];
     /// // The raw value becomes a JSON string.
     /// assert_eq!(call.arguments, r#"{"location": "Oslo, \"NO\""}"#);
     /// ```
