@@ -546,21 +546,13 @@ impl<'e> Engine<'e> {
 
     #[inline(never)]
     fn chars(&self, pos: usize, resume: Option<Resume>, min: u32, max: Option<u32>, matches: impl Fn(char) -> bool) -> (Res, Option<Resume>) {
-        let resume = match resume {
-            Some(Resume::Chars(s)) => Some(s),
-            _ => None,
-        };
-        let (r, s) = leaf::chars(self.input, self.partial, pos, resume, min, max, matches);
+        let (r, s) = leaf::chars(self.input, self.partial, pos, chars_state(resume), min, max, matches);
         (r, s.map(Resume::Chars))
     }
 
     #[inline(never)]
     fn space(&self, pos: usize, resume: Option<Resume>) -> (Res, Option<Resume>) {
-        let resume = match resume {
-            Some(Resume::Chars(s)) => Some(s),
-            _ => None,
-        };
-        let (r, s) = leaf::space(self.input, self.partial, pos, resume);
+        let (r, s) = leaf::space(self.input, self.partial, pos, chars_state(resume));
         (r, s.map(Resume::Chars))
     }
 
@@ -590,6 +582,13 @@ impl<'e> Engine<'e> {
         };
         let res = leaf::scan(&mut sc, self.input, self.partial);
         (res, res.touched.then_some(Resume::Json(sc)))
+    }
+}
+
+fn chars_state(resume: Option<Resume>) -> Option<CharsState> {
+    match resume {
+        Some(Resume::Chars(s)) => Some(s),
+        _ => None,
     }
 }
 
