@@ -4,10 +4,11 @@
 //! constrains the same way (arguments by their tool's schema, the response by its schema, with
 //! the same rule names in the grammar).
 
-use peg_runtime::chat::tags;
+use peg_runtime::chat::{tags, ToolSpec};
 use peg_runtime::{Builder, Parser};
 use serde_json::Value;
 
+use crate::format::{TemplateAnalysis, ToolFormat};
 use crate::request::{ReasoningFormat, Request, ToolChoice};
 
 /// Whether the output may, must or must not hold calls.
@@ -37,11 +38,13 @@ pub(crate) struct Policy {
 }
 
 impl Policy {
-    /// The policy of `req` for a format that can (`format_has_calls`) or cannot write calls.
-    pub fn new(req: &Request, format_has_calls: bool) -> Policy {
-        let tools = req.tool_schemas();
+    /// The policy of `req` for a template whose format is `a` (a format without calls turns
+    /// calls off).
+    pub fn new(req: &Request, a: &TemplateAnalysis) -> Policy {
+        let mut tools: Vec<(String, Value)> = req.tools.iter().filter_map(ToolSpec::from_openai).map(|t| (t.name, t.parameters)).collect();
+        tools.sort_by_key(|t| std::cmp::Reverse(t.0.len()));
         let calls = match req.tool_choice {
-            _ if tools.is_empty() || !format_has_calls => Calls::Off,
+            _ if tools.is_empty() || a.tools.format.mode == ToolFormat::None => Calls::Off,
             ToolChoice::None => Calls::Off,
             ToolChoice::Auto => Calls::Optional,
             ToolChoice::Required => Calls::Required,

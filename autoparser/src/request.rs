@@ -2,7 +2,6 @@
 //! prompt ([`ChatTemplate::apply`](crate::template::ChatTemplate::apply)) and for preparing the
 //! parser and grammar of a request ([`Model::prepare`](crate::Model::prepare)).
 
-use peg_runtime::chat::ToolSpec;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
@@ -178,14 +177,6 @@ impl Request {
     /// Reads a request from its JSON (the chat-completions body, or a corpus case's `inputs`).
     pub fn from_json(json: &Value) -> Result<Request, crate::Error> {
         Request::deserialize(json).map_err(|e| crate::Error::new(crate::ErrorKind::InvalidRequest, e.to_string()).with_source(e))
-    }
-
-    /// The request's functions as (name, parameters schema), longest name first: in an ordered
-    /// choice a name that prefixes another (`f` vs `f_with_opt`) must come after it.
-    pub(crate) fn tool_schemas(&self) -> Vec<(String, Value)> {
-        let mut tools: Vec<(String, Value)> = self.tools.iter().filter_map(ToolSpec::from_openai).map(|t| (t.name, t.parameters)).collect();
-        tools.sort_by_key(|t| std::cmp::Reverse(t.0.len()));
-        tools
     }
 }
 

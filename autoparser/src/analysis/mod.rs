@@ -90,9 +90,9 @@ fn analyze_inner(r: &dyn Render) -> Result<TemplateAnalysis, Error> {
     let mut p = probe::Probe::new(r);
     let mut a = TemplateAnalysis::default();
     // The basic conversation must render, with tools or without.
-    if let Err(e) = r.render(&p.ctx(p.base(), true, Some(true))) {
+    if let Err(e) = p.render_prompt(Some(true)) {
         p.with_tools = false;
-        if r.render(&p.ctx(p.base(), true, Some(true))).is_err() {
+        if p.render_prompt(Some(true)).is_err() {
             return Err(Error::new(ErrorKind::Analysis, format!("the template does not render a basic conversation: {e}")).with_source(e));
         }
     }

@@ -3,6 +3,7 @@
 use serde_json::{json, Value};
 
 use super::diff::{calculate_diff_split, DiffSplit};
+use crate::error::Error;
 use crate::template::Render;
 
 /// Needles: distinctive values whose position in renders reveals the markers around them.
@@ -177,8 +178,8 @@ impl<'r> Probe<'r> {
     }
 
     /// Renders `[user]` with a generation prompt.
-    pub fn render_prompt(&self, thinking: Option<bool>) -> Result<String, String> {
-        self.render(&self.ctx(self.base(), true, thinking))
+    pub fn render_prompt(&self, thinking: Option<bool>) -> Result<String, Error> {
+        self.r.render(&self.ctx(self.base(), true, thinking))
     }
 
     /// Renders any context; the phases compare and report error messages.

@@ -1226,26 +1226,27 @@ impl<'a, 'b> Ctx<'a, 'b> {
     }
 }
 
-/// Builds the arena for `req`: it parses the prefill followed by the model output.
-pub fn build_arena(a: &TemplateAnalysis, req: &Request) -> Result<Arena, Error> {
-    let policy = Policy::new(req, a.tools.format.mode != ToolFormat::None);
-    if let Some(arena) = crate::registry::arenas::build(a, &policy) {
-        return arena;
-    }
-    let b = Builder::new();
-    let root = Ctx { b: &b, a, policy: &policy, prefill_for_grammar: None }.root();
-    b.finish(root.id())
+/// The arena that parses the prefill followed by the model output.
+pub(crate) fn parse_arena(a: &TemplateAnalysis, policy: &Policy) -> Result<Arena, Error> {
+    build(a, policy, None)
 }
 
-/// Builds the arena a grammar is generated from: it matches the model output alone, after
-/// `prefill`.
+/// The arena a grammar is generated from: it matches the model output alone, after `prefill`.
+pub(crate) fn grammar_arena(a: &TemplateAnalysis, policy: &Policy, prefill: &str) -> Result<Arena, Error> {
+    build(a, policy, Some(prefill))
+}
+
+/// The arena a request's grammar is generated from (benchmarks measure GBNF generation alone).
 pub fn build_grammar_arena(a: &TemplateAnalysis, req: &Request, prefill: &str) -> Result<Arena, Error> {
-    let policy = Policy::new(req, a.tools.format.mode != ToolFormat::None);
-    if let Some(arena) = crate::registry::arenas::build(a, &policy) {
+    grammar_arena(a, &Policy::new(req, a), prefill)
+}
+
+fn build(a: &TemplateAnalysis, policy: &Policy, prefill_for_grammar: Option<&str>) -> Result<Arena, Error> {
+    if let Some(arena) = crate::registry::arenas::build(a, policy) {
         return arena;
     }
     let b = Builder::new();
-    let root = Ctx { b: &b, a, policy: &policy, prefill_for_grammar: Some(prefill) }.root();
+    let root = Ctx { b: &b, a, policy, prefill_for_grammar }.root();
     b.finish(root.id())
 }
 

@@ -12,14 +12,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::analysis::diff::calculate_diff_split;
 use crate::error::{Error, ErrorKind};
-use crate::format::{TemplateAnalysis, ToolFormat};
+use crate::format::TemplateAnalysis;
 use crate::policy::Policy;
 use crate::request::{ContinueFinal, ReasoningFormat, Request};
-use crate::template::{Lenient, Render};
-pub(crate) use arena::build_arena;
-/// The arena a request's grammar is generated from (benchmarks measure GBNF generation alone).
+use crate::template::{object_arguments, Lenient, Render};
 #[doc(hidden)]
 pub use arena::build_grammar_arena;
+pub(crate) use arena::parse_arena;
 
 /// What starts the constrained part of a lazy grammar.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -223,29 +222,12 @@ pub fn generate(r: &dyn Render, a: &TemplateAnalysis, req: &Request) -> Result<P
 fn template_request(r: &dyn Render, a: &TemplateAnalysis, req: &Request) -> Request {
     let mut req = req.clone();
     if a.caps.supports_object_arguments {
-        object_arguments(&mut req.messages);
+        req.messages.iter_mut().for_each(object_arguments);
     }
     let (bos, eos) = r.special_tokens();
     req.chat_template_kwargs.entry("bos_token").or_insert_with(|| bos.into());
     req.chat_template_kwargs.entry("eos_token").or_insert_with(|| eos.into());
     req
-}
-
-/// Tool-call arguments given as JSON text become objects (templates that iterate
-/// `arguments.items()` need objects).
-fn object_arguments(messages: &mut [serde_json::Value]) {
-    use serde_json::Value;
-    for m in messages {
-        let Some(calls) = m.get_mut("tool_calls").and_then(Value::as_array_mut) else { continue };
-        for c in calls {
-            let Some(f) = c.get_mut("function") else { continue };
-            if let Some(Value::String(text)) = f.get("arguments") {
-                if let Ok(v @ Value::Object(_)) = serde_json::from_str::<Value>(text) {
-                    f["arguments"] = v;
-                }
-            }
-        }
-    }
 }
 
 /// The context the generator renders: the request as llama.cpp's server passes it (thinking on
@@ -312,8 +294,8 @@ fn generate_inner(r: &dyn Render, a: &TemplateAnalysis, req: &Request) -> Result
     if req.add_eos && !eos.is_empty() && prompt.ends_with(&eos) {
         prompt.truncate(prompt.len() - eos.len());
     }
-    let arena = build_arena(a, req).map_err(|e| generation_failed("parser construction", e))?;
-    let policy = Policy::new(req, a.tools.format.mode != ToolFormat::None);
+    let policy = Policy::new(req, a);
+    let arena = parse_arena(a, &policy).map_err(|e| generation_failed("parser construction", e))?;
     let grammar_lazy = policy.lazy_grammar();
     let mut grammar_triggers = Vec::new();
     if grammar_lazy {
@@ -330,7 +312,7 @@ fn generate_inner(r: &dyn Render, a: &TemplateAnalysis, req: &Request) -> Result
         }
     }
     let grammar = if policy.constrained() {
-        let ga = build_grammar_arena(a, req, &prefill).map_err(|e| generation_failed("parser construction", e))?;
+        let ga = arena::grammar_arena(a, &policy, &prefill).map_err(|e| generation_failed("parser construction", e))?;
         Some(arena::grammar(&ga, grammar_lazy).map_err(|e| generation_failed("grammar generation", e))?)
     } else {
         None

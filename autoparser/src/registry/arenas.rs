@@ -9,10 +9,13 @@ use peg_runtime::{Arena, Builder, Error};
 use crate::format::TemplateAnalysis;
 use crate::policy::{json_arguments, json_response, Calls, Policy};
 
+/// The name of the gpt-oss harmony builder (`TemplateAnalysis::builder`).
+pub(crate) const GPT_OSS_HARMONY: &str = "gpt_oss_harmony";
+
 /// The arena of the builder recorded in the analysis, when that builder builds its own.
 pub(crate) fn build(a: &TemplateAnalysis, policy: &Policy) -> Option<Result<Arena, Error>> {
     match a.builder.as_deref()? {
-        "gpt_oss_harmony" => Some(harmony(policy)),
+        GPT_OSS_HARMONY => Some(harmony(policy)),
         _ => None,
     }
 }
@@ -83,12 +86,12 @@ mod tests {
     use peg_runtime::chat::Strictness;
 
     fn parse(choice: ToolChoice, parallel: bool, output: &str) -> Result<(String, Vec<String>), String> {
-        let mut a = TemplateAnalysis { builder: Some("gpt_oss_harmony".into()), ..TemplateAnalysis::default() };
+        let mut a = TemplateAnalysis { builder: Some(super::GPT_OSS_HARMONY.into()), ..TemplateAnalysis::default() };
         a.tools.format.mode = ToolFormat::TagWithJson;
         let tools =
             json!([{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]);
         let req = Request::from_json(&json!({"tools": tools, "tool_choice": choice, "parallel_tool_calls": parallel})).unwrap();
-        let arena = crate::generator::build_arena(&a, &req).map_err(|e| e.to_string())?;
+        let arena = crate::generator::parse_arena(&a, &crate::policy::Policy::new(&req, &a)).map_err(|e| e.to_string())?;
         let parser = ChatParser::new(std::sync::Arc::new(arena), ChatParseOptions { strictness: Strictness::Strict, ..ChatParseOptions::default() });
         let m = parser.parse(output, ParseMode::Complete).map_err(|e| e.to_string())?.message;
         Ok((m.content, m.tool_calls.iter().map(|c| c.name.clone()).collect()))

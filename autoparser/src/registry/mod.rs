@@ -4,7 +4,8 @@
 //! the template's own render of an assistant tool call (or of plain content). Detection runs on
 //! renders, never on template source text, so a re-formatted template of the same model still
 //! matches. When a builder matches, [`crate::analysis::analyze`] records its name in
-//! [`TemplateAnalysis::builder`] and generation hands the arena to it.
+//! [`TemplateAnalysis::builder`]; a builder whose format needs an arena of its own builds it in
+//! [`arenas`], at generation time.
 //!
 //! Registered builders (see [`builders`]), three in all: `gpt_oss_harmony` (channel
 //! messages), and two for templates that cannot render the calls their models write:
@@ -69,7 +70,7 @@ struct GptOssHarmony;
 
 impl ModelBuilder for GptOssHarmony {
     fn name(&self) -> &'static str {
-        "gpt_oss_harmony"
+        arenas::GPT_OSS_HARMONY
     }
     fn fingerprint(&self) -> &'static [&'static str] {
         &["<|channel|>", "<|message|>", "to=functions."]

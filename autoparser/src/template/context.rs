@@ -58,23 +58,28 @@ pub(crate) fn prepare_messages(messages: &[Json], caps: &Capabilities) -> Result
                     *content = Json::String(String::new());
                 }
             }
-            if let Some(Json::Array(calls)) = m.get_mut("tool_calls") {
-                for call in calls.iter_mut() {
-                    let Some(f) = call.get_mut("function").and_then(Json::as_object_mut) else { continue };
-                    if !caps.supports_object_arguments {
-                        continue;
-                    }
-                    if let Some(Json::String(text)) = f.get("arguments") {
-                        if let Ok(obj @ Json::Object(_)) = serde_json::from_str::<Json>(text) {
-                            f.insert("arguments".into(), obj);
-                        }
-                    }
-                }
+            let mut m = Json::Object(m);
+            if caps.supports_object_arguments {
+                object_arguments(&mut m);
             }
-            Ok(Json::Object(m))
+            Ok(m)
         })
         .collect::<Result<Vec<_>, _>>()
         .map(order_tool_results)
+}
+
+/// A message's tool-call arguments given as JSON text become objects (templates that iterate
+/// `arguments.items()` need objects).
+pub(crate) fn object_arguments(message: &mut Json) {
+    let Some(Json::Array(calls)) = message.get_mut("tool_calls") else { return };
+    for call in calls.iter_mut() {
+        let Some(f) = call.get_mut("function").and_then(Json::as_object_mut) else { continue };
+        if let Some(Json::String(text)) = f.get("arguments") {
+            if let Ok(obj @ Json::Object(_)) = serde_json::from_str::<Json>(text) {
+                f.insert("arguments".into(), obj);
+            }
+        }
+    }
 }
 
 /// Put each run of tool results in the order of the tool calls they answer (matched by

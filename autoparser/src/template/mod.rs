@@ -36,6 +36,7 @@ use std::io;
 use std::sync::Arc;
 
 pub use caps::Capabilities;
+pub(crate) use context::object_arguments;
 pub use context::{ReasoningTags, RenderedPrompt};
 pub use env::Limits;
 pub use gguf::{read_gguf_metadata, GgufMetadata, GgufValue};
