@@ -53,6 +53,7 @@ impl Model {
     /// Everything one request needs: the prompt, the grammar and its triggers, preserved tokens,
     /// stops, and the parser of the model's output (the request's tools read once).
     pub fn prepare(&self, request: &Request) -> Result<PreparedRequest, Error> {
+        request.validate()?;
         generate(&self.template, &self.analysis, request)
     }
 

@@ -28,7 +28,8 @@ impl<'de> Deserialize<'de> for ToolChoice {
                 other => return Err(serde::de::Error::custom(format!("tool_choice must be auto, required or none, not {other:?}"))),
             },
             Some(Value::Object(_)) => ToolChoice::Required,
-            _ => ToolChoice::Auto,
+            None | Some(Value::Null) => ToolChoice::Auto,
+            Some(other) => return Err(serde::de::Error::custom(format!("tool_choice must be a string or an object naming a function, not {other}"))),
         })
     }
 }
@@ -174,10 +175,50 @@ impl Default for Request {
 }
 
 impl Request {
-    /// Reads a request from its JSON (the chat-completions body, or a corpus case's `inputs`).
+    /// Reads a request from its JSON (the chat-completions body, or a corpus case's `inputs`)
+    /// and [`validate`](Request::validate)s it. An error names the field at fault.
+    ///
+    /// ```
+    /// use autoparser::{ErrorKind, Request};
+    /// let err = Request::from_json(&serde_json::json!({"messages": "Hi"})).unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::InvalidRequest);
+    /// assert!(err.to_string().contains("messages"), "{err}");
+    /// ```
     pub fn from_json(json: &Value) -> Result<Request, crate::Error> {
-        Request::deserialize(json).map_err(|e| crate::Error::new(crate::ErrorKind::InvalidRequest, e.to_string()).with_source(e))
+        let req: Request = serde_path_to_error::deserialize(json).map_err(|e| {
+            let field = e.path().to_string();
+            let inner = e.into_inner();
+            invalid(format!("{field}: {inner}")).with_source(inner)
+        })?;
+        req.validate()?;
+        Ok(req)
     }
+
+    /// Checks what the types alone do not: every message is an object with a string `role`,
+    /// every tool an object naming its function, with object `parameters` if any.
+    /// [`Model::prepare`](crate::Model::prepare) checks each request it is given.
+    pub fn validate(&self) -> Result<(), crate::Error> {
+        for (i, m) in self.messages.iter().enumerate() {
+            let Some(m) = m.as_object() else { return Err(invalid(format!("messages[{i}]: a message must be an object, not {m}"))) };
+            if !m.get("role").is_some_and(Value::is_string) {
+                return Err(invalid(format!("messages[{i}].role: a message needs a role (a string)")));
+            }
+        }
+        for (i, t) in self.tools.iter().enumerate() {
+            let function = t.get("function").unwrap_or(t);
+            if !function.get("name").is_some_and(Value::is_string) {
+                return Err(invalid(format!("tools[{i}]: a tool must be an object naming its function (`function.name`), not {t}")));
+            }
+            if let Some(p) = function.get("parameters").filter(|p| !p.is_null() && !p.is_object()) {
+                return Err(invalid(format!("tools[{i}].function.parameters: must be a JSON schema object, not {p}")));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn invalid(message: String) -> crate::Error {
+    crate::Error::new(crate::ErrorKind::InvalidRequest, message)
 }
 
 fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>

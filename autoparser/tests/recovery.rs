@@ -53,6 +53,7 @@ const QCODER: &str = "Qwen3-Coder";
 const GLM: &str = "GLM-4.6";
 const QWEN35: &str = "Qwen3.5-4B";
 const MINIMAX: &str = "MiniMax-M2";
+const GPT_OSS: &str = "openai-gpt-oss-120b";
 /// Fixture: DeepSeek-V3.1 style whose section markers wrap the call loop.
 const DS_SECTIONS: &str = "recovery/deepseek-v3.1-sections";
 /// Fixture: Phi-4-mini style `functools[{"name": …, "arguments": …}]`.
@@ -71,10 +72,12 @@ struct Row {
     output: &'static str,
     want: Value,
     recoveries: Vec<(RecoveryKind, &'static str)>,
+    /// Where the output leaves the grammar (an anchor, as for recoveries), if it does.
+    diagnostic: Option<&'static str>,
 }
 
 fn row(name: &'static str, template: &'static str, output: &'static str, want: Value, recoveries: &[(RecoveryKind, &'static str)]) -> Row {
-    Row { name, template, tools: tools(), thinking: None, output, want, recoveries: recoveries.to_vec() }
+    Row { name, template, tools: tools(), thinking: None, output, want, recoveries: recoveries.to_vec(), diagnostic: None }
 }
 
 impl Row {
@@ -84,6 +87,10 @@ impl Row {
     }
     fn thinking(mut self, on: bool) -> Row {
         self.thinking = Some(on);
+        self
+    }
+    fn leaves_grammar_at(mut self, anchor: &'static str) -> Row {
+        self.diagnostic = Some(anchor);
         self
     }
 }
@@ -436,6 +443,40 @@ fn table() -> Vec<Row> {
             "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>[\"Paris\"]<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
             calls(&[call("get_weather", json!(["Paris"]))]), &[(ArgumentsOutsideSchema, "")]).thinking(false),
 
+        // 11. arguments_repaired: arguments that are not valid JSON become valid JSON by
+        // appending only (what streamed stays), and unplaced_text: what the grammar has no
+        // place for is content. Nothing the model wrote is lost.
+        row("hermes: raw tab inside an argument string", HERMES,
+            "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"a\tb\"}}\n</tool_call>",
+            calls(&[call("get_weather", json!({"city": "a\tb"}))]), &[(ArgumentsRepaired, "")]),
+        row("qwen2.5: raw tab inside an argument string", QWEN25,
+            "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"a\tb\", \"days\": 2}}\n</tool_call>",
+            calls(&[call("get_weather", json!({"city": "a\tb", "days": 2}))]), &[(ArgumentsRepaired, "")]),
+        row("llama3.2: raw tab inside an argument string", LLAMA32,
+            "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"a\tb\"}}",
+            calls(&[call("get_weather", json!({"city": "a\tb"}))]), &[(ArgumentsRepaired, "")]),
+        row("gpt-oss: raw tab inside an argument string", GPT_OSS,
+            "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"a\tb\"}<|call|>",
+            calls(&[call("get_weather", json!({"city": "a\tb"}))]), &[(ArgumentsRepaired, "")]),
+        row("hermes: unescaped quote: the string is closed where it ended, the rest is content", HERMES,
+            "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris&, \"days\": 3}}\n</tool_call>",
+            msg("days\": 3}}\n</tool_call>", &[call("get_weather", json!({"city": "Paris&, "}))]), &[(ArgumentsRepaired, ""), (UnplacedText, "days")])
+            .leaves_grammar_at("days"),
+        row("qwen2.5: unescaped quote", QWEN25,
+            "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris&, \"days\": 3}}\n</tool_call>",
+            msg("days\": 3}}\n</tool_call>", &[call("get_weather", json!({"city": "Paris&, "}))]), &[(ArgumentsRepaired, ""), (UnplacedText, "days")])
+            .leaves_grammar_at("days"),
+        row("gpt-oss: unescaped quote", GPT_OSS,
+            "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Paris&, \"days\": 3}",
+            msg("days\": 3}", &[call("get_weather", json!({"city": "Paris&, "}))]), &[(ArgumentsRepaired, ""), (UnplacedText, "days")])
+            .leaves_grammar_at("days"),
+        row("gpt-oss: a message to an unknown recipient is content", GPT_OSS,
+            "<|channel|>analysis to=x<|message|>secret text",
+            msg("secret text", &[]), &[(UnplacedText, "<|channel|>")]),
+        row("gpt-oss: a call of an undeclared function is kept", GPT_OSS,
+            "<|channel|>commentary to=functions.special_function <|constrain|>json<|message|>{\"a\": 1}",
+            calls(&[call("special_function", json!({"a": 1}))]), &[(UnknownTool, "")]),
+
         // Regressions (well-formed unless said otherwise).
         row("qwen3-coder regression: nullable parameters, null and a string", QCODER,
             "<tool_call>\n<function=annotate>\n<parameter=note>\nnull\n</parameter>\n<parameter=label>\nhello world\n</parameter>\n</function>\n</tool_call>",
@@ -579,8 +620,13 @@ fn check_row(templates: &mut Templates, r: &Row) -> Vec<String> {
     if let Err(d) = compare_messages(&one.message, &want) {
         bad.push(format!("message: {}", d.detail()));
     }
-    if let Some(d) = &one.diagnostic {
-        bad.push(format!("diagnostic at byte {} ({:?}): {}", d.offset, out.get(d.offset..).unwrap_or("").chars().take(30).collect::<String>(), d.message));
+    match (&one.diagnostic, r.diagnostic) {
+        (Some(d), Some(anchor)) if out.get(d.offset..).is_some_and(|rest| rest.trim_start().starts_with(anchor)) => {}
+        (None, None) => {}
+        (Some(d), _) => {
+            bad.push(format!("diagnostic at byte {} ({:?}): {}", d.offset, out.get(d.offset..).unwrap_or("").chars().take(30).collect::<String>(), d.message))
+        }
+        (None, Some(anchor)) => bad.push(format!("no diagnostic, expected one at {anchor:?}")),
     }
     let got: Vec<RecoveryKind> = one.recoveries.iter().map(|x| x.kind).collect();
     let wanted: Vec<RecoveryKind> = r.recoveries.iter().map(|x| x.0).collect();

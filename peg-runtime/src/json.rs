@@ -1,6 +1,9 @@
 //! A dedicated, iterative, resumable JSON scanner (RFC 8259), shared with the Python-literal
 //! dialect of [`crate::python`].
 //!
+//! One leniency, for model output: a string may hold raw control characters other than line
+//! breaks (a raw tab is a common slip); the chat layer escapes them in the arguments it writes.
+//!
 //! The scanner validates; it does not build values. It is a byte-exact state machine: it can stop
 //! at the end of any input and continue later from exactly where it stopped (a [`Scanner`] is the
 //! snapshot), which is how a streaming [`Session`](crate::Session) avoids rescanning a growing
@@ -366,7 +369,7 @@ impl Scanner {
                     } else {
                         // Control or non-ASCII: the careful path, up to the next quote/backslash.
                         let limit = memchr::memchr2(quote, b'\\', &input[i..]).map_or(n, |k| i + k);
-                        match self.str_slow(input, quote, py, limit, pos) {
+                        match self.str_slow(input, quote, limit, pos) {
                             Ok((p, s)) => {
                                 pos = p;
                                 st = s;
@@ -584,11 +587,13 @@ impl Scanner {
 
     /// Byte-wise string scanning from `pos` up to `limit` (the next quote/backslash or the end):
     /// control characters and UTF-8. Returns the new position and state, or where a hard error is.
-    fn str_slow(&mut self, input: &[u8], quote: u8, py: bool, limit: usize, mut pos: usize) -> Result<(usize, St), usize> {
+    fn str_slow(&mut self, input: &[u8], quote: u8, limit: usize, mut pos: usize) -> Result<(usize, St), usize> {
         while pos < limit {
             let b = input[pos];
             if b < 0x20 {
-                if !py || b == b'\n' || b == b'\r' {
+                // Line breaks end a string that lost its closing quote; other control bytes
+                // (models write raw tabs) are kept, and the chat mapper escapes them.
+                if b == b'\n' || b == b'\r' {
                     return Err(pos);
                 }
                 pos += 1;

@@ -329,7 +329,9 @@ fn id_last_call_cut_inside_the_arguments() {
     let m = check_streaming(&parser, out);
     assert_eq!(m.diagnostic.as_ref().map(|d| d.offset), Some(out.len()), "{:?}", m.diagnostic);
     let call = &m.message.tool_calls[0];
-    assert_eq!((call.id.as_str(), call.name.as_str(), call.arguments.as_str()), ("call_0", "get_weather", r#"{"location": "Pa"#));
+    // Complete output: the arguments cut off are closed (valid JSON), and that is reported.
+    assert_eq!((call.id.as_str(), call.name.as_str(), call.arguments.as_str()), ("call_0", "get_weather", r#"{"location": "Pa"}"#));
+    assert!(m.recoveries.iter().any(|r| r.kind == peg_runtime::chat::RecoveryKind::ArgumentsRepaired), "{:?}", m.recoveries);
     // Cut after the arguments, before the id.
     let out = r#"[TOOL_CALLS][{"name": "get_weather", "arguments": {"days": 1}, "id": "12"#;
     let no_id_yet = |m: &ChatMessage| m.tool_calls.len() == 1 && m.tool_calls[0].id.is_empty() && m.tool_calls[0].arguments == r#"{"days": 1}"#;

@@ -1242,7 +1242,7 @@ pub fn build_grammar_arena(a: &TemplateAnalysis, req: &Request, prefill: &str) -
 }
 
 fn build(a: &TemplateAnalysis, policy: &Policy, prefill_for_grammar: Option<&str>) -> Result<Arena, Error> {
-    if let Some(arena) = crate::registry::arenas::build(a, policy) {
+    if let Some(arena) = crate::registry::arenas::build(a, policy, prefill_for_grammar.is_none()) {
         return arena;
     }
     let b = Builder::new();

@@ -84,6 +84,8 @@ pub(crate) struct PyToJson {
     /// A comma and the whitespace after it, held until the next token shows whether it was a
     /// trailing comma (`[1, 2,]`, valid Python, not JSON).
     comma: Option<String>,
+    /// A raw control character inside a string was escaped (the text was not valid JSON).
+    pub(crate) escaped_control: bool,
 }
 
 impl PyToJson {
@@ -107,7 +109,7 @@ impl PyToJson {
         for (i, c) in s.char_indices() {
             let plain = match self.state {
                 PyState::Normal => self.ident.is_empty() && self.comma.is_none() && !matches!(c, '"' | '\'' | 'A'..='Z' | 'a'..='z' | '_' | ','),
-                PyState::Dq => !matches!(c, '\\' | '"'),
+                PyState::Dq => !matches!(c, '\\' | '"') && c >= ' ',
                 PyState::Sq => !matches!(c, '\\' | '\'' | '"') && c >= ' ',
                 _ => false,
             };
@@ -161,6 +163,10 @@ impl PyToJson {
                 '"' => {
                     self.state = PyState::Normal;
                     out.push('"');
+                }
+                _ if c < ' ' => {
+                    self.escaped_control = true;
+                    push_escaped(out, c as u8);
                 }
                 _ => out.push(c),
             },
@@ -378,6 +384,222 @@ fn literal_to_json(pieces: &[(bool, &str)]) -> String {
     }
     l.finish(&mut out);
     out
+}
+
+/// Where a [`JsonTail`] is in the JSON text written so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum TailState {
+    /// A value is expected (at the start, after `:` or after `,` in an array).
+    #[default]
+    Value,
+    /// After `[`: a value or `]`.
+    ValueOrClose,
+    /// After `{`: a key or `}`.
+    KeyOrClose,
+    /// After `,` in an object: a key.
+    Key,
+    /// After a key: `:`.
+    Colon,
+    /// After a value: `,` or a closer (or, at the top, nothing more).
+    More,
+    /// Inside a string; `key`: an object key.
+    Str { key: bool },
+    /// After a backslash inside a string.
+    Esc { key: bool },
+    /// Inside a `\u` escape, `left` hex digits to go.
+    Hex { key: bool, left: u8 },
+    /// Inside `true`/`false`/`null`: the rest of the word.
+    Word(&'static str),
+    /// Inside a number: whether a digit is needed before it may end.
+    Num { needs_digit: bool, frac: bool, exp: bool },
+    /// Not a JSON prefix.
+    Invalid,
+}
+
+/// Follows JSON text as it is written, piece by piece, so that a value cut off anywhere can be
+/// closed by appending only (what was streamed is never retracted): an open string gets its
+/// quote, a dangling key `: null`, an unfinished word or number its rest, open objects and
+/// arrays their closers.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct JsonTail {
+    state: TailState,
+    /// Open containers: `{` or `[`.
+    stack: Vec<u8>,
+}
+
+impl JsonTail {
+    /// Follows `s`, the next piece of the text.
+    pub(crate) fn push(&mut self, s: &str) {
+        let b = s.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            if let TailState::Str { .. } = self.state {
+                // Plain string text is skipped at memchr speed.
+                match memchr::memchr2(b'"', b'\\', &b[i..]) {
+                    Some(k) => i += k,
+                    None => return,
+                }
+            }
+            self.step(b[i]);
+            i += 1;
+        }
+    }
+
+    fn step(&mut self, c: u8) {
+        use TailState::*;
+        let ws = matches!(c, b' ' | b'\t' | b'\n' | b'\r');
+        self.state = match self.state {
+            Invalid => Invalid,
+            Str { key } => match c {
+                b'"' if key => Colon,
+                b'"' => More,
+                b'\\' => Esc { key },
+                _ => Str { key },
+            },
+            Esc { key } if c == b'u' => Hex { key, left: 4 },
+            Esc { key } => Str { key },
+            Hex { key, left } if c.is_ascii_hexdigit() => {
+                if left == 1 {
+                    Str { key }
+                } else {
+                    Hex { key, left: left - 1 }
+                }
+            }
+            Hex { .. } => Invalid,
+            Word(rest) => match rest.as_bytes().first() {
+                Some(&r) if r == c => {
+                    if rest.len() == 1 {
+                        More
+                    } else {
+                        Word(&rest[1..])
+                    }
+                }
+                _ => Invalid,
+            },
+            Num { needs_digit, frac, exp } => match c {
+                b'0'..=b'9' => Num { needs_digit: false, frac, exp },
+                b'.' if !needs_digit && !frac && !exp => Num { needs_digit: true, frac: true, exp },
+                b'e' | b'E' if !needs_digit && !exp => Num { needs_digit: true, frac, exp: true },
+                b'+' | b'-' if needs_digit && exp => Num { needs_digit, frac, exp },
+                _ if needs_digit => Invalid,
+                _ => {
+                    self.state = More;
+                    return self.step(c);
+                }
+            },
+            _ if ws => self.state,
+            Value | ValueOrClose => match c {
+                b']' if self.state == ValueOrClose => self.pop(b'['),
+                b'{' => {
+                    self.stack.push(b'{');
+                    KeyOrClose
+                }
+                b'[' => {
+                    self.stack.push(b'[');
+                    ValueOrClose
+                }
+                b'"' => Str { key: false },
+                b't' => Word("rue"),
+                b'f' => Word("alse"),
+                b'n' => Word("ull"),
+                b'-' => Num { needs_digit: true, frac: false, exp: false },
+                b'0'..=b'9' => Num { needs_digit: false, frac: false, exp: false },
+                _ => Invalid,
+            },
+            KeyOrClose | Key => match c {
+                b'"' => Str { key: true },
+                b'}' if self.state == KeyOrClose => self.pop(b'{'),
+                _ => Invalid,
+            },
+            Colon if c == b':' => Value,
+            More => match (c, self.stack.last()) {
+                (b',', Some(b'{')) => Key,
+                (b',', Some(_)) => Value,
+                (b'}', _) => self.pop(b'{'),
+                (b']', _) => self.pop(b'['),
+                _ => Invalid,
+            },
+            Colon => Invalid,
+        };
+    }
+
+    fn pop(&mut self, open: u8) -> TailState {
+        match self.stack.pop() {
+            Some(top) if top == open => TailState::More,
+            _ => TailState::Invalid,
+        }
+    }
+
+    /// Open containers: a value that starts now can later be closed with [`close_to`](Self::close_to) this depth.
+    pub(crate) fn depth(&self) -> usize {
+        self.stack.len()
+    }
+
+    /// Whether the text is one complete value (at the top) or a complete member value at `depth`.
+    pub(crate) fn is_closed_at(&self, depth: usize) -> bool {
+        // A number may end where the text ends.
+        matches!(self.state, TailState::More | TailState::Num { needs_digit: false, .. }) && self.stack.len() == depth
+    }
+
+    /// Whether the text so far is not the start of any JSON text.
+    pub(crate) fn is_invalid(&self) -> bool {
+        self.state == TailState::Invalid
+    }
+
+    /// What to append so that the value open at `depth` (and everything inside it) is
+    /// complete; `None` if the text is no JSON prefix. A value not started yet becomes `null`.
+    pub(crate) fn close_to(&self, depth: usize) -> Option<String> {
+        use TailState::*;
+        let mut out = String::new();
+        let mut state = self.state;
+        loop {
+            state = match state {
+                Invalid => return None,
+                Str { key } => {
+                    out.push('"');
+                    if key {
+                        Colon
+                    } else {
+                        More
+                    }
+                }
+                Esc { key } => {
+                    out.push('\\');
+                    Str { key }
+                }
+                Hex { key, left } => {
+                    out.extend(std::iter::repeat_n('0', usize::from(left)));
+                    Str { key }
+                }
+                Word(rest) => {
+                    out.push_str(rest);
+                    More
+                }
+                Num { needs_digit: true, .. } => {
+                    out.push('0');
+                    More
+                }
+                Num { .. } => More,
+                Colon => {
+                    out.push_str(": ");
+                    Value
+                }
+                Key => {
+                    out.push_str("\"\": ");
+                    Value
+                }
+                Value => {
+                    out.push_str("null");
+                    More
+                }
+                ValueOrClose | KeyOrClose | More => break,
+            };
+        }
+        for &open in self.stack.get(depth..).unwrap_or_default().iter().rev() {
+            out.push(if open == b'{' { '}' } else { ']' });
+        }
+        Some(out)
+    }
 }
 
 fn is_valid_json(s: &str) -> bool {
@@ -690,6 +912,68 @@ mod tests {
             ("tru", None),
         ] {
             assert_eq!(close_partial_json(input).as_deref(), want, "{input}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tail_tests {
+    use super::JsonTail;
+
+    fn closed(pieces: &[&str]) -> Option<String> {
+        let mut t = JsonTail::default();
+        pieces.iter().for_each(|p| t.push(p));
+        t.close_to(0).map(|s| pieces.concat() + s.as_str())
+    }
+
+    /// Whatever prefix of a JSON text is cut off, appending the suffix makes valid JSON that
+    /// starts with everything written.
+    #[test]
+    fn every_prefix_closes_by_appending() {
+        let texts = [
+            r#"{"a": [1, -2.5e+3, true, false, null, "x\"y\\z\u00e9"], "b": {"c": {}}, "d": [], "e": "é"}"#,
+            r#"[{"k": "v"}, [[]], 0, "\n"]"#,
+            r#""just a string""#,
+            "12.5",
+        ];
+        for text in texts {
+            for cut in (0..=text.len()).filter(|&i| text.is_char_boundary(i)) {
+                let (head, rest) = text.split_at(cut);
+                // Fed whole and in two pieces: the same suffix.
+                let whole = closed(&[head]).unwrap_or_else(|| panic!("{head:?} is a JSON prefix"));
+                let split = closed(&[&head[..head.len() / 2], &head[head.len() / 2..]]);
+                assert_eq!(Some(&whole), split.as_ref(), "{head:?}");
+                if cut == 0 {
+                    assert_eq!(whole, "null");
+                    continue;
+                }
+                assert!(whole.starts_with(head));
+                serde_json::from_str::<serde_json::Value>(&whole).unwrap_or_else(|e| panic!("{head:?} closed as {whole:?}: {e}"));
+                if rest.is_empty() {
+                    assert_eq!(whole, text, "complete text gets no suffix");
+                    let mut t = JsonTail::default();
+                    t.push(text);
+                    assert!(t.is_closed_at(0), "{text:?} is complete");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn closes_keys_escapes_and_words() {
+        assert_eq!(closed(&[r#"{"a"#]).unwrap(), r#"{"a": null}"#);
+        assert_eq!(closed(&[r#"{"a""#]).unwrap(), r#"{"a": null}"#);
+        assert_eq!(closed(&[r#"{"a": tr"#]).unwrap(), r#"{"a": true}"#);
+        assert_eq!(closed(&[r#"["x\"#]).unwrap(), r#"["x\\"]"#);
+        assert_eq!(closed(&[r#"["\u00"#]).unwrap(), r#"["\u0000"]"#);
+        assert_eq!(closed(&["[1."]).unwrap(), "[1.0]");
+    }
+
+    /// Text that is no JSON prefix cannot be closed; the caller keeps it and reports it.
+    #[test]
+    fn text_that_is_no_json_prefix_is_refused() {
+        for bad in ["{a", "[1,]", "}", "{\"a\" 1", "[tx", "1 2", "{\"a\": 1]"] {
+            assert_eq!(closed(&[bad]), None, "{bad:?}");
         }
     }
 }

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use crate::ast::{Ast, AstId};
 use crate::chat::args_schema::ArgsSchema;
 use crate::chat::builder::tags;
-use crate::chat::json_text::{escape_into, escapes, quote, unquote, LiteralToJson, PyToJson};
+use crate::chat::json_text::{escape_into, escapes, quote, unquote, JsonTail, LiteralToJson, PyToJson};
 use crate::chat::recovery::{Recovery, RecoveryKind, TAG_PREFIX};
 
 /// What an event does.
@@ -311,8 +311,9 @@ enum Value {
     MaybeNull(String),
     /// A JSON value with only whitespace seen so far.
     Pending,
-    /// A JSON (or Python) value streaming through the normalizer.
-    Json(PyToJson, Trim),
+    /// A JSON (or Python) value streaming through the normalizer; the depth of the arguments'
+    /// JSON where it started (to close it there if it is cut off).
+    Json(PyToJson, Trim, usize),
     /// A literal-syntax value, converted piece by piece.
     Literal(LiteralToJson),
 }
@@ -340,6 +341,11 @@ struct Call {
     end: usize,
     /// All argument text written, kept to check the call against the request's tools.
     written: Option<String>,
+    /// The argument text written, followed to close it if it is cut off.
+    tail: JsonTail,
+    /// What was repaired to make the arguments valid JSON, for the recovery's detail.
+    escaped_control: bool,
+    closed_open: bool,
 }
 
 /// The mapper state: everything needed to continue folding where the last parse stopped.
@@ -364,6 +370,7 @@ fn put_args(call: &mut Call, s: &str, sink: &mut dyn Sink) {
         return;
     }
     call.args_any = true;
+    call.tail.push(s);
     if let Some(w) = &mut call.written {
         w.push_str(s);
     }
@@ -486,7 +493,7 @@ impl Fold {
             };
             text = t;
             if matches!(c, '{' | '[' | '"' | '\'' | '-' | '0'..='9' | 't' | 'f' | 'n' | 'T' | 'F' | 'N') {
-                value = Some(Value::Json(PyToJson::default(), Trim::default()));
+                value = Some(Value::Json(PyToJson::default(), Trim::default(), call.tail.depth()));
             } else {
                 // Not JSON after all: keep the text as a string.
                 put_args(call, "\"", sink);
@@ -506,7 +513,7 @@ impl Fold {
                     value = Some(Value::Str);
                 }
             }
-            Some(Value::Json(py, trim)) => {
+            Some(Value::Json(py, trim, _)) => {
                 py.push(text, scratch);
                 trim.push(scratch, |s| put_args(call, s, sink));
             }
@@ -534,10 +541,12 @@ impl Fold {
                 put_args(call, &if buf.trim() == "null" { "null".to_owned() } else { quote(&buf) }, sink);
             }
             Some(Value::Pending) => put_args(call, "null", sink),
-            Some(Value::Json(mut py, mut trim)) => {
+            Some(Value::Json(mut py, mut trim, depth)) => {
                 let mut norm = String::new();
                 py.finish(&mut norm);
                 trim.push(&norm, |s| put_args(call, s, sink));
+                call.escaped_control |= py.escaped_control;
+                Self::close_open(call, depth, sink);
             }
             Some(Value::Literal(mut l)) => {
                 let mut tail = String::new();
@@ -613,7 +622,17 @@ impl Fold {
                     .ok()
                     .or_else(|| crate::python::to_json(literal).ok().and_then(|j| serde_json::from_str::<String>(&j).ok()));
                 // A literal that does not decode is kept as written (never lose text).
-                self.text(Kind::ToolArgs, decoded.as_deref().unwrap_or(text), true, true, cx, sink);
+                let args = decoded.as_deref().unwrap_or(text);
+                let mut tail = JsonTail::default();
+                tail.push(args);
+                if tail.is_invalid() && crate::python::to_json(args.trim()).is_err() {
+                    // No JSON can be made of it by appending: the text is content, the call
+                    // gets no arguments.
+                    self.content.push(args, |s| sink.content(s));
+                    self.record(RecoveryKind::ArgumentsOutsideSchema, self.at, "the arguments are not JSON; kept as content".into(), cx);
+                } else {
+                    self.text(Kind::ToolArgs, args, true, true, cx, sink);
+                }
             }
             Kind::Recovered(kind) => self.record(kind, self.at, String::new(), cx),
             _ => {}
@@ -693,6 +712,10 @@ impl Fold {
         call.py.finish(&mut tail);
         let mut trim = std::mem::take(&mut call.trim);
         trim.push(&tail, |s| put_args(&mut call, s, sink));
+        call.escaped_control |= call.py.escaped_control;
+        if !call.constructed && call.args_any {
+            Self::close_open(&mut call, 0, sink);
+        }
         if call.constructed {
             put_args(&mut call, "}", sink);
         } else if !call.args_any && call.name.is_some() {
@@ -700,7 +723,27 @@ impl Fold {
         }
         Self::maybe_header(&mut self.headers, &mut call, cx, true, sink);
         if let Some(index) = call.index {
+            if call.escaped_control || call.closed_open {
+                let what = match (call.escaped_control, call.closed_open) {
+                    (true, true) => "control characters escaped and what was left open closed",
+                    (true, false) => "control characters escaped",
+                    _ => "what was left open closed",
+                };
+                self.record(RecoveryKind::ArgumentsRepaired, (call.start, call.end.max(call.start)), format!("call {index}: {what}"), cx);
+            }
             self.check_call(index, &call, cx);
+        }
+    }
+
+    /// Appends what closes the arguments' JSON value open at `depth`, if it was cut off (the
+    /// text written so far stays: it may have been streamed).
+    fn close_open(call: &mut Call, depth: usize, sink: &mut dyn Sink) {
+        if call.tail.is_closed_at(depth) || call.tail.is_invalid() {
+            return;
+        }
+        if let Some(suffix) = call.tail.close_to(depth) {
+            call.closed_open = true;
+            put_args(call, &suffix, sink);
         }
     }
 
@@ -748,7 +791,7 @@ impl Fold {
         match kind {
             Kind::ToolArgs => call.py.open_quote(),
             Kind::ArgJson => match &call.value {
-                Some(Value::Json(py, _)) => py.open_quote(),
+                Some(Value::Json(py, _, _)) => py.open_quote(),
                 _ => None,
             },
             _ => None,
@@ -758,6 +801,25 @@ impl Fold {
     /// Content that did not come from a tagged node (the unparsed remainder in lenient mode).
     pub(crate) fn extra_content(&mut self, text: &str, sink: &mut dyn Sink) {
         self.content.push(text, |s| sink.content(s));
+    }
+
+    /// The output from input offset `from` on, which the grammar has no place for: content,
+    /// reported. A stream that sends later text the same way extends the report with
+    /// [`Fold::more_unplaced`].
+    pub(crate) fn unplaced(&mut self, from: usize, text: &str, cx: &Context, sink: &mut dyn Sink) {
+        if text.is_empty() {
+            return;
+        }
+        self.extra_content(text, sink);
+        self.record(RecoveryKind::UnplacedText, (from, from + text.len()), String::new(), cx);
+    }
+
+    /// More unplaced output after [`Fold::unplaced`].
+    pub(crate) fn more_unplaced(&mut self, text: &str, sink: &mut dyn Sink) {
+        self.extra_content(text, sink);
+        if let Some(r) = self.recoveries.iter_mut().rev().find(|r| r.kind == RecoveryKind::UnplacedText) {
+            r.len += text.len();
+        }
     }
 
     /// The input is complete: close the open call; held trailing whitespace is dropped.
@@ -1213,14 +1275,20 @@ mod tests {
         f.text(Kind::ToolArgs, "{\"b\": \"x y", true, false, &cx, &mut sink);
         assert_eq!(sink.deltas[4..], [with_args(2, "first", "h", "{\"b\": \"x y")]);
 
-        // Cut by the end of input: the generated id comes with the end.
+        // Cut by the end of input: the generated id comes with the end, and the arguments cut
+        // off are closed by appending (both reported).
         f.structural(Kind::NewCall, "", &cx, &mut sink);
         f.structural(Kind::ToolName, "k", &cx, &mut sink);
         f.text(Kind::ToolArgs, "{\"c\": \"x", true, false, &cx, &mut sink);
         f.finish(&cx, &mut sink);
         let m = ChatMessage::from_deltas(&sink.deltas);
         let calls: Vec<_> = m.tool_calls.iter().map(|c| (c.id.as_str(), c.name.as_str(), c.arguments.as_str())).collect();
-        assert_eq!(calls, [("123456789", "f", "{\"a\": 1}"), ("call_1", "g", "{}"), ("first", "h", "{\"b\": \"x y"), ("call_3", "k", "{\"c\": \"x")]);
+        assert_eq!(calls, [("123456789", "f", "{\"a\": 1}"), ("call_1", "g", "{}"), ("first", "h", "{\"b\": \"x y\"}"), ("call_3", "k", "{\"c\": \"x\"}")]);
+        let repaired: Vec<_> = f.recoveries.iter().map(|r| (r.kind, r.detail.as_str())).collect();
+        assert_eq!(
+            repaired,
+            [(RecoveryKind::ArgumentsRepaired, "call 2: what was left open closed"), (RecoveryKind::ArgumentsRepaired, "call 3: what was left open closed")]
+        );
     }
 
     /// Without ids after the arguments, the arguments starting mean no id is coming.

@@ -393,7 +393,7 @@ pub(crate) fn fold_parse(
                 return diverged(driver, sink);
             }
             let rest = String::from_utf8_lossy(&input[r.end..]);
-            driver.fold.extra_content(&rest, sink);
+            driver.fold.unplaced(r.end, &rest, cx, sink);
             Ok(Some(Diagnostic { offset: at, message: "text after the end of what the grammar matches is kept as content".into() }))
         }
         Outcome::Fail | Outcome::NeedMoreInput => {
@@ -419,6 +419,6 @@ fn fall_back(inner: &Inner, driver: &mut Driver, sink: &mut dyn Sink, input: &[u
     }
     let rest_from = rest_from.min(input.len());
     let rest = String::from_utf8_lossy(&input[rest_from..]);
-    driver.fold.extra_content(&rest, sink);
+    driver.fold.unplaced(rest_from, &rest, cx, sink);
     Diagnostic { offset: l.saturating_sub(inner.options.prefill.len()), message: format!("{what}; the rest is kept as content") }
 }

@@ -4,7 +4,8 @@
 //! A grammar marks a recovery by wrapping the parser of the deviation in the tag of its kind
 //! ([`RecoveryKind::tag`]). The mapper reports each such node once it can no longer change; the
 //! mapper itself reports calls that do not fit the request ([`RecoveryKind::UnknownTool`],
-//! [`RecoveryKind::ArgumentsOutsideSchema`]). In strict mode a recovery is an error.
+//! [`RecoveryKind::ArgumentsOutsideSchema`]) and arguments it repaired
+//! ([`RecoveryKind::ArgumentsRepaired`]). In strict mode a recovery is an error.
 
 use serde::{Deserialize, Serialize};
 
@@ -45,11 +46,17 @@ pub enum RecoveryKind {
     UnknownTool,
     /// A call whose arguments are not a JSON object that fits the tool's schema (kept).
     ArgumentsOutsideSchema,
+    /// Arguments that were not valid JSON, made valid by appending only: raw control
+    /// characters in strings escaped, a value cut off closed (an open string, object, array).
+    ArgumentsRepaired,
+    /// Output the format has no place for (a message to a recipient that is neither the user
+    /// nor a declared tool), kept as content.
+    UnplacedText,
 }
 
 impl RecoveryKind {
     /// Every kind, in declaration order.
-    pub const ALL: [RecoveryKind; 12] = [
+    pub const ALL: [RecoveryKind; 14] = [
         RecoveryKind::CallShape,
         RecoveryKind::CallSeparator,
         RecoveryKind::CallInProse,
@@ -62,6 +69,8 @@ impl RecoveryKind {
         RecoveryKind::MissingCallId,
         RecoveryKind::UnknownTool,
         RecoveryKind::ArgumentsOutsideSchema,
+        RecoveryKind::ArgumentsRepaired,
+        RecoveryKind::UnplacedText,
     ];
 
     /// The kind's name, as serialized (`call_shape`).
@@ -79,6 +88,8 @@ impl RecoveryKind {
             RecoveryKind::MissingCallId => "missing_call_id",
             RecoveryKind::UnknownTool => "unknown_tool",
             RecoveryKind::ArgumentsOutsideSchema => "arguments_outside_schema",
+            RecoveryKind::ArgumentsRepaired => "arguments_repaired",
+            RecoveryKind::UnplacedText => "unplaced_text",
         }
     }
 
@@ -97,6 +108,8 @@ impl RecoveryKind {
             RecoveryKind::MissingCallId => "recovered.missing_call_id",
             RecoveryKind::UnknownTool => "recovered.unknown_tool",
             RecoveryKind::ArgumentsOutsideSchema => "recovered.arguments_outside_schema",
+            RecoveryKind::ArgumentsRepaired => "recovered.arguments_repaired",
+            RecoveryKind::UnplacedText => "recovered.unplaced_text",
         }
     }
 

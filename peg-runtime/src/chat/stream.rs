@@ -193,7 +193,7 @@ impl ChatStream {
             _ => {
                 self.session.push(chunk.as_bytes());
                 let mut rec = Recorder { out, message: &mut self.message };
-                self.driver.fold.extra_content(chunk, &mut rec);
+                self.driver.fold.more_unplaced(chunk, &mut rec);
             }
         }
         Ok(())
