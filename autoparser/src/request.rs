@@ -242,3 +242,46 @@ fn schema_object_or_text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value
         Some(other) => Err(serde::de::Error::custom(format!("json_schema must be an object or JSON text, not {other}"))),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn error_of(req: Value) -> String {
+        let err = Request::from_json(&req).expect_err("a bad request is refused");
+        assert_eq!(err.kind(), crate::ErrorKind::InvalidRequest);
+        err.to_string()
+    }
+
+    /// A bad request is an error naming the field, never a silent default.
+    #[test]
+    fn bad_requests_name_the_field() {
+        let user = json!([{"role": "user", "content": "Hi"}]);
+        let cases = [
+            (json!({"messages": user, "tools": {"type": "function", "function": {"name": "f"}}, "tool_choice": "required"}), "tools"),
+            (json!({"messages": "Hi"}), "messages"),
+            (json!({"messages": [5]}), "messages[0]"),
+            (json!({"messages": [{"content": "Hi"}]}), "messages[0].role"),
+            (json!({"messages": user, "tools": [5]}), "tools[0]"),
+            (json!({"messages": user, "tools": [{"type": "function", "function": {"name": "f", "parameters": "x"}}]}), "tools[0].function.parameters"),
+            (json!({"messages": user, "parallel_tool_calls": "yes"}), "parallel_tool_calls"),
+            (json!({"messages": user, "add_generation_prompt": 1}), "add_generation_prompt"),
+            (json!({"messages": user, "enable_thinking": "false"}), "enable_thinking"),
+            (json!({"messages": user, "tool_choice": 5}), "tool_choice"),
+            (json!({"messages": user, "json_schema": 5}), "json_schema"),
+            (json!({"messages": user, "chat_template_kwargs": []}), "chat_template_kwargs"),
+        ];
+        for (req, field) in cases {
+            let msg = error_of(req.clone());
+            assert!(msg.contains(field), "{req}: {msg:?} does not name {field}");
+        }
+    }
+
+    #[test]
+    fn nulls_mean_the_defaults() {
+        let req =
+            Request::from_json(&json!({"messages": null, "tools": null, "tool_choice": null, "parallel_tool_calls": null, "add_generation_prompt": null}));
+        assert_eq!(req.unwrap(), Request::default());
+    }
+}

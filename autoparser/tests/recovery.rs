@@ -105,6 +105,13 @@ fn tools() -> Value {
 }
 
 /// Nullable parameters, both spellings.
+/// A weather tool with an object parameter.
+fn object_param_tools() -> Value {
+    json!([{"type": "function", "function": {"name": "get_weather", "description": "The weather of a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "options": {"type": "object", "properties": {"unit": {"type": "string"}}}},
+            "required": ["city"]}}}])
+}
+
 fn nullable_tools() -> Value {
     json!([{"type": "function", "function": {"name": "annotate", "description": "Annotate",
         "parameters": {"type": "object", "properties": {
@@ -470,6 +477,15 @@ fn table() -> Vec<Row> {
             "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Paris&, \"days\": 3}",
             msg("days\": 3}", &[call("get_weather", json!({"city": "Paris&, "}))]), &[(ArgumentsRepaired, ""), (UnplacedText, "days")])
             .leaves_grammar_at("days"),
+        row("qwen3-coder: raw tab inside a string of an object parameter", QCODER,
+            "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=options>\n{\"unit\": \"a\tb\"}\n</parameter>\n</function>\n</tool_call>",
+            calls(&[call("get_weather", json!({"city": "Paris", "options": {"unit": "a\tb"}}))]), &[(ArgumentsRepaired, "")]).tools(object_param_tools()),
+        row("qwen3-coder: raw line break inside a string of an object parameter: kept as a string", QCODER,
+            "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=options>\n{\"unit\": \"a\nb\"}\n</parameter>\n</function>\n</tool_call>",
+            calls(&[call("get_weather", json!({"city": "Paris", "options": "{\"unit\": \"a\nb\"}"}))]), &[(ArgumentsOutsideSchema, "")]).tools(object_param_tools()),
+        row("qwen3-coder: an unknown parameter is kept", QCODER,
+            "<tool_call>\n<function=get_weather>\n<parameter=bogus>\nParis\n</parameter>\n</function>\n</tool_call>",
+            calls(&[call("get_weather", json!({"bogus": "Paris"}))]), &[(ArgumentsOutsideSchema, "")]).tools(object_param_tools()),
         row("gpt-oss: a message to an unknown recipient is content", GPT_OSS,
             "<|channel|>analysis to=x<|message|>secret text",
             msg("secret text", &[]), &[(UnplacedText, "<|channel|>")]),
