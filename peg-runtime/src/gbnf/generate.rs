@@ -111,6 +111,12 @@ fn check_triggers(arena: &Arena) -> Result<(), Error> {
 /// Nesting of nodes within one rule past which generation stops (rules restart the count).
 const MAX_DEPTH: usize = 400;
 
+/// Whitespace at a structural point (between markers, inside JSON and Python containers):
+/// bounded, because a sampling model left an unbounded run can emit whitespace until its token
+/// limit. 24 covers what templates render (a line break or two, indentation of pretty-printed
+/// JSON several levels deep); the parser itself accepts any amount.
+const BOUNDED_WS: &str = "[ \\t\\n\\r]{0,24}";
+
 struct Gen<'a> {
     depth: usize,
     arena: &'a Arena,
@@ -221,7 +227,7 @@ impl Gen<'_> {
                     repetition(&format_class(class), *min, *max)
                 }
             }
-            Node::Space => "[ \\t\\n\\r]*".to_owned(),
+            Node::Space => self.b.add_rule("ws", BOUNDED_WS),
             Node::Until { delimiters } => self.until(delimiters),
             Node::Rest => ".*".to_owned(),
             Node::Json { kind } => self.json(*kind),
@@ -372,7 +378,7 @@ impl Gen<'_> {
 
     /// RFC 8259 JSON, matching the parser's scanner: whitespace inside containers only.
     fn json(&mut self, kind: JsonKind) -> String {
-        let ws = self.b.add_rule("json-ws", "[ \\t\\n\\r]*");
+        let ws = self.b.add_rule("ws", BOUNDED_WS);
         let ch = self.json_char();
         let string = self.b.add_rule("json-string", &format!("\"\\\"\" {ch}* \"\\\"\""));
         let number = self.b.add_rule("json-number", "\"-\"? (\"0\" | [1-9] [0-9]*) (\".\" [0-9]+)? ([eE] [-+]? [0-9]+)?");
@@ -407,7 +413,7 @@ impl Gen<'_> {
     /// Python literals as the parser's scanner reads them: either quote, `True`/`False`/
     /// `None`, trailing commas, scalar dict keys, loose numbers (`+1`, `.5`, `1_000`, `1.`).
     fn python(&mut self, kind: PythonKind) -> String {
-        let ws = self.b.add_rule("py-ws", "[ \\t\\n\\r]*");
+        let ws = self.b.add_rule("ws", BOUNDED_WS);
         let esc = r#""\\" ("x" [0-9a-fA-F]{2} | "u" [0-9a-fA-F]{4} | "U" [0-9a-fA-F]{8} | [^xuU])"#;
         let string = self.b.add_rule("py-str", &format!(r#""\"" ([^"\\\n\r] | {esc})* "\"" | "'" ([^'\\\n\r] | {esc})* "'""#));
         let number = self.b.add_rule(
