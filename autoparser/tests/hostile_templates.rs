@@ -121,6 +121,9 @@ fn repeating_a_large_value_runs_out_of_fuel() {
         ("string", "([ns.s] * 1000)|list|string|length"),
         ("printing a list", "([ns.s] * 1000)|list"),
         ("raise_exception", "raise_exception(([ns.s] * 1000)|list)"),
+        ("pprint", "([ns.s] * 1000)|list|pprint|length"),
+        ("join of lists", "[([ns.s] * 1000)|list]|join|length"),
+        ("str.format repeating a field", "('{0}' * 1000).format(ns.s)|length"),
     ] {
         let err = render(&format!("{big}{{{{ {expr} }}}}"));
         assert_eq!(err.limit(), Some(Limit::Fuel), "{what}: {err}");
@@ -139,6 +142,12 @@ fn amplifying_methods_run_out_of_fuel() {
     // 4 Mi empty lists in 12 MiB of JSON.
     let src = format!("{}{{{{ ('[' ~ ns.s ~ '[]]')|from_json|length }}}}", text("[],"));
     assert_limit(&render(&src), Limit::Fuel);
+    // Widths and precisions.
+    for expr in ["'{:>1000000000}'.format('x')", "'{:.1000000000f}'.format(1.5)", "'%1000000000s'|format('x')"] {
+        assert_limit(&render(&format!("{{{{ {expr} }}}}")), Limit::Fuel);
+    }
+    let out = compile("{{ '{:>5}|{:.2f}|{}'.format('x', 1.5, 'y') }}").unwrap().render(&json!({})).unwrap();
+    assert_eq!(out, "    x|1.50|y");
     // An indent of 2 MiB, written before every item.
     let src = format!("{}{{{{ ([[[[1]]]] * 1000)|list|tojson(indent=ns.s) }}}}", text("  "));
     assert_limit(&render(&src), Limit::Fuel);

@@ -87,6 +87,12 @@ pub(crate) fn build_env(limits: &Limits) -> Environment<'static> {
         Ok::<_, Error>(s)
     });
     env.add_filter("join", join);
+    env.add_filter("pprint", |state: &State, v: &Value| {
+        let mut out = String::new();
+        pyfmt::write_capped(&mut out, pyfmt::serialized_bytes(state), format_args!("{v:#?}"))?;
+        pyfmt::charge_serialized(state, &out)?;
+        Ok::<_, Error>(out)
+    });
     env.add_filter("int", int_filter);
     env.add_filter("float", float_filter);
     env.add_filter("from_json", from_json);
@@ -213,11 +219,7 @@ fn join_items(state: &State, items: impl Iterator<Item = Result<Value, Error>>, 
                 ensure_room(&out, s.len(), limit)?;
                 out.push_str(s);
             }
-            None => {
-                let s = item.to_string();
-                ensure_room(&out, s.len(), limit)?;
-                out.push_str(&s);
-            }
+            None => pyfmt::write_capped(&mut out, limit, format_args!("{item}"))?,
         }
     }
     Ok(out)
@@ -350,6 +352,29 @@ fn trim_filter(state: &State, value: &Value, chars: Option<String>) -> Result<Va
     }))
 }
 
+/// The replacement fields of a `str.format` string, and the sum of the numbers in their specs
+/// (widths and precisions): what the formatted text can grow by.
+fn format_fields(s: &str) -> (usize, usize) {
+    let (mut fields, mut widths) = (0usize, 0usize);
+    let mut rest = s;
+    while let Some(i) = rest.find('{') {
+        rest = &rest[i + 1..];
+        if let Some(r) = rest.strip_prefix('{') {
+            rest = r;
+            continue;
+        }
+        let end = rest.find('}').unwrap_or(rest.len());
+        fields += 1;
+        if let Some((_, spec)) = rest[..end].split_once(':') {
+            for number in spec.split(|c: char| !c.is_ascii_digit()).filter(|n| !n.is_empty()) {
+                widths = widths.saturating_add(number.parse().unwrap_or(usize::MAX));
+            }
+        }
+        rest = &rest[end..];
+    }
+    (fields, widths)
+}
+
 fn arg_str(args: &[Value], i: usize) -> Option<&str> {
     args.get(i).and_then(|v| v.as_str())
 }
@@ -372,6 +397,21 @@ fn call_method(state: &mut State, value: &Value, method: &str, args: &[Value]) -
                 "join" => {
                     let (items,): (&Value,) = minijinja::value::from_args(args)?;
                     return Ok(Value::from(join_items(state, items.try_iter()?.checked(), s, None)?));
+                }
+                "format" => {
+                    // Widths, precisions and repeated fields can ask for far more text than the
+                    // format and its arguments hold.
+                    let limit = fuel_bytes(state);
+                    let (fields, widths) = format_fields(s);
+                    let mut longest = String::new();
+                    for arg in args {
+                        let mut text = String::new();
+                        pyfmt::write_capped(&mut text, limit, format_args!("{arg}"))?;
+                        if text.len() > longest.len() {
+                            longest = text;
+                        }
+                    }
+                    ensure_room(s, widths.saturating_add(fields.saturating_mul(longest.len())), limit)?;
                 }
                 "split" | "rsplit" | "splitlines" => {
                     // One fuel per part (a value and its string), before they exist.
@@ -482,11 +522,15 @@ fn call_method(state: &mut State, value: &Value, method: &str, args: &[Value]) -
                     return Ok(Value::from(format!("{}{s}{}", f.repeat(l), f.repeat(r))));
                 }
                 "swapcase" => {
-                    return Ok(Value::from(
-                        s.chars()
-                            .flat_map(|c| if c.is_uppercase() { c.to_lowercase().collect::<Vec<_>>() } else { c.to_uppercase().collect::<Vec<_>>() })
-                            .collect::<String>(),
-                    ))
+                    let mut out = String::with_capacity(s.len());
+                    for c in s.chars() {
+                        if c.is_uppercase() {
+                            out.extend(c.to_lowercase());
+                        } else {
+                            out.extend(c.to_uppercase());
+                        }
+                    }
+                    return Ok(Value::from(out));
                 }
                 "istitle" => {
                     let t: String = pyfmt::py_str(&state.apply_filter("title", std::slice::from_ref(value))?, pyfmt::serialized_bytes(state))?;

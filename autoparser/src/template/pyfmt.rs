@@ -19,10 +19,33 @@ pub fn fuel_bytes(state: &State) -> usize {
 /// Refuses growing `out` by `extra` bytes past `limit`, as the engine refuses what fuel cannot pay.
 pub fn ensure_room(out: &str, extra: usize, limit: usize) -> Result<(), Error> {
     if out.len().saturating_add(extra) > limit {
-        Err(Error::new(ErrorKind::OutOfFuel, "the result would be larger than the remaining fuel can pay for"))
+        Err(out_of_fuel())
     } else {
         Ok(())
     }
+}
+
+fn out_of_fuel() -> Error {
+    Error::new(ErrorKind::OutOfFuel, "the result would be larger than the remaining fuel can pay for")
+}
+
+/// Writes `value`'s text (`{}` or `{:#?}`) onto `out`, refused past `limit` bytes: the text of a
+/// list of shared strings is not built before it is measured.
+pub fn write_capped(out: &mut String, limit: usize, value: std::fmt::Arguments<'_>) -> Result<(), Error> {
+    struct Capped<'o> {
+        out: &'o mut String,
+        limit: usize,
+    }
+    impl std::fmt::Write for Capped<'_> {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            if self.out.len().saturating_add(s.len()) > self.limit {
+                return Err(std::fmt::Error);
+            }
+            self.out.push_str(s);
+            Ok(())
+        }
+    }
+    std::fmt::write(&mut Capped { out, limit }, value).map_err(|_| out_of_fuel())
 }
 
 /// Serializing (`str()`, `tojson`) is charged as the engine charges its own serializers, a
@@ -165,11 +188,7 @@ fn write_repr(out: &mut String, v: &Value, depth: usize, limit: usize) -> Result
             }
             out.push('}');
         }
-        _ => {
-            let text = v.to_string();
-            ensure_room(out, text.len(), limit)?;
-            out.push_str(&text);
-        }
+        _ => write_capped(out, limit, format_args!("{v}"))?,
     }
     Ok(())
 }
