@@ -93,11 +93,13 @@ impl<'r> Metered<'r> {
         Metered { inner, budget: inner.budget() }
     }
 
-    /// `result`, or the budget's error when it ran out on the way.
+    /// `result`, or the budget's error when it ran out on the way (with the error the caller
+    /// made of that, if any, as its source).
     pub(crate) fn finish<T>(&self, result: Result<T, Error>) -> Result<T, Error> {
-        match &self.budget {
-            Some(b) if b.exhausted() => Err(b.refuse()),
-            _ => result,
+        match (&self.budget, result) {
+            (Some(b), Err(e)) if b.exhausted() => Err(b.refuse().with_source(e)),
+            (Some(b), Ok(_)) if b.exhausted() => Err(b.refuse()),
+            (_, result) => result,
         }
     }
 }
