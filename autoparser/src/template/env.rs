@@ -82,9 +82,12 @@ pub(crate) fn build_env(limits: &Limits) -> Environment<'static> {
 
     env.add_filter("tojson", tojson);
     env.add_filter("string", |state: &State, v: &Value| {
+        if v.kind() == ValueKind::String {
+            return Ok(v.clone());
+        }
         let s = pyfmt::py_str(v, pyfmt::serialized_bytes(state))?;
         pyfmt::charge_serialized(state, &s)?;
-        Ok::<_, Error>(s)
+        Ok::<_, Error>(Value::from(s))
     });
     env.add_filter("join", join);
     env.add_filter("pprint", |state: &State, v: &Value| {
@@ -403,15 +406,19 @@ fn call_method(state: &mut State, value: &Value, method: &str, args: &[Value]) -
                     // format and its arguments hold.
                     let limit = fuel_bytes(state);
                     let (fields, widths) = format_fields(s);
-                    let mut longest = String::new();
+                    let mut longest = 0;
                     for arg in args {
-                        let mut text = String::new();
-                        pyfmt::write_capped(&mut text, limit, format_args!("{arg}"))?;
-                        if text.len() > longest.len() {
-                            longest = text;
-                        }
+                        let len = match arg.as_str() {
+                            Some(a) => a.len(),
+                            None => {
+                                let mut text = String::new();
+                                pyfmt::write_capped(&mut text, limit, format_args!("{arg}"))?;
+                                text.len()
+                            }
+                        };
+                        longest = longest.max(len);
                     }
-                    ensure_room(s, widths.saturating_add(fields.saturating_mul(longest.len())), limit)?;
+                    ensure_room(s, widths.saturating_add(fields.saturating_mul(longest)), limit)?;
                 }
                 "split" | "rsplit" | "splitlines" => {
                     // One fuel per part (a value and its string), before they exist.
@@ -695,6 +702,13 @@ mod tests {
         assert_eq!(strftime("%A %H:%M:%S %j", t), "Wednesday 12:00:00 001");
         assert_eq!(strftime("%Y-%m-%d", 1_767_268_800), "2026-01-01");
         assert_eq!(strftime("%Y-%m-%d %a", 951_782_400), "2000-02-29 Tue");
+    }
+
+    #[test]
+    fn format_fields_and_their_widths() {
+        assert_eq!(format_fields("{} and {0:>10} {{literal}} {x:.3f} 2024"), (3, 13));
+        assert_eq!(format_fields("{:{}}"), (1, 0));
+        assert_eq!(format_fields("{:99999999999999999999999}"), (1, usize::MAX));
     }
 
     #[test]

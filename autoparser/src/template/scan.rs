@@ -3,9 +3,10 @@
 //! minijinja's parser guards its recursion into parentheses and nested statements, but builds
 //! operator chains (`a + b + …`, `x|f|g…`, `x.a.b…`, `x[0][0]…`, `f()()…`) and `elif` chains
 //! as left-deep trees without a bound, and its code generator and the tree's `Drop` recurse
-//! over them: a few thousand links overflow a 2 MB thread stack, which aborts the process. So
-//! the source is scanned first, with the tokenizer's rules (tags, string literals with escapes,
-//! comments, raw blocks), and refused when one tag holds too many operators.
+//! over them: a couple of thousand links overflow a 2 MiB thread stack, which aborts the process.
+//! So the source is scanned first, with the tokenizer's rules (tags, string literals with
+//! escapes, comments, raw blocks), and refused when a tag nests too deep: its operators plus
+//! the blocks and `elif`s around it ([`Limits::expression_depth`](super::Limits)).
 
 /// The deepest tag of a source: its chain depth and 1-based line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
