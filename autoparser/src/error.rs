@@ -38,10 +38,12 @@ pub enum ErrorKind {
     Internal,
 }
 
-/// Which resource bound an untrusted template ran into.
+/// Which resource bound an untrusted template ran into (the bounds are
+/// [`Limits`](crate::template::Limits)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Limit {
-    /// The instruction budget (minijinja fuel): infinite or very long loops.
+    /// The fuel of one render: too many instructions (long loops) or too much data created.
     Fuel,
     /// Macro / include / data nesting went too deep.
     Recursion,
@@ -49,6 +51,11 @@ pub enum Limit {
     OutputSize,
     /// A single value (range, repeated string or list) was too large.
     ValueSize,
+    /// One tag of the source nests too deep to compile safely (operator chains such as
+    /// `a + b + …` or `x|f|f…`, `elif` chains, blocks); refused before compiling.
+    ExpressionDepth,
+    /// The fuel of all the renders of one analysis or one prepared request.
+    TotalFuel,
 }
 
 impl fmt::Display for Limit {
@@ -58,6 +65,8 @@ impl fmt::Display for Limit {
             Limit::Recursion => "recursion limit exceeded",
             Limit::OutputSize => "output size limit exceeded",
             Limit::ValueSize => "value too large",
+            Limit::ExpressionDepth => "expression nesting too deep",
+            Limit::TotalFuel => "total instruction budget of the analysis or request exhausted",
         })
     }
 }
@@ -81,6 +90,11 @@ impl Error {
     /// Attaches the underlying cause, reported by [`source`](std::error::Error::source).
     pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Error {
         self.source = Some(Arc::new(source));
+        self
+    }
+
+    pub(crate) fn with_detail(mut self, detail: impl Into<String>) -> Error {
+        self.detail = detail.into();
         self
     }
 

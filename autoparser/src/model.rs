@@ -7,7 +7,7 @@ use crate::error::Error;
 use crate::format::TemplateAnalysis;
 use crate::generator::{generate, PreparedRequest};
 use crate::request::Request;
-use crate::template::ChatTemplate;
+use crate::template::{ChatTemplate, Metered};
 use crate::verify::{verify, VerifyOptions, VerifyReport};
 
 /// A chat template and what analysis learned of its output format.
@@ -52,9 +52,12 @@ impl Model {
 
     /// Everything one request needs: the prompt, the grammar and its triggers, preserved tokens,
     /// stops, and the parser of the model's output (the request's tools read once).
+    ///
+    /// The renders share one budget ([`Limits::total_fuel`](crate::template::Limits::total_fuel)).
     pub fn prepare(&self, request: &Request) -> Result<PreparedRequest, Error> {
         request.validate()?;
-        generate(&self.template, &self.analysis, request)
+        let metered = Metered::new(&self.template);
+        metered.finish(generate(&metered, &self.analysis, request))
     }
 
     /// Checks this model's parser and grammar against the template's own renders of seeded

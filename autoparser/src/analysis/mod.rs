@@ -48,7 +48,7 @@ mod tools;
 use crate::format::*;
 
 use crate::error::{Error, ErrorKind};
-use crate::template::{Lenient, Render};
+use crate::template::{Lenient, Metered, Render};
 
 /// Analyzes a template through any renderer: phases R1-R3, C1, T1-T7, A1-A2.
 ///
@@ -79,9 +79,14 @@ use crate::template::{Lenient, Render};
 /// assert_eq!(a.tools.format.mode, ToolFormat::JsonNative);
 /// assert_eq!(a.tools.format.per_call_start, "<tool_call>");
 /// ```
+///
+/// The renders share one budget ([`Render::budget`]); once it is spent the analysis fails with
+/// [`Limit::TotalFuel`](crate::Limit::TotalFuel), whatever the phases made of the refused renders.
 pub fn analyze(r: &dyn Render) -> Result<TemplateAnalysis, Error> {
+    let metered = Metered::new(r);
     // A bug in a phase must not take the caller down: report it as an error.
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| analyze_inner(r))).unwrap_or_else(|panic| Err(Error::from_panic("analysis", panic)))
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| analyze_inner(&metered)));
+    metered.finish(result.unwrap_or_else(|panic| Err(Error::from_panic("analysis", panic))))
 }
 
 fn analyze_inner(r: &dyn Render) -> Result<TemplateAnalysis, Error> {

@@ -6,7 +6,7 @@
 use serde::Serialize;
 use serde_json::{json, Value as Json};
 
-use super::ChatTemplate;
+use super::{ChatTemplate, Metered, Render};
 
 /// What a chat template can express, detected by rendering probes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
@@ -58,7 +58,7 @@ impl Capabilities {
     }
 }
 
-fn probe(t: &ChatTemplate, messages: Json, tools: Option<Json>) -> Option<String> {
+fn probe(t: &dyn Render, messages: Json, tools: Option<Json>) -> Option<String> {
     let mut ctx = json!({
         "messages": messages,
         "bos_token": "",
@@ -100,7 +100,10 @@ fn tool_conversation(calls: Vec<Json>) -> Json {
     ])
 }
 
-pub(crate) fn detect(t: &ChatTemplate) -> Capabilities {
+pub(crate) fn detect(template: &ChatTemplate) -> Capabilities {
+    // A template exhausting the budget has no more capabilities than its renders so far showed.
+    let metered = Metered::new(template);
+    let t: &dyn Render = &metered;
     let mut c = Capabilities::default();
     let has = |out: &Option<String>, s: &str| out.as_deref().is_some_and(|o| o.contains(s));
 
@@ -168,12 +171,12 @@ pub(crate) fn detect(t: &ChatTemplate) -> Capabilities {
     }
     c.supports_preserve_reasoning = t.render(&ctx).is_ok_and(|o| o.contains("PROBE_REASONING"));
 
-    c.supports_reasoning_effort = t.variables(false).contains("reasoning_effort") || effort_changes_output(t);
+    c.supports_reasoning_effort = template.variables(false).contains("reasoning_effort") || effort_changes_output(t);
     c
 }
 
 /// Whether passing `reasoning_effort` changes the render (thinking enabled).
-fn effort_changes_output(t: &ChatTemplate) -> bool {
+fn effort_changes_output(t: &dyn Render) -> bool {
     let render = |effort: Option<&str>| {
         let mut ctx = json!({
             "messages": [{"role": "system", "content": "System message"}, {"role": "user", "content": "User message"}],

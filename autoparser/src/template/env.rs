@@ -4,30 +4,46 @@
 //! lstrip_blocks=True, extensions=[loopcontrols, generation])`, a `tojson` filter that is
 //! `json.dumps(ensure_ascii=False)`, and the globals `raise_exception` and `strftime_now`.
 
-use std::sync::Arc;
-
-use minijinja::value::{Kwargs, Rest, ValueKind};
+use minijinja::value::{Kwargs, Rest, StringInput, ValueKind};
 use minijinja::{Environment, Error, ErrorKind, State, UndefinedBehavior, Value};
 
-use super::pyfmt::{self, JsonOpts};
+use super::pyfmt::{self, ensure_room, fuel_bytes, JsonOpts};
 
 /// Context key holding the render clock (Unix seconds) that `strftime_now` reads.
 pub(crate) const NOW_KEY: &str = "__chat_peg_now__";
 
-/// Resource bounds for rendering untrusted templates.
+/// Resource bounds for compiling and rendering untrusted templates: every template ends in a
+/// result or an [`Error`](crate::Error) of kind
+/// [`LimitExceeded`](crate::ErrorKind::LimitExceeded), naming the [`Limit`](crate::Limit), in
+/// bounded time and memory. Set them with [`ChatTemplate::with_limits`](super::ChatTemplate::with_limits).
+///
+/// Fuel is minijinja's measure of work: one per instruction executed, and about one per 64 bytes
+/// of data a render creates (output, strings, lists) or a filter processes. It is deterministic:
+/// the same template and context always use the same fuel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
-    /// minijinja fuel: roughly the number of instructions one render may execute.
+    /// The fuel of one render ([`Limit::Fuel`](crate::Limit::Fuel)). It bounds the render's time
+    /// and its memory: about `fuel * 64` bytes, 256 MiB by default.
     pub fuel: u64,
+    /// The fuel of all the renders of one analysis ([`Model::analyze`](crate::Model::analyze)), one
+    /// prepared request ([`Model::prepare`](crate::Model::prepare)) or one capability detection
+    /// ([`Limit::TotalFuel`](crate::Limit::TotalFuel)): about 1.5 s of the heaviest work by default.
+    pub total_fuel: u64,
     /// Maximum nesting of macro calls / includes (minijinja recursion limit).
     pub recursion: usize,
     /// Maximum rendered output, in bytes.
     pub output_bytes: usize,
+    /// Maximum nesting of one tag: the blocks open around it, their `elif`s, and its operators
+    /// (`+`, `~`, `and`, `|filter`, `.attr`, `[i]`, calls...). Checked on the source before
+    /// compiling ([`Limit::ExpressionDepth`](crate::Limit::ExpressionDepth)), because the
+    /// template compiler recurses that deep: the default stays far below what overflows a
+    /// 2 MiB thread stack, and raising it risks aborting the process instead of an error.
+    pub expression_depth: usize,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { fuel: 20_000_000, recursion: 500, output_bytes: 16 << 20 }
+        Limits { fuel: 4_000_000, total_fuel: 10_000_000, recursion: 500, output_bytes: 16 << 20, expression_depth: 256 }
     }
 }
 
@@ -51,14 +67,35 @@ pub(crate) fn build_env(limits: &Limits) -> Environment<'static> {
     env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
     env.set_fuel(Some(limits.fuel));
     env.set_recursion_limit(limits.recursion);
-    env.set_formatter(|out, _state, value| {
-        let s = pyfmt::py_str(value)?;
-        out.write_str(&s).map_err(|_| Error::new(ErrorKind::WriteFailure, "write failed"))
+    env.set_formatter(|out, state, value| {
+        let written = match value.as_str() {
+            Some(s) => out.write_str(s),
+            None => {
+                let s = pyfmt::py_str(value, pyfmt::serialized_bytes(state))?;
+                pyfmt::charge_serialized(state, &s)?;
+                out.write_str(&s)
+            }
+        };
+        written.map_err(|_| Error::new(ErrorKind::WriteFailure, "write failed"))
     });
     env.set_unknown_method_callback(call_method);
 
     env.add_filter("tojson", tojson);
-    env.add_filter("string", |v: &Value| pyfmt::py_str(v));
+    env.add_filter("string", |state: &State, v: &Value| {
+        if v.kind() == ValueKind::String {
+            return Ok(v.clone());
+        }
+        let s = pyfmt::py_str(v, pyfmt::serialized_bytes(state))?;
+        pyfmt::charge_serialized(state, &s)?;
+        Ok::<_, Error>(Value::from(s))
+    });
+    env.add_filter("join", join);
+    env.add_filter("pprint", |state: &State, v: &Value| {
+        let mut out = String::new();
+        pyfmt::write_capped(&mut out, pyfmt::serialized_bytes(state), format_args!("{v:#?}"))?;
+        pyfmt::charge_serialized(state, &out)?;
+        Ok::<_, Error>(out)
+    });
     env.add_filter("int", int_filter);
     env.add_filter("float", float_filter);
     env.add_filter("from_json", from_json);
@@ -90,15 +127,17 @@ pub(crate) fn build_env(limits: &Limits) -> Environment<'static> {
     env.add_test("integer", |v: &Value| v.kind() == ValueKind::Number && v.is_integer());
     env.add_test("float", |v: &Value| v.kind() == ValueKind::Number && !v.is_integer());
 
-    env.add_function("raise_exception", |msg: Option<Value>| -> Result<Value, Error> {
+    env.add_function("raise_exception", |state: &State, msg: Option<Value>| -> Result<Value, Error> {
         let msg = match msg {
-            Some(m) => pyfmt::py_str(&m)?,
+            Some(m) => pyfmt::py_str(&m, pyfmt::serialized_bytes(state))?,
             None => String::new(),
         };
         Err(Error::new(ErrorKind::InvalidOperation, msg.clone()).with_source(Raised(msg)))
     });
     env.add_function("strftime_now", |state: &State, fmt: String| -> Result<Value, Error> {
         let now = state.lookup(NOW_KEY).and_then(|v| i64::try_from(v).ok()).unwrap_or(0);
+        // A directive writes at most 5 bytes per byte of the format.
+        ensure_room("", fmt.len().saturating_mul(5), fuel_bytes(state))?;
         Ok(Value::from(strftime(&fmt, now)))
     });
     env
@@ -106,7 +145,8 @@ pub(crate) fn build_env(limits: &Limits) -> Environment<'static> {
 
 /// HF's `tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False)`:
 /// `json.dumps` with those arguments (positional in that order, or by keyword).
-fn tojson(value: &Value, args: Rest<Value>, kwargs: Kwargs) -> Result<Value, Error> {
+fn tojson(state: &State, value: &Value, args: Rest<Value>, kwargs: Kwargs) -> Result<Value, Error> {
+    let limit = pyfmt::serialized_bytes(state);
     if args.len() > 4 {
         return Err(Error::new(ErrorKind::TooManyArguments, "tojson takes at most 4 arguments"));
     }
@@ -133,13 +173,76 @@ fn tojson(value: &Value, args: Rest<Value>, kwargs: Kwargs) -> Result<Value, Err
         let items: Vec<Value> = sep.try_iter()?.collect();
         match items.as_slice() {
             [a, b] => {
-                opts.item_sep = pyfmt::py_str(a)?;
-                opts.key_sep = pyfmt::py_str(b)?;
+                opts.item_sep = pyfmt::py_str(a, limit)?;
+                opts.key_sep = pyfmt::py_str(b, limit)?;
             }
             _ => return Err(Error::new(ErrorKind::InvalidOperation, "separators must be a pair")),
         }
     }
-    Ok(Value::from(pyfmt::to_json(value, &opts)?))
+    let json = pyfmt::to_json(value, &opts, limit)?;
+    pyfmt::charge_serialized(state, &json)?;
+    Ok(Value::from(json))
+}
+
+/// The engine's `join(d='', attribute=None)`, paying for the result as it grows: the built-in
+/// checks that only when the separator is not empty, so `([s] * 100)|join` could build
+/// gigabytes before its fuel ran out.
+fn join(state: &State, value: &Value, joiner: Option<StringInput<'_>>, attribute: Option<&str>, kwargs: Kwargs) -> Result<Value, Error> {
+    let joiner = match joiner {
+        Some(joiner) => Some(joiner),
+        None => kwargs.get::<Option<StringInput<'_>>>("d")?,
+    };
+    let attribute = match attribute {
+        Some(attribute) => Some(attribute),
+        None => kwargs.get::<Option<&str>>("attribute")?,
+    };
+    kwargs.assert_all_used()?;
+    let joiner = joiner.as_ref().map(StringInput::as_str).unwrap_or_default();
+    let items = value.try_iter().map_err(|e| Error::new(ErrorKind::InvalidOperation, format!("cannot join value of type {}", value.kind())).with_source(e))?;
+    Ok(Value::from(join_items(state, items.checked(), joiner, attribute)?))
+}
+
+/// The items' text joined by `joiner`, refused once it grows past what the fuel left can pay.
+fn join_items(state: &State, items: impl Iterator<Item = Result<Value, Error>>, joiner: &str, attribute: Option<&str>) -> Result<String, Error> {
+    let limit = fuel_bytes(state);
+    let mut out = String::new();
+    for (i, item) in items.enumerate() {
+        // The built-in's charge per item (half a fuel), rounded up.
+        state.consume_fuel(1)?;
+        let mut item = item?;
+        if let Some(path) = attribute {
+            item = attribute_path(&item, path);
+        }
+        if i > 0 {
+            ensure_room(&out, joiner.len(), limit)?;
+            out.push_str(joiner);
+        }
+        match item.as_str() {
+            Some(s) => {
+                ensure_room(&out, s.len(), limit)?;
+                out.push_str(s);
+            }
+            None => pyfmt::write_capped(&mut out, limit, format_args!("{item}"))?,
+        }
+    }
+    Ok(out)
+}
+
+/// `item.a.0.b` as the built-in filters look attributes up: numbers index, a missing step is
+/// undefined.
+fn attribute_path(item: &Value, path: &str) -> Value {
+    let mut v = item.clone();
+    for part in path.split('.') {
+        let next = match part.parse::<usize>() {
+            Ok(i) => v.get_item(&Value::from(i)),
+            Err(_) => v.get_attr(part),
+        };
+        match next {
+            Ok(n) if !n.is_undefined() => v = n,
+            _ => return Value::UNDEFINED,
+        }
+    }
+    v
 }
 
 /// jinja2's `int`: never raises, falls back to `default` (0).
@@ -199,9 +302,13 @@ fn float_filter(value: &Value, default: Option<Value>) -> Value {
     }
 }
 
-fn from_json(value: &Value) -> Result<Value, Error> {
+fn from_json(state: &State, value: &Value) -> Result<Value, Error> {
     match value.as_str() {
         Some(s) => {
+            // Parsed values are far larger than their text (`[[],[],…]`: two bytes each): pay
+            // for every value the text can hold before building them.
+            let values = s.bytes().filter(|b| matches!(b, b'[' | b'{' | b',' | b':')).count() + 1;
+            state.consume_fuel((values as u64).saturating_mul(2))?;
             let v: serde_json::Value = serde_json::from_str(s).map_err(|e| Error::new(ErrorKind::InvalidOperation, format!("from_json: invalid JSON: {e}")))?;
             Ok(Value::from(minijinja::value::Serde(&v)))
         }
@@ -210,14 +317,18 @@ fn from_json(value: &Value) -> Result<Value, Error> {
     }
 }
 
-fn length(value: &Value) -> Result<Value, Error> {
+fn length(state: &State, value: &Value) -> Result<Value, Error> {
     if value.is_undefined() {
         return Ok(Value::from(0));
     }
     match value.len() {
         Some(n) => Ok(Value::from(n)),
-        // Lazy sequences (range, filter results) are bounded: count them.
-        None if value.kind() == ValueKind::Iterable => Ok(Value::from(value.try_iter()?.count())),
+        // Lazy sequences (range, filter results) are bounded: count them, paying for the items.
+        None if value.kind() == ValueKind::Iterable => {
+            let n = value.try_iter()?.count();
+            state.consume_fuel((n / 2) as u64)?;
+            Ok(Value::from(n))
+        }
         None => Err(Error::new(ErrorKind::InvalidOperation, format!("object of type '{}' has no len()", value.kind()))),
     }
 }
@@ -233,15 +344,38 @@ fn call_center(s: &str, width: usize) -> String {
     format!("{}{s}{}", " ".repeat(left), " ".repeat(pad - left))
 }
 
-fn trim_filter(value: &Value, chars: Option<String>) -> Result<Value, Error> {
+fn trim_filter(state: &State, value: &Value, chars: Option<String>) -> Result<Value, Error> {
     let s = match value.kind() {
         ValueKind::String => value.as_str().unwrap_or_default().to_string(),
-        _ => pyfmt::py_str(value)?,
+        _ => pyfmt::py_str(value, pyfmt::serialized_bytes(state))?,
     };
     Ok(Value::from(match chars {
         Some(c) => s.trim_matches(|x| c.contains(x)).to_string(),
         None => s.trim().to_string(),
     }))
+}
+
+/// The replacement fields of a `str.format` string, and the sum of the numbers in their specs
+/// (widths and precisions): what the formatted text can grow by.
+fn format_fields(s: &str) -> (usize, usize) {
+    let (mut fields, mut widths) = (0usize, 0usize);
+    let mut rest = s;
+    while let Some(i) = rest.find('{') {
+        rest = &rest[i + 1..];
+        if let Some(r) = rest.strip_prefix('{') {
+            rest = r;
+            continue;
+        }
+        let end = rest.find('}').unwrap_or(rest.len());
+        fields += 1;
+        if let Some((_, spec)) = rest[..end].split_once(':') {
+            for number in spec.split(|c: char| !c.is_ascii_digit()).filter(|n| !n.is_empty()) {
+                widths = widths.saturating_add(number.parse().unwrap_or(usize::MAX));
+            }
+        }
+        rest = &rest[end..];
+    }
+    (fields, widths)
 }
 
 fn arg_str(args: &[Value], i: usize) -> Option<&str> {
@@ -254,10 +388,48 @@ fn unsafe_method(value: &Value, method: &str) -> Error {
 }
 
 /// Python methods on strings, lists and dicts beyond minijinja-contrib's pycompat set.
+///
+/// Methods pay for what they scan and build: the engine charges only the value they return, so
+/// a method whose result is much larger than that (many parts, a repeated separator) pays ahead.
 fn call_method(state: &mut State, value: &Value, method: &str, args: &[Value]) -> Result<Value, Error> {
     match value.kind() {
         ValueKind::String => {
             let s = value.as_str().unwrap_or_default();
+            state.consume_fuel((s.len() / 64) as u64)?;
+            match method {
+                "join" => {
+                    let (items,): (&Value,) = minijinja::value::from_args(args)?;
+                    return Ok(Value::from(join_items(state, items.try_iter()?.checked(), s, None)?));
+                }
+                "format" => {
+                    // Widths, precisions and repeated fields can ask for far more text than the
+                    // format and its arguments hold.
+                    let limit = fuel_bytes(state);
+                    let (fields, widths) = format_fields(s);
+                    let mut longest = 0;
+                    for arg in args {
+                        let len = match arg.as_str() {
+                            Some(a) => a.len(),
+                            None => {
+                                let mut text = String::new();
+                                pyfmt::write_capped(&mut text, limit, format_args!("{arg}"))?;
+                                text.len()
+                            }
+                        };
+                        longest = longest.max(len);
+                    }
+                    ensure_room(s, widths.saturating_add(fields.saturating_mul(longest)), limit)?;
+                }
+                "split" | "rsplit" | "splitlines" => {
+                    // One fuel per part (a value and its string), before they exist.
+                    let parts = match arg_str(args, 0).filter(|sep| !sep.is_empty() && method != "splitlines") {
+                        Some(sep) => s.matches(sep).count(),
+                        None => s.bytes().filter(u8::is_ascii_whitespace).count(),
+                    };
+                    state.consume_fuel(parts as u64 + 1)?;
+                }
+                _ => {}
+            }
             match method {
                 "removeprefix" => {
                     let p = arg_str(args, 0).unwrap_or_default();
@@ -357,14 +529,18 @@ fn call_method(state: &mut State, value: &Value, method: &str, args: &[Value]) -
                     return Ok(Value::from(format!("{}{s}{}", f.repeat(l), f.repeat(r))));
                 }
                 "swapcase" => {
-                    return Ok(Value::from(
-                        s.chars()
-                            .flat_map(|c| if c.is_uppercase() { c.to_lowercase().collect::<Vec<_>>() } else { c.to_uppercase().collect::<Vec<_>>() })
-                            .collect::<String>(),
-                    ))
+                    let mut out = String::with_capacity(s.len());
+                    for c in s.chars() {
+                        if c.is_uppercase() {
+                            out.extend(c.to_lowercase());
+                        } else {
+                            out.extend(c.to_uppercase());
+                        }
+                    }
+                    return Ok(Value::from(out));
                 }
                 "istitle" => {
-                    let t: String = pyfmt::py_str(&state.apply_filter("title", std::slice::from_ref(value))?)?;
+                    let t: String = pyfmt::py_str(&state.apply_filter("title", std::slice::from_ref(value))?, pyfmt::serialized_bytes(state))?;
                     return Ok(Value::from(t == s && s.chars().any(|c| c.is_alphabetic())));
                 }
                 "strip" | "lstrip" | "rstrip" if args.first().is_some_and(|a| a.is_none()) => {
@@ -374,7 +550,11 @@ fn call_method(state: &mut State, value: &Value, method: &str, args: &[Value]) -
             }
         }
         ValueKind::Seq => match method {
-            "index" => {
+            "index" | "count" => {
+                state.consume_fuel((value.len().unwrap_or(0) / 2) as u64)?;
+                if method == "count" {
+                    return minijinja_contrib::pycompat::unknown_method_callback(state, value, method, args);
+                }
                 let needle = args.first().cloned().unwrap_or_default();
                 for (i, item) in value.try_iter()?.enumerate() {
                     if item == needle {
@@ -473,53 +653,40 @@ pub fn strftime(fmt: &str, now: i64) -> String {
 
 /// Rewrite HF's `{% generation %}` / `{% endgeneration %}` (assistant-mask markers whose body
 /// renders unchanged) into an always-true `if` block with the same whitespace control.
+///
+/// Tags are found as the engine finds them (not inside strings, comments or raw blocks); the
+/// source is untrusted, so every slice is bounded by a tag the scan closed.
 pub(crate) fn strip_generation_tags(source: &str) -> std::borrow::Cow<'_, str> {
     if !source.contains("generation") {
         return std::borrow::Cow::Borrowed(source);
     }
-    let mut out = String::with_capacity(source.len());
-    let mut rest = source;
-    let mut changed = false;
-    while let Some(i) = rest.find("{%") {
-        out.push_str(&rest[..i]);
-        let tag = &rest[i..];
-        let Some(end) = tag.find("%}") else {
-            out.push_str(tag);
-            rest = "";
-            break;
+    let b = source.as_bytes();
+    let mut out = String::new();
+    let mut copied = 0;
+    for tag in super::scan::tags(source).filter(|t| t.block && t.closed) {
+        let modifier = |i: usize| matches!(b[i], b'-' | b'+').then(|| b[i] as char);
+        let lmod = modifier(tag.start + 2);
+        let inner_start = tag.start + 2 + usize::from(lmod.is_some());
+        let close = tag.end - 2;
+        // `{%-%}`: one modifier, on the left.
+        let rmod = if close > inner_start { modifier(close - 1) } else { None };
+        let inner = &source[inner_start..close - usize::from(rmod.is_some())];
+        let keyword = match inner.trim_matches(|c: char| c.is_ascii_whitespace()) {
+            "generation" => "if true",
+            "endgeneration" => "endif",
+            _ => continue,
         };
-        let inner = &tag[2..end];
-        let (lmod, body) = match inner.chars().next() {
-            Some(c @ ('-' | '+')) => (c.to_string(), &inner[1..]),
-            _ => (String::new(), inner),
-        };
-        let (body, rmod) = match body.chars().last() {
-            Some(c @ ('-' | '+')) => (&body[..body.len() - 1], c.to_string()),
-            _ => (body, String::new()),
-        };
-        match body.trim() {
-            "generation" => {
-                out.push_str(&format!("{{%{lmod} if true {rmod}%}}"));
-                changed = true;
-            }
-            "endgeneration" => {
-                out.push_str(&format!("{{%{lmod} endif {rmod}%}}"));
-                changed = true;
-            }
-            _ => out.push_str(&tag[..end + 2]),
-        }
-        rest = &tag[end + 2..];
+        out.push_str(&source[copied..tag.start]);
+        let (l, r) = (lmod.map(String::from).unwrap_or_default(), rmod.map(String::from).unwrap_or_default());
+        out.push_str(&format!("{{%{l} {keyword} {r}%}}"));
+        copied = tag.end;
     }
-    out.push_str(rest);
-    if changed {
-        std::borrow::Cow::Owned(out)
-    } else {
-        std::borrow::Cow::Borrowed(source)
+    if copied == 0 {
+        return std::borrow::Cow::Borrowed(source);
     }
+    out.push_str(&source[copied..]);
+    std::borrow::Cow::Owned(out)
 }
-
-/// Shared handle so many `ChatTemplate`s can be cheap clones.
-pub(crate) type SharedEnv = Arc<Environment<'static>>;
 
 #[cfg(test)]
 mod tests {
@@ -538,8 +705,31 @@ mod tests {
     }
 
     #[test]
+    fn format_fields_and_their_widths() {
+        assert_eq!(format_fields("{} and {0:>10} {{literal}} {x:.3f} 2024"), (3, 13));
+        assert_eq!(format_fields("{:{}}"), (1, 0));
+        assert_eq!(format_fields("{:99999999999999999999999}"), (1, usize::MAX));
+    }
+
+    #[test]
     fn generation_tags_become_if_blocks() {
         assert_eq!(strip_generation_tags("a{%- generation %}b{% endgeneration -%}c"), "a{%- if true %}b{% endif -%}c");
         assert_eq!(strip_generation_tags("{{ x }}{% if y %}{% endif %}"), "{{ x }}{% if y %}{% endif %}");
+        assert_eq!(strip_generation_tags("{%generation%}{%+ endgeneration+%}"), "{% if true %}{%+ endif +%}");
+        // Not tags: in a string, a comment, a raw block.
+        for text in ["{{ '{% generation %}' }}", "{# {% generation %} #}", "{% raw %}{% generation %}{% endraw %}"] {
+            assert_eq!(strip_generation_tags(text), text);
+        }
+    }
+
+    #[test]
+    fn generation_rewrite_never_slices_out_of_bounds() {
+        // Overlapping delimiters, lone modifiers, multi-byte characters next to them: none is a
+        // generation tag.
+        let odd = "{%}generation {%-%}generation {%-}generation%} {%é%}generation {%-é-%}generation {%generation generation{% \
+                   {%%}generation {%- generation é%} {%é generation %} {%} {%-} {%+}generation%} {%-generation-é%}";
+        for src in odd.split(' ') {
+            assert_eq!(strip_generation_tags(src), src);
+        }
     }
 }

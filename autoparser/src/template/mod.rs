@@ -30,6 +30,7 @@ mod error;
 mod gguf;
 mod pyfmt;
 mod render;
+mod scan;
 mod source;
 
 use std::io;
@@ -40,20 +41,29 @@ pub(crate) use context::object_arguments;
 pub use context::{ReasoningTags, RenderedPrompt};
 pub use env::Limits;
 pub use gguf::{read_gguf_metadata, GgufMetadata, GgufValue};
-pub(crate) use render::Lenient;
+pub use render::Budget;
 pub use render::Render;
+pub(crate) use render::{Lenient, Metered};
 pub use source::{load, load_named, NamedTemplate, TemplateSource};
 
-use minijinja::Value;
+use minijinja::{Environment, Value};
 
-use crate::error::{Error, ErrorKind};
+use crate::error::{Error, ErrorKind, Limit};
 
 const TEMPLATE_NAME: &str = "chat_template";
+
+/// The fuel a metered render starts with; each time it runs out, the render starts over with
+/// four times as much, up to [`Limits::fuel`]. A failed render reports no fuel used, so it is
+/// charged what it was given: this keeps that charge within four times its real cost (plus
+/// this much), where charging the full fuel would spend a budget on a few refusals. Most renders
+/// of real templates need less than this and run once.
+const FIRST_FUEL: u64 = 1 << 12;
 
 /// A compiled chat template with its special tokens. Cheap to clone and to render many times.
 #[derive(Clone)]
 pub struct ChatTemplate {
-    env: env::SharedEnv,
+    /// The compiled template in environments of increasing fuel, the last with [`Limits::fuel`].
+    envs: Arc<[(u64, Environment<'static>)]>,
     source: Arc<str>,
     bos_token: Arc<str>,
     eos_token: Arc<str>,
@@ -76,12 +86,28 @@ impl ChatTemplate {
     }
 
     /// Compile a template source with explicit resource limits for rendering.
+    ///
+    /// A source nesting deeper than [`Limits::expression_depth`] is refused before compiling.
     pub fn with_limits(source: &str, bos_token: &str, eos_token: &str, limits: Limits) -> Result<ChatTemplate, Error> {
         let mut env = env::build_env(&limits);
         let prepared = env::strip_generation_tags(source).into_owned();
+        let deepest = scan::deepest_tag(&prepared);
+        if deepest.depth > limits.expression_depth {
+            let detail = format!("{} ({} levels in one tag, at most {})", Limit::ExpressionDepth, deepest.depth, limits.expression_depth);
+            return Err(Error::limit_exceeded(Limit::ExpressionDepth, Some(deepest.line)).with_detail(detail));
+        }
         env.add_template_owned(TEMPLATE_NAME, prepared).map_err(|e| error::from_minijinja(e, false))?;
+        let mut envs = Vec::new();
+        let mut fuel = FIRST_FUEL;
+        while fuel < limits.fuel {
+            let mut lower = env.clone();
+            lower.set_fuel(Some(fuel));
+            envs.push((fuel, lower));
+            fuel = fuel.saturating_mul(4);
+        }
+        envs.push((limits.fuel, env));
         Ok(ChatTemplate {
-            env: Arc::new(env),
+            envs: envs.into(),
             source: source.into(),
             bos_token: bos_token.into(),
             eos_token: eos_token.into(),
@@ -124,7 +150,7 @@ impl ChatTemplate {
     /// `enable_thinking`, `reasoning_effort`), including nested attribute paths when
     /// `nested` is true.
     pub fn variables(&self, nested: bool) -> std::collections::BTreeSet<String> {
-        match self.env.get_template(TEMPLATE_NAME) {
+        match self.full_env().get_template(TEMPLATE_NAME) {
             Ok(t) => t.undeclared_variables(nested).into_iter().collect(),
             Err(_) => Default::default(),
         }
@@ -137,6 +163,32 @@ impl ChatTemplate {
     /// A numeric `now` key (Unix seconds, UTC) is the clock `strftime_now` reads; without it the
     /// clock is the Unix epoch (rendering never reads the system clock).
     pub fn render(&self, ctx: &serde_json::Value) -> Result<String, Error> {
+        self.render_value(self.context(ctx)?)
+    }
+
+    /// Like [`render`](Self::render), charging the fuel used to `budget`, and refused once it is
+    /// exhausted ([`Limit::TotalFuel`]).
+    pub fn render_metered(&self, ctx: &serde_json::Value, budget: &Budget) -> Result<String, Error> {
+        let ctx = self.context(ctx)?;
+        for (i, (fuel, env)) in self.envs.iter().enumerate() {
+            // Past the first attempt, never more fuel than the budget has left.
+            if budget.exhausted() || (i > 0 && *fuel > budget.left()) {
+                return Err(budget.refuse());
+            }
+            let (result, used) = render_in(env, ctx.clone(), self.limits.output_bytes);
+            budget.charge(used.unwrap_or(*fuel));
+            // Up to the point a render runs out of fuel it does what it does with more fuel:
+            // only running out is worth a retry.
+            let out_of_fuel = matches!(&result, Err(e) if e.limit() == Some(Limit::Fuel));
+            if !out_of_fuel || i + 1 == self.envs.len() {
+                return result;
+            }
+        }
+        unreachable!("a template has at least one environment")
+    }
+
+    /// The context of [`render`](Self::render): `ctx` with the special tokens and the clock.
+    fn context(&self, ctx: &serde_json::Value) -> Result<Value, Error> {
         let mut map = match ctx {
             serde_json::Value::Object(m) => m.clone(),
             serde_json::Value::Null => serde_json::Map::new(),
@@ -146,18 +198,16 @@ impl ChatTemplate {
         map.entry("eos_token").or_insert_with(|| self.eos_token.to_string().into());
         let now = map.get("now").and_then(|v| v.as_i64()).unwrap_or(0);
         map.insert(env::NOW_KEY.into(), now.into());
-        self.render_value(Value::from(minijinja::value::Serde(&map)))
+        Ok(Value::from(minijinja::value::Serde(&map)))
     }
 
     /// Render with a prepared minijinja context value (no defaults added).
     pub fn render_value(&self, ctx: Value) -> Result<String, Error> {
-        let tmpl = self.env.get_template(TEMPLATE_NAME).map_err(|e| error::from_minijinja(e, false))?;
-        let mut w = LimitedWriter { buf: Vec::new(), limit: self.limits.output_bytes, overflow: false };
-        let res = tmpl.render_captured_to(ctx, &mut w).map(|_| ());
-        match res {
-            Ok(()) => String::from_utf8(w.buf).map_err(|_| Error::new(ErrorKind::TemplateRender, "output is not UTF-8")),
-            Err(e) => Err(error::from_minijinja(e, w.overflow)),
-        }
+        render_in(self.full_env(), ctx, self.limits.output_bytes).0
+    }
+
+    fn full_env(&self) -> &Environment<'static> {
+        &self.envs[self.envs.len() - 1].1
     }
 
     /// Render an OpenAI-style request: the prompt, and the generation prompt (what the
@@ -201,6 +251,28 @@ impl Render for ChatTemplate {
     }
     fn special_tokens(&self) -> (String, String) {
         (self.bos_token.to_string(), self.eos_token.to_string())
+    }
+    fn budget(&self) -> Option<Budget> {
+        Some(Budget::new(self.limits.total_fuel))
+    }
+    fn render_metered(&self, ctx: &serde_json::Value, budget: &Budget) -> Result<String, Error> {
+        ChatTemplate::render_metered(self, ctx, budget)
+    }
+}
+
+/// Renders the template of `env`: the output, and the fuel used when it succeeded.
+fn render_in(env: &Environment<'static>, ctx: Value, output_bytes: usize) -> (Result<String, Error>, Option<u64>) {
+    let tmpl = match env.get_template(TEMPLATE_NAME) {
+        Ok(t) => t,
+        Err(e) => return (Err(error::from_minijinja(e, false)), None),
+    };
+    let mut w = LimitedWriter { buf: Vec::new(), limit: output_bytes, overflow: false };
+    match tmpl.render_captured_to(ctx, &mut w) {
+        Ok(captured) => {
+            let used = captured.state().fuel_levels().map(|(consumed, _)| consumed);
+            (String::from_utf8(w.buf).map_err(|_| Error::new(ErrorKind::TemplateRender, "output is not UTF-8")), used)
+        }
+        Err(e) => (Err(error::from_minijinja(e, w.overflow)), None),
     }
 }
 

@@ -4,10 +4,63 @@
 //! (`True`, `None`, `['a', 'b']`, `{'k': 1}`, `1e-05`) and `tojson` is `json.dumps`.
 
 use minijinja::value::ValueKind;
-use minijinja::{Error, ErrorKind, Value};
+use minijinja::{Error, ErrorKind, State, Value};
 
 /// Nesting bound for formatting/serializing values (untrusted data may be deep).
 const MAX_DEPTH: usize = 256;
+
+/// The bytes a result may reach: what the render's remaining fuel can pay for (one fuel per 64
+/// bytes). Text built from shared values (`[s] * 1000`) can be far larger than the values, so
+/// it is checked as it grows, before it is allocated.
+pub fn fuel_bytes(state: &State) -> usize {
+    state.fuel_levels().map_or(usize::MAX, |(_, remaining)| usize::try_from(remaining.saturating_mul(64)).unwrap_or(usize::MAX))
+}
+
+/// Refuses growing `out` by `extra` bytes past `limit`, as the engine refuses what fuel cannot pay.
+pub fn ensure_room(out: &str, extra: usize, limit: usize) -> Result<(), Error> {
+    if out.len().saturating_add(extra) > limit {
+        Err(out_of_fuel())
+    } else {
+        Ok(())
+    }
+}
+
+fn out_of_fuel() -> Error {
+    Error::new(ErrorKind::OutOfFuel, "the result would be larger than the remaining fuel can pay for")
+}
+
+/// Writes `value`'s text (`{}` or `{:#?}`) onto `out`, refused past `limit` bytes: the text of a
+/// list of shared strings is not built before it is measured.
+pub fn write_capped(out: &mut String, limit: usize, value: std::fmt::Arguments<'_>) -> Result<(), Error> {
+    struct Capped<'o> {
+        out: &'o mut String,
+        limit: usize,
+    }
+    impl std::fmt::Write for Capped<'_> {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            if self.out.len().saturating_add(s.len()) > self.limit {
+                return Err(std::fmt::Error);
+            }
+            self.out.push_str(s);
+            Ok(())
+        }
+    }
+    std::fmt::write(&mut Capped { out, limit }, value).map_err(|_| out_of_fuel())
+}
+
+/// Serializing (`str()`, `tojson`) is charged as the engine charges its own serializers, a
+/// quarter fuel per byte: walking values is slower than copying bytes.
+const SERIALIZED_BYTES_PER_FUEL: u64 = 4;
+
+/// [`fuel_bytes`] for serialized text.
+pub fn serialized_bytes(state: &State) -> usize {
+    state.fuel_levels().map_or(usize::MAX, |(_, remaining)| usize::try_from(remaining.saturating_mul(SERIALIZED_BYTES_PER_FUEL)).unwrap_or(usize::MAX))
+}
+
+/// Charges the fuel of serializing `text`.
+pub fn charge_serialized(state: &State, text: &str) -> Result<(), Error> {
+    state.consume_fuel(text.len() as u64 / SERIALIZED_BYTES_PER_FUEL)
+}
 
 /// Python `repr(float)`: shortest round-trip digits, exponent form outside `1e-4 <= |x| < 1e16`.
 pub fn float_repr(f: f64) -> String {
@@ -70,12 +123,17 @@ fn as_f64(v: &Value) -> Option<f64> {
     f64::try_from(v.clone()).ok()
 }
 
-/// Python `str(value)` as jinja2 prints it (undefined prints as nothing).
-pub fn py_str(v: &Value) -> Result<String, Error> {
+/// Python `str(value)` as jinja2 prints it (undefined prints as nothing), refused past `limit`
+/// bytes.
+pub fn py_str(v: &Value, limit: usize) -> Result<String, Error> {
     let mut out = String::new();
     match v.kind() {
-        ValueKind::String => out.push_str(v.as_str().unwrap_or_default()),
-        _ => write_repr(&mut out, v, 0)?,
+        ValueKind::String => {
+            let s = v.as_str().unwrap_or_default();
+            ensure_room(&out, s.len(), limit)?;
+            out.push_str(s);
+        }
+        _ => write_repr(&mut out, v, 0, limit)?,
     }
     Ok(out)
 }
@@ -84,10 +142,11 @@ fn too_deep() -> Error {
     Error::new(ErrorKind::InvalidOperation, "value nesting too deep (recursion limit)")
 }
 
-fn write_repr(out: &mut String, v: &Value, depth: usize) -> Result<(), Error> {
+fn write_repr(out: &mut String, v: &Value, depth: usize, limit: usize) -> Result<(), Error> {
     if depth > MAX_DEPTH {
         return Err(too_deep());
     }
+    ensure_room(out, 0, limit)?;
     match v.kind() {
         ValueKind::Undefined => {}
         ValueKind::None => out.push_str("None"),
@@ -99,7 +158,7 @@ fn write_repr(out: &mut String, v: &Value, depth: usize) -> Result<(), Error> {
                 out.push_str(&float_repr(as_f64(v).unwrap_or(f64::NAN)));
             }
         }
-        ValueKind::String => str_repr(out, v.as_str().unwrap_or_default()),
+        ValueKind::String => str_repr(out, v.as_str().unwrap_or_default(), limit)?,
         ValueKind::Seq | ValueKind::Iterable => {
             let tuple = v.is_tuple();
             out.push(if tuple { '(' } else { '[' });
@@ -108,7 +167,7 @@ fn write_repr(out: &mut String, v: &Value, depth: usize) -> Result<(), Error> {
                 if i > 0 {
                     out.push_str(", ");
                 }
-                write_repr(out, &item, depth + 1)?;
+                write_repr(out, &item, depth + 1, limit)?;
                 n += 1;
             }
             if tuple && n == 1 {
@@ -122,22 +181,30 @@ fn write_repr(out: &mut String, v: &Value, depth: usize) -> Result<(), Error> {
                 if i > 0 {
                     out.push_str(", ");
                 }
-                write_repr(out, &key, depth + 1)?;
+                write_repr(out, &key, depth + 1, limit)?;
                 out.push_str(": ");
                 let val = v.get_item(&key)?;
-                write_repr(out, &val, depth + 1)?;
+                write_repr(out, &val, depth + 1, limit)?;
             }
             out.push('}');
         }
-        _ => out.push_str(&v.to_string()),
+        _ => write_capped(out, limit, format_args!("{v}"))?,
     }
     Ok(())
 }
 
-fn str_repr(out: &mut String, s: &str) {
+/// How many characters of a string are escaped between checks of the output's size (an escape
+/// writes at most 12 bytes).
+const CHECK_EVERY: usize = 1024;
+
+fn str_repr(out: &mut String, s: &str, limit: usize) -> Result<(), Error> {
+    ensure_room(out, s.len() + 2, limit)?;
     let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
     out.push(quote);
-    for c in s.chars() {
+    for (k, c) in s.chars().enumerate() {
+        if k % CHECK_EVERY == 0 {
+            ensure_room(out, 0, limit)?;
+        }
         match c {
             '\\' => out.push_str("\\\\"),
             '\n' => out.push_str("\\n"),
@@ -154,6 +221,7 @@ fn str_repr(out: &mut String, s: &str) {
         }
     }
     out.push(quote);
+    Ok(())
 }
 
 /// Options of Python's `json.dumps` as HF's `tojson` filter exposes them.
@@ -177,10 +245,10 @@ impl Default for JsonOpts {
     }
 }
 
-/// Python `json.dumps(value, ...)`.
-pub fn to_json(v: &Value, opts: &JsonOpts) -> Result<String, Error> {
+/// Python `json.dumps(value, ...)`, refused past `limit` bytes.
+pub fn to_json(v: &Value, opts: &JsonOpts, limit: usize) -> Result<String, Error> {
     let mut out = String::new();
-    write_json(&mut out, v, opts, 0)?;
+    write_json(&mut out, v, opts, 0, limit)?;
     Ok(out)
 }
 
@@ -188,13 +256,15 @@ fn not_serializable(what: &str) -> Error {
     Error::new(ErrorKind::InvalidOperation, format!("Object of type {what} is not JSON serializable"))
 }
 
-fn newline(out: &mut String, opts: &JsonOpts, depth: usize) {
+fn newline(out: &mut String, opts: &JsonOpts, depth: usize, limit: usize) -> Result<(), Error> {
     if let Some(ind) = &opts.indent {
+        ensure_room(out, 1 + ind.len().saturating_mul(depth), limit)?;
         out.push('\n');
         for _ in 0..depth {
             out.push_str(ind);
         }
     }
+    Ok(())
 }
 
 fn json_float(f: f64) -> String {
@@ -222,10 +292,11 @@ fn json_key(v: &Value) -> Result<String, Error> {
     })
 }
 
-fn write_json(out: &mut String, v: &Value, opts: &JsonOpts, depth: usize) -> Result<(), Error> {
+fn write_json(out: &mut String, v: &Value, opts: &JsonOpts, depth: usize, limit: usize) -> Result<(), Error> {
     if depth > MAX_DEPTH {
         return Err(too_deep());
     }
+    ensure_room(out, 0, limit)?;
     match v.kind() {
         ValueKind::Undefined => return Err(not_serializable("Undefined")),
         ValueKind::None => out.push_str("null"),
@@ -237,7 +308,7 @@ fn write_json(out: &mut String, v: &Value, opts: &JsonOpts, depth: usize) -> Res
                 out.push_str(&json_float(as_f64(v).unwrap_or(f64::NAN)));
             }
         }
-        ValueKind::String => json_str(out, v.as_str().unwrap_or_default(), opts.ensure_ascii),
+        ValueKind::String => json_str(out, v.as_str().unwrap_or_default(), opts.ensure_ascii, limit)?,
         ValueKind::Seq => {
             let items: Vec<Value> = v.try_iter()?.collect();
             if items.is_empty() {
@@ -247,12 +318,13 @@ fn write_json(out: &mut String, v: &Value, opts: &JsonOpts, depth: usize) -> Res
             out.push('[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
+                    ensure_room(out, opts.item_sep.len(), limit)?;
                     out.push_str(&opts.item_sep);
                 }
-                newline(out, opts, depth + 1);
-                write_json(out, item, opts, depth + 1)?;
+                newline(out, opts, depth + 1, limit)?;
+                write_json(out, item, opts, depth + 1, limit)?;
             }
-            newline(out, opts, depth);
+            newline(out, opts, depth, limit)?;
             out.push(']');
         }
         ValueKind::Map => {
@@ -271,14 +343,16 @@ fn write_json(out: &mut String, v: &Value, opts: &JsonOpts, depth: usize) -> Res
             out.push('{');
             for (i, (k, val)) in pairs.iter().enumerate() {
                 if i > 0 {
+                    ensure_room(out, opts.item_sep.len(), limit)?;
                     out.push_str(&opts.item_sep);
                 }
-                newline(out, opts, depth + 1);
-                json_str(out, k, opts.ensure_ascii);
+                newline(out, opts, depth + 1, limit)?;
+                json_str(out, k, opts.ensure_ascii, limit)?;
+                ensure_room(out, opts.key_sep.len(), limit)?;
                 out.push_str(&opts.key_sep);
-                write_json(out, val, opts, depth + 1)?;
+                write_json(out, val, opts, depth + 1, limit)?;
             }
-            newline(out, opts, depth);
+            newline(out, opts, depth, limit)?;
             out.push('}');
         }
         ValueKind::Iterable => return Err(not_serializable("generator")),
@@ -288,9 +362,13 @@ fn write_json(out: &mut String, v: &Value, opts: &JsonOpts, depth: usize) -> Res
     Ok(())
 }
 
-fn json_str(out: &mut String, s: &str, ensure_ascii: bool) {
+fn json_str(out: &mut String, s: &str, ensure_ascii: bool, limit: usize) -> Result<(), Error> {
+    ensure_room(out, s.len() + 2, limit)?;
     out.push('"');
-    for c in s.chars() {
+    for (k, c) in s.chars().enumerate() {
+        if k % CHECK_EVERY == 0 {
+            ensure_room(out, 0, limit)?;
+        }
         match c {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
@@ -310,6 +388,7 @@ fn json_str(out: &mut String, s: &str, ensure_ascii: bool) {
         }
     }
     out.push('"');
+    Ok(())
 }
 
 #[cfg(test)]
@@ -338,16 +417,26 @@ mod tests {
     #[test]
     fn json_like_python() {
         let v = Value::from(minijinja::value::Serde(serde_json::json!({"b": [1, 2.0, "x\u{e9}"], "a": null, "t": true})));
-        assert_eq!(to_json(&v, &JsonOpts::default()).unwrap(), r#"{"b": [1, 2.0, "xé"], "a": null, "t": true}"#);
+        assert_eq!(to_json(&v, &JsonOpts::default(), usize::MAX).unwrap(), r#"{"b": [1, 2.0, "xé"], "a": null, "t": true}"#);
         let opts = JsonOpts { ensure_ascii: true, sort_keys: true, ..JsonOpts::default() };
-        assert_eq!(to_json(&v, &opts).unwrap(), r#"{"a": null, "b": [1, 2.0, "x\u00e9"], "t": true}"#);
+        assert_eq!(to_json(&v, &opts, usize::MAX).unwrap(), r#"{"a": null, "b": [1, 2.0, "x\u00e9"], "t": true}"#);
         let opts = JsonOpts { indent: Some("  ".into()), item_sep: ",".into(), ..JsonOpts::default() };
-        assert_eq!(to_json(&v, &opts).unwrap(), "{\n  \"b\": [\n    1,\n    2.0,\n    \"xé\"\n  ],\n  \"a\": null,\n  \"t\": true\n}");
+        assert_eq!(to_json(&v, &opts, usize::MAX).unwrap(), "{\n  \"b\": [\n    1,\n    2.0,\n    \"xé\"\n  ],\n  \"a\": null,\n  \"t\": true\n}");
+    }
+
+    #[test]
+    fn text_past_the_limit_is_refused() {
+        let v = Value::from(minijinja::value::Serde(serde_json::json!(["abcd", "efgh"])));
+        assert_eq!(py_str(&v, 16).unwrap(), "['abcd', 'efgh']");
+        assert_eq!(py_str(&v, 10).unwrap_err().kind(), ErrorKind::OutOfFuel);
+        assert_eq!(to_json(&v, &JsonOpts::default(), 8).unwrap_err().kind(), ErrorKind::OutOfFuel);
+        let opts = JsonOpts { indent: Some("x".repeat(1000)), item_sep: ",".into(), ..JsonOpts::default() };
+        assert_eq!(to_json(&v, &opts, 100).unwrap_err().kind(), ErrorKind::OutOfFuel);
     }
 
     #[test]
     fn repr_like_python() {
         let v = Value::from(minijinja::value::Serde(serde_json::json!({"a": [1, "it's", null, false], "b": "x"})));
-        assert_eq!(py_str(&v).unwrap(), r#"{'a': [1, "it's", None, False], 'b': 'x'}"#);
+        assert_eq!(py_str(&v, usize::MAX).unwrap(), r#"{'a': [1, "it's", None, False], 'b': 'x'}"#);
     }
 }

@@ -1,6 +1,8 @@
 //! What analysis and generation need of a template: rendering a context.
 
-use crate::error::Error;
+use std::cell::Cell;
+
+use crate::error::{Error, Limit};
 
 /// Something that renders a chat-template context (the Hugging Face kwargs: `messages`,
 /// `tools`, `add_generation_prompt`, ...). [`ChatTemplate`](super::ChatTemplate) is one; a test
@@ -19,6 +21,104 @@ pub trait Render {
     /// Default: none (empty).
     fn special_tokens(&self) -> (String, String) {
         (String::new(), String::new())
+    }
+
+    /// A fresh budget for the renders of one analysis or one prepared request, or `None` when
+    /// renders are not metered (the default).
+    fn budget(&self) -> Option<Budget> {
+        None
+    }
+
+    /// Renders `ctx`, charging the work to `budget`. Default: [`render`](Render::render),
+    /// charging nothing.
+    fn render_metered(&self, ctx: &serde_json::Value, budget: &Budget) -> Result<String, Error> {
+        let _ = budget;
+        self.render(ctx)
+    }
+}
+
+/// Fuel shared by many renders (one analysis, one prepared request): each render is bounded by
+/// its own fuel, and this bounds how many of them a template can make expensive.
+#[derive(Debug)]
+pub struct Budget {
+    total: u64,
+    spent: Cell<u64>,
+    refused: Cell<bool>,
+}
+
+impl Budget {
+    /// A budget of `total` fuel.
+    pub fn new(total: u64) -> Budget {
+        Budget { total, spent: Cell::new(0), refused: Cell::new(false) }
+    }
+
+    /// Records `fuel` spent.
+    pub fn charge(&self, fuel: u64) {
+        self.spent.set(self.spent.get().saturating_add(fuel));
+    }
+
+    /// The fuel spent so far.
+    pub fn spent(&self) -> u64 {
+        self.spent.get()
+    }
+
+    /// The fuel not spent yet.
+    pub fn left(&self) -> u64 {
+        self.total.saturating_sub(self.spent.get())
+    }
+
+    /// More than the total was spent, or a render was refused the fuel it needed: no further
+    /// render may start.
+    pub fn exhausted(&self) -> bool {
+        self.refused.get() || self.spent.get() > self.total
+    }
+
+    /// Refuses a render: the budget is exhausted from now on, and this is the error.
+    pub fn refuse(&self) -> Error {
+        self.refused.set(true);
+        Error::limit_exceeded(Limit::TotalFuel, None)
+    }
+}
+
+/// A renderer charging every render to one budget (from [`Render::budget`]); once it is spent,
+/// renders fail without running. Whatever the phases made of those failures, [`finish`](Self::finish)
+/// reports the budget.
+pub(crate) struct Metered<'r> {
+    inner: &'r dyn Render,
+    budget: Option<Budget>,
+}
+
+impl<'r> Metered<'r> {
+    pub(crate) fn new(inner: &'r dyn Render) -> Metered<'r> {
+        Metered { inner, budget: inner.budget() }
+    }
+
+    /// `result`, or the budget's error when it ran out on the way (with the error the caller
+    /// made of that, if any, as its source).
+    pub(crate) fn finish<T>(&self, result: Result<T, Error>) -> Result<T, Error> {
+        match (&self.budget, result) {
+            (Some(b), Err(e)) if b.exhausted() => Err(b.refuse().with_source(e)),
+            (Some(b), Ok(_)) if b.exhausted() => Err(b.refuse()),
+            (_, result) => result,
+        }
+    }
+}
+
+impl Render for Metered<'_> {
+    fn render(&self, ctx: &serde_json::Value) -> Result<String, Error> {
+        match &self.budget {
+            None => self.inner.render(ctx),
+            Some(b) if b.exhausted() => Err(b.refuse()),
+            Some(b) => self.inner.render_metered(ctx, b),
+        }
+    }
+
+    fn free_variables(&self) -> Vec<String> {
+        self.inner.free_variables()
+    }
+
+    fn special_tokens(&self) -> (String, String) {
+        self.inner.special_tokens()
     }
 }
 
