@@ -713,8 +713,10 @@ impl Fold {
         let mut trim = std::mem::take(&mut call.trim);
         trim.push(&tail, |s| put_args(&mut call, s, sink));
         call.escaped_control |= call.py.escaped_control;
-        if !call.constructed && call.args_any {
-            Self::close_open(&mut call, 0, sink);
+        if call.args_any {
+            // A constructed object is closed below; a member cut off before its value gets one.
+            let depth = usize::from(call.constructed);
+            Self::close_open(&mut call, depth, sink);
         }
         if call.constructed {
             put_args(&mut call, "}", sink);
