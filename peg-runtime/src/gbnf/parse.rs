@@ -205,7 +205,12 @@ impl<'t> Parser<'t> {
                 }
                 '[' => {
                     self.pos += 1;
-                    Element::Class(self.class()?)
+                    match self.class()? {
+                        // `[^]` is any character, which the printer writes `.`: one element
+                        // for both, so a printed grammar parses back to the same rules.
+                        c if c.negated && c.ranges.is_empty() => Element::Any,
+                        c => Element::Class(c),
+                    }
                 }
                 '.' => {
                     self.pos += 1;
@@ -522,5 +527,13 @@ ws ::= | " " | "\n" [ \t]{0,20}
         let g = Grammar::parse("root ::= \"a\" |\n  \"b\"\nx ::= (\n \"c\"\n | \"d\"\n)").unwrap();
         assert!(g.accepts("b"));
         assert!(err("root ::= \"a\"\n  | \"b\"").contains("expecting a rule name"));
+    }
+
+    #[test]
+    fn a_negated_empty_class_is_any_character() {
+        let g = Grammar::parse("root ::= ([^]) [^]*").unwrap();
+        assert_eq!(g, Grammar::parse("root ::= (.) .*").unwrap());
+        assert_eq!(Grammar::parse(&g.to_string()).unwrap(), g);
+        assert!(g.accepts("\u{0}x\u{10FFFF}"));
     }
 }
