@@ -10,7 +10,7 @@ mod chat_common;
 
 use std::sync::Arc;
 
-use chat_common::{extends, stream};
+use chat_common::stream;
 use chat_peg::formats::{hermes, qwen3_coder};
 use peg_runtime::chat::{stream_pieces, ChatMessage, ChatParseOptions, ChatParser, ToolSpec};
 use proptest::prelude::*;
@@ -143,11 +143,11 @@ fn check_monotone(parser: &ChatParser, output: &str) {
     let mut prev = ChatMessage::default();
     for (i, _) in output.char_indices().skip(1).chain([(output.len(), ' ')]) {
         let cur = parser.parse(&output[..i], peg_runtime::chat::ParseMode::Partial).unwrap().message;
-        assert!(extends(&prev, &cur), "not monotone at {i} of {output:?}:\n{prev:?}\n{cur:?}");
+        assert!(cur.extends(&prev), "not monotone at {i} of {output:?}:\n{prev:?}\n{cur:?}");
         prev = cur;
     }
     let fin = parser.parse(output, peg_runtime::chat::ParseMode::Complete).unwrap().message;
-    assert!(extends(&prev, &fin), "{output:?}:\n{prev:?}\n{fin:?}");
+    assert!(fin.extends(&prev), "{output:?}:\n{prev:?}\n{fin:?}");
 }
 
 /// A generated output, possibly cut short or followed by junk.

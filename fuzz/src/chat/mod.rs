@@ -87,10 +87,10 @@ fn check_output(out: &Output) {
             Ok(p) => p.message,
             Err(e) => panic!("(c) partial parse of {prefix:?} failed: {e}{cx}"),
         };
-        assert!(skip("c") || extends(&prev, &partial), "(c) the partial parse of {prefix:?} does not extend the previous one:\n{prev:?}\n{partial:?}{cx}");
+        assert!(skip("c") || partial.extends(&prev), "(c) the partial parse of {prefix:?} does not extend the previous one:\n{prev:?}\n{partial:?}{cx}");
         prev = partial;
     }
-    assert!(skip("c") || extends(&prev, &whole.message), "(c) the one-shot message does not extend the partial ones:\n{prev:?}{cx}");
+    assert!(skip("c") || whole.message.extends(&prev), "(c) the one-shot message does not extend the partial ones:\n{prev:?}{cx}");
 
     // (d)
     for (i, call) in whole.message.tool_calls.iter().enumerate().filter(|_| !skip("d")) {
@@ -120,19 +120,6 @@ fn check_output(out: &Output) {
     }
 }
 
-/// Whether `cur` extends `prev`: texts and argument texts only grow, calls keep their name and
-/// their id (a call announced before its id, where the format writes the id after the
-/// arguments, gets it later).
-fn extends(prev: &ChatMessage, cur: &ChatMessage) -> bool {
-    cur.content.starts_with(&prev.content)
-        && cur.reasoning_content.starts_with(&prev.reasoning_content)
-        && prev.tool_calls.len() <= cur.tool_calls.len()
-        && prev
-            .tool_calls
-            .iter()
-            .zip(&cur.tool_calls)
-            .all(|(a, b)| (a.id.is_empty() || a.id == b.id) && a.name == b.name && b.arguments.starts_with(&a.arguments))
-}
 
 /// A seed corpus: per format, its sample outputs whole and as pieces, with free words around
 /// and inside them, and a Hermes-style JSON call where the format has its markers. Named

@@ -134,6 +134,28 @@ fn null_as_default<'de, D: Deserializer<'de>, T: Deserialize<'de> + Default>(d: 
 }
 
 impl ChatMessage {
+    /// Whether this message extends `earlier`, as the message of a longer output extends that
+    /// of its prefix (partial parses and streams only add): text and argument texts only grow,
+    /// calls keep their name and their id (a call announced before its id, where the format
+    /// writes the id after the arguments, gets it later).
+    ///
+    /// ```
+    /// use peg_runtime::chat::ChatMessage;
+    /// let earlier = ChatMessage { content: "Hel".into(), ..Default::default() };
+    /// let later = ChatMessage { content: "Hello".into(), ..Default::default() };
+    /// assert!(later.extends(&earlier) && !earlier.extends(&later));
+    /// ```
+    pub fn extends(&self, earlier: &ChatMessage) -> bool {
+        self.content.starts_with(&earlier.content)
+            && self.reasoning_content.starts_with(&earlier.reasoning_content)
+            && earlier.tool_calls.len() <= self.tool_calls.len()
+            && earlier
+                .tool_calls
+                .iter()
+                .zip(&self.tool_calls)
+                .all(|(a, b)| (a.id.is_empty() || a.id == b.id) && a.name == b.name && b.arguments.starts_with(&a.arguments))
+    }
+
     /// Appends one streaming delta: text is concatenated, a tool call is created at its first
     /// appearance (`index`), later fragments extend its arguments. Calls appear in index order
     /// in a stream, so a fragment whose index skips ahead of the next new call is ignored.

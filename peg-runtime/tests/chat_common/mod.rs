@@ -15,20 +15,6 @@ pub fn stream(parser: &ChatParser, pieces: &[&str]) -> (Vec<ChatDelta>, ParsedMe
     (deltas, fin)
 }
 
-/// Whether `cur` extends `prev`: text fields and argument texts only grow, calls keep their
-/// name and their id (a call announced before its id, in formats that write the id after the
-/// arguments, gets it later).
-pub fn extends(prev: &ChatMessage, cur: &ChatMessage) -> bool {
-    cur.content.starts_with(&prev.content)
-        && cur.reasoning_content.starts_with(&prev.reasoning_content)
-        && prev.tool_calls.len() <= cur.tool_calls.len()
-        && prev
-            .tool_calls
-            .iter()
-            .zip(&cur.tool_calls)
-            .all(|(a, b)| (a.id.is_empty() || a.id == b.id) && a.name == b.name && b.arguments.starts_with(&a.arguments))
-}
-
 /// Checks the streaming contract on `output`: for several chunkings the deltas add up to the
 /// one-shot message and `finish` returns the one-shot result; partial parses of its prefixes
 /// grow monotonically and end in the one-shot message. Returns the one-shot result.
@@ -45,10 +31,10 @@ pub fn check_streaming(parser: &ChatParser, output: &str) -> ParsedMessage {
     let mut prev = ChatMessage::default();
     for (i, _) in output.char_indices().skip(1).chain([(output.len(), ' ')]) {
         let cur = parser.parse(&output[..i], peg_runtime::chat::ParseMode::Partial).expect("lenient parse").message;
-        assert!(extends(&prev, &cur), "not monotone at {i} of {output:?}:\n{prev:?}\n{cur:?}");
+        assert!(cur.extends(&prev), "not monotone at {i} of {output:?}:\n{prev:?}\n{cur:?}");
         prev = cur;
     }
-    assert!(extends(&prev, &whole.message), "final message does not extend the partial ones: {output:?}");
+    assert!(whole.message.extends(&prev), "final message does not extend the partial ones: {output:?}");
     whole
 }
 
