@@ -12,15 +12,7 @@ use std::path::{Path, PathBuf};
 use chat_peg_fuzz::{check_of, corpus_files, TARGETS};
 
 /// Regressions that fail today: target, file name under `regressions/<target>/`, and why.
-const KNOWN_FAILING: &[(&str, &str, &str)] = &[
-    // The stream announces a call (or streams its arguments) on a prefix where the call branch
-    // still matches; a later byte makes the grammar read the text as content instead. The
-    // one-shot parse never sees that prefix, so the messages differ (issue 17, open).
-    ("chat", "stream-keeps-call-one-shot-drops-chatml", "(b) the stream commits a call the one-shot parse reads as content"),
-    ("chat", "stream-keeps-call-one-shot-drops-phi", "(b) the stream commits a call the one-shot parse reads as content"),
-    ("chat", "stream-args-vs-one-shot-content-after-calls", "(b) streamed arguments `f` (closed as `false`) vs `{}` one-shot"),
-    ("chat", "partial-not-monotone-content-after-calls", "(b), (c) arguments `\"Thought...` shown, then `{}` with the text as content"),
-];
+const KNOWN_FAILING: &[(&str, &str, &str)] = &[];
 
 fn dir(kind: &str, target: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(kind).join(target)

@@ -19,6 +19,7 @@ use crate::ast::{Ast, AstId};
 use crate::chat::args_schema::ArgsSchema;
 use crate::chat::builder::tags;
 use crate::chat::json_text::{escape_into, escapes, quote, unquote, JsonTail, LiteralToJson, PyToJson};
+use crate::chat::message::ChatMessage;
 use crate::chat::recovery::{Recovery, RecoveryKind, TAG_PREFIX};
 
 /// What an event does.
@@ -260,6 +261,11 @@ pub(crate) trait Sink {
     /// The id of call `index`, announced earlier without one (`header` with an empty id).
     fn late_id(&mut self, index: usize, id: &str);
     fn args(&mut self, index: usize, s: &str);
+    /// The message emitted so far, where the sink knows it: then a parse that no longer agrees
+    /// with the fold may be folded afresh ([`Driver::follow`]).
+    fn emitted(&self) -> Option<&ChatMessage> {
+        None
+    }
 }
 
 /// Drops leading whitespace and holds trailing whitespace until more text follows, so that
@@ -902,6 +908,28 @@ impl Driver {
         }
     }
 
+    /// [`Driver::advance`]; where the parse no longer agrees with the fold, it is folded afresh,
+    /// and if that fold writes everything already emitted and more, the driver continues from
+    /// it, emitting only the difference. An ordered choice may change its mind about text the
+    /// fold took in but did not emit yet (a call whose header waits for its name, arguments held
+    /// back): the stream then ends as a one-shot parse of the same output, which never saw the
+    /// abandoned reading.
+    pub(crate) fn follow(&mut self, ast: &Ast, input: &[u8], final_input: bool, cx: &Context, sink: &mut dyn Sink) -> bool {
+        if self.advance(ast, input, final_input, cx, sink) {
+            return true;
+        }
+        let Some(emitted) = sink.emitted() else { return false };
+        let mut fresh = Driver::default();
+        let mut refolded = MessageSink::default();
+        if !fresh.advance(ast, input, final_input, cx, &mut refolded) || !refolded.message.extends(emitted) {
+            return false;
+        }
+        let before = Lengths::of(emitted);
+        before.emit_growth(&refolded.message, sink);
+        *self = fresh;
+        true
+    }
+
     /// Folds what is new in `ast`, a parse of `input`. Returns `false`, folding nothing, when
     /// the parse no longer agrees with what was folded (an earlier node vanished or changed
     /// kind): emitted text cannot be retracted, so the caller must give up following it.
@@ -944,6 +972,12 @@ impl Driver {
                     if cx.leading.iter().any(|(k, lit)| *k == ev.kind && lit.starts_with(t)) {
                         break;
                     }
+                }
+                // Arguments stream once they open an object. Anything else (a word that may
+                // be `false`, a string) may still turn out to be prose the grammar keeps as
+                // content, and streamed text cannot be taken back: it waits to be complete.
+                if ev.kind == Kind::ToolArgs && !ev.sealed && first && input[ev.start..ev.end].trim_ascii_start().first() != Some(&b'{') {
+                    break;
                 }
                 let to = if ev.sealed { ev.end } else { utf8_safe_end(input, from, ev.end) };
                 let text = String::from_utf8_lossy(&input[from..to]);
@@ -1055,10 +1089,61 @@ impl Driver {
 
 // ---- End of verbatim growth. ----
 
+/// How much of each field a message has: what a later message that extends it adds.
+struct Lengths {
+    content: usize,
+    reasoning: usize,
+    /// Per call: whether its id is known, the length of its arguments.
+    calls: Vec<(bool, usize)>,
+}
+
+impl Lengths {
+    fn of(m: &ChatMessage) -> Lengths {
+        Lengths {
+            content: m.content.len(),
+            reasoning: m.reasoning_content.len(),
+            calls: m.tool_calls.iter().map(|c| (!c.id.is_empty(), c.arguments.len())).collect(),
+        }
+    }
+
+    /// Emits what `later` (which extends the measured message) adds to it.
+    fn emit_growth(&self, later: &ChatMessage, sink: &mut dyn Sink) {
+        fn rest(s: &str, from: usize) -> &str {
+            s.get(from..).unwrap_or_default()
+        }
+        let content = rest(&later.content, self.content);
+        if !content.is_empty() {
+            sink.content(content);
+        }
+        let reasoning = rest(&later.reasoning_content, self.reasoning);
+        if !reasoning.is_empty() {
+            sink.reasoning(reasoning);
+        }
+        for (index, call) in later.tool_calls.iter().enumerate() {
+            let from = match self.calls.get(index) {
+                Some(&(id_known, len)) => {
+                    if !id_known && !call.id.is_empty() {
+                        sink.late_id(index, &call.id);
+                    }
+                    len
+                }
+                None => {
+                    sink.header(index, &call.id, &call.name);
+                    0
+                }
+            };
+            let args = rest(&call.arguments, from);
+            if !args.is_empty() {
+                sink.args(index, args);
+            }
+        }
+    }
+}
+
 /// A sink that builds a message directly.
 #[derive(Debug, Default)]
 pub(crate) struct MessageSink {
-    pub message: crate::chat::ChatMessage,
+    pub message: ChatMessage,
 }
 
 impl Sink for MessageSink {
@@ -1085,6 +1170,9 @@ impl Sink for MessageSink {
         if let Some(c) = self.message.tool_calls.get_mut(index) {
             c.arguments.push_str(s);
         }
+    }
+    fn emitted(&self) -> Option<&ChatMessage> {
+        Some(&self.message)
     }
 }
 
@@ -1219,6 +1307,58 @@ mod tests {
         assert_eq!(m.tool_calls[0].name, "get");
         assert_eq!(m.tool_calls[0].id, "call_0");
         assert_eq!(m.tool_calls[0].arguments, r#"{"city": "Paris \"x\"", "days": 3}"#);
+    }
+
+    /// An ordered choice that changes its mind about a call the fold took in but did not
+    /// announce yet: the driver folds the new reading afresh and goes on from it, as a parse
+    /// that never saw the abandoned one would.
+    #[test]
+    fn a_changed_reading_is_folded_afresh() {
+        use T::N;
+        let cx = Context { has_tool_id: true, has_scopes: true, id_prefix: "call_".into(), ..Context::default() };
+        let input = "<call>get<id>";
+        let mut d = Driver::default();
+        let mut sink = MessageSink::default();
+        // The call's name is in, its header waits for the id.
+        let call = ast(vec![N("tool", 0, 13, true, vec![N("tool_name", 6, 9, false, vec![])])]);
+        assert!(d.follow(&call, &input.as_bytes()[..13], false, &cx, &mut sink));
+        assert_eq!(sink.message, ChatMessage::default());
+        // More input, and the parse reads all of it as content.
+        let input = "<call>get<id> is how calls start";
+        let prose = ast(vec![N("content", 0, input.len(), false, vec![])]);
+        assert!(!d.clone().advance(&prose, input.as_bytes(), true, &cx, &mut MessageSink::default()), "the fold no longer agrees");
+        assert!(d.follow(&prose, input.as_bytes(), true, &cx, &mut sink));
+        d.fold.finish(&cx, &mut sink);
+        assert_eq!(sink.message.content, input);
+        assert!(sink.message.tool_calls.is_empty());
+        // What was emitted cannot be taken back: without the emitted message, no refold.
+        let mut d = Driver::default();
+        let mut deltas = DeltaSink::default();
+        assert!(d.follow(&call, &input.as_bytes()[..13], false, &cx, &mut deltas));
+        assert!(!d.follow(&prose, input.as_bytes(), true, &cx, &mut deltas));
+    }
+
+    /// Arguments stream once they open an object; a bare word (perhaps `false`, perhaps prose)
+    /// waits until it is complete.
+    #[test]
+    fn only_an_object_streams_as_arguments() {
+        use T::N;
+        let cx = Context { has_scopes: true, id_prefix: "call_".into(), ..Context::default() };
+        let args = |input: &str, from: usize, partial: bool| {
+            ast(vec![N("tool", 0, input.len(), partial, vec![N("tool_name", 0, 1, false, vec![]), N("tool_args", from, input.len(), partial, vec![])])])
+        };
+        for (input, streamed) in [("f fals", ""), ("f  ", ""), (r#"f "a b"#, ""), (r#"f {"a": 1"#, r#"{"a": 1"#)] {
+            let mut d = Driver::default();
+            let mut sink = MessageSink::default();
+            assert!(d.follow(&args(input, 1, true), input.as_bytes(), false, &cx, &mut sink));
+            let shown = sink.message.tool_calls.first().map(|c| c.arguments.as_str()).unwrap_or_default();
+            assert_eq!(shown, streamed, "{input:?}");
+        }
+        let input = "f false";
+        let mut d = Driver::default();
+        let mut sink = MessageSink::default();
+        assert!(d.follow(&args(input, 1, false), input.as_bytes(), true, &cx, &mut sink));
+        assert_eq!(sink.message.tool_calls[0].arguments, "false");
     }
 
     #[test]

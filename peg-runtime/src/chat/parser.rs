@@ -371,14 +371,14 @@ pub(crate) fn fold_parse(
     };
     match r.outcome {
         Outcome::Success if r.end == len => {
-            if !driver.advance(&out.ast, input, !partial, cx, sink) {
+            if !driver.follow(&out.ast, input, !partial, cx, sink) {
                 return diverged(driver, sink);
             }
             no_recovery_if_strict(inner, driver)?;
             Ok(None)
         }
         Outcome::NeedMoreInput if partial => {
-            if !driver.advance(&out.ast, input, false, cx, sink) {
+            if !driver.follow(&out.ast, input, false, cx, sink) {
                 return diverged(driver, sink);
             }
             no_recovery_if_strict(inner, driver)?;
@@ -389,7 +389,7 @@ pub(crate) fn fold_parse(
             if strict {
                 return Err(Error::new(ErrorKind::ParseFailed, "text after the end of what the grammar matches").with_offset(at));
             }
-            if !driver.advance(&out.ast, &input[..r.end], true, cx, sink) {
+            if !driver.follow(&out.ast, &input[..r.end], true, cx, sink) {
                 return diverged(driver, sink);
             }
             let rest = String::from_utf8_lossy(&input[r.end..]);
@@ -412,7 +412,7 @@ fn fall_back(inner: &Inner, driver: &mut Driver, sink: &mut dyn Sink, input: &[u
     let cx = &inner.cx;
     let mut rest_from = driver.fold.pos;
     if let Ok(pre) = inner.arena.parse(&input[..l], true) {
-        if pre.result.outcome != Outcome::Fail && driver.advance(&pre.ast, &input[..l], true, cx, sink) {
+        if pre.result.outcome != Outcome::Fail && driver.follow(&pre.ast, &input[..l], true, cx, sink) {
             // A complete match accounts for all of its text; a cut one only for what was folded.
             rest_from = if pre.result.outcome == Outcome::Success { l } else { driver.fold.pos };
         }

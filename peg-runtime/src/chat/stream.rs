@@ -383,7 +383,8 @@ impl ChatStream {
     fn step(&mut self, parsed: Result<(), Error>, partial: bool, out: &mut DeltaBuffer) -> Result<(), Error> {
         let input = self.session.input();
         let parsed = parsed.map(|()| self.session.output());
-        match fold_parse(&self.inner, &mut self.driver, out, input, parsed, partial, self.viable) {
+        let mut sink = Emitting { out, before: &self.message };
+        match fold_parse(&self.inner, &mut self.driver, &mut sink, input, parsed, partial, self.viable) {
             Ok(None) => {
                 self.viable = input.len();
                 Ok(())
@@ -482,6 +483,36 @@ fn escape_ascii_json(out: &mut String, s: &[u8]) {
             0x80.. => out.push(char::REPLACEMENT_CHARACTER),
             _ => json_text::push_escaped(out, b),
         }
+    }
+}
+
+/// The caller's buffer, empty when a parse is folded into it, with the message the stream
+/// emitted before: what a parse that no longer agrees with the fold must extend
+/// ([`Driver::follow`](crate::chat::mapper::Driver::follow)).
+struct Emitting<'a> {
+    out: &'a mut DeltaBuffer,
+    before: &'a ChatMessage,
+}
+
+impl Sink for Emitting<'_> {
+    fn content(&mut self, s: &str) {
+        self.out.content(s);
+    }
+    fn reasoning(&mut self, s: &str) {
+        self.out.reasoning(s);
+    }
+    fn header(&mut self, index: usize, id: &str, name: &str) {
+        self.out.header(index, id, name);
+    }
+    fn late_id(&mut self, index: usize, id: &str) {
+        self.out.late_id(index, id);
+    }
+    fn args(&mut self, index: usize, s: &str) {
+        self.out.args(index, s);
+    }
+    fn emitted(&self) -> Option<&ChatMessage> {
+        // Only while nothing was written: the message would not include it.
+        self.out.is_empty().then_some(self.before)
     }
 }
 
