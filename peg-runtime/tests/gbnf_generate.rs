@@ -195,13 +195,13 @@ fn tools_arena(n: usize) -> Arena {
 fn three_hundred_tools_stay_small() {
     // Speed is measured by benches/autoparser.rs (`autoparser_300_tools`).
     let arena = tools_arena(300);
-    let text = generate(&arena, &GbnfOptions { lazy: false, validate: false }).unwrap();
+    let text = generate(&arena, &GbnfOptions { lazy: false, validate: false, compact: false }).unwrap();
     let g = Grammar::parse(&text).unwrap();
     assert!(text.len() < 1_000_000, "{} bytes", text.len());
     let call = r#"<tool_call>{"name": "tool_299_search", "arguments": {"query_299": "rust", "mode": "custom-5", "limit": 399, "since": "2024-01-02T03:04:05Z", "filters": {"field": "lang", "op": "eq", "value": true}, "options": {"retries": 5}}}</tool_call>"#;
     assert!(g.accepts(call));
     assert!(!g.accepts(&call.replace("399", "400")));
-    let lz = generate(&arena, &GbnfOptions { lazy: true, validate: true }).unwrap();
+    let lz = generate(&arena, &GbnfOptions { lazy: true, ..Default::default() }).unwrap();
     assert!(lz.len() < text.len());
 }
 
@@ -217,88 +217,6 @@ fn schema_values_carry_no_trailing_space() {
     assert!(!g.accepts(r#"<x>{"a": 1} </x>"#));
     let out = arena.parse(br#"<x>{"a": 1} </x>"#, false).unwrap();
     assert!(out.result.outcome != peg_runtime::Outcome::Success || out.result.end != 16);
-}
-
-/// Random strings of a grammar's language (None when the expansion runs too deep).
-struct Sampler<'g> {
-    g: &'g Grammar,
-    state: u64,
-}
-
-impl Sampler<'_> {
-    fn rand(&mut self, n: usize) -> usize {
-        self.state ^= self.state << 13;
-        self.state ^= self.state >> 7;
-        self.state ^= self.state << 17;
-        if n == 0 {
-            0
-        } else {
-            (self.state % n as u64) as usize
-        }
-    }
-
-    fn pick_char(&mut self, class: &peg_runtime::CharClass) -> Option<char> {
-        const POOL: &[char] =
-            &['a', 'z', 'Q', '0', '7', ' ', '\n', '\t', '<', '>', '/', '"', '\\', '{', '}', '[', ']', ',', ':', '-', '_', '.', 'é', '€', '😀'];
-        if !class.negated && !class.ranges.is_empty() && self.rand(2) == 0 {
-            let (lo, hi) = class.ranges[self.rand(class.ranges.len())];
-            let span = (hi as u32 - lo as u32) as usize;
-            return char::from_u32(lo as u32 + self.rand(span.min(200) + 1) as u32).filter(|c| class.matches(*c));
-        }
-        let candidates: Vec<char> = POOL.iter().copied().filter(|&c| class.matches(c)).collect();
-        if candidates.is_empty() {
-            class.ranges.first().map(|r| r.0).filter(|c| class.matches(*c))
-        } else {
-            Some(candidates[self.rand(candidates.len())])
-        }
-    }
-
-    fn seq(&mut self, seq: &[peg_runtime::gbnf::Item], depth: usize, out: &mut String) -> bool {
-        use peg_runtime::gbnf::Element;
-        for item in seq {
-            let room = item.max.map_or(3, |m| (m - item.min).min(3)) as usize;
-            let n = item.min as usize + self.rand(room + 1);
-            for _ in 0..n {
-                let ok = match &item.element {
-                    Element::Literal(s) => {
-                        out.push_str(s);
-                        true
-                    }
-                    Element::Class(c) => match self.pick_char(c) {
-                        Some(ch) => {
-                            out.push(ch);
-                            true
-                        }
-                        None => false,
-                    },
-                    Element::Any => {
-                        let any = peg_runtime::CharClass { ranges: vec![], negated: true };
-                        let ch = self.pick_char(&any).expect("pool is not empty");
-                        out.push(ch);
-                        true
-                    }
-                    Element::Ref(name) => self.rule(name, depth + 1, out),
-                    Element::Group(alts) => {
-                        let alt = &alts[self.rand(alts.len())];
-                        self.seq(alt, depth + 1, out)
-                    }
-                };
-                if !ok || out.len() > 4000 {
-                    return false;
-                }
-            }
-        }
-        true
-    }
-
-    fn rule(&mut self, name: &str, depth: usize, out: &mut String) -> bool {
-        if depth > 40 {
-            return false;
-        }
-        let rule = self.g.rule(name).expect("checked grammar");
-        let alt = &rule.alternatives[self.rand(rule.alternatives.len())];
-        self.seq(alt, depth, out)
-    }
 }
 
 /// Strings sampled from the generated grammar: the parser must accept every one of them
@@ -318,15 +236,12 @@ fn sampled_grammar_strings_parse() {
             if lazy && *name == "reasoning" {
                 continue;
             }
-            let text = generate(arena, &GbnfOptions { lazy, validate: true }).unwrap();
+            let text = generate(arena, &GbnfOptions { lazy, ..Default::default() }).unwrap();
             let g = Grammar::parse(&text).unwrap();
-            let mut sampler = Sampler { g: &g, state: 0x9E37_79B9_7F4A_7C15 };
+            let mut sampler = g.sampler(0);
             let mut checked = 0;
             for _ in 0..1200 {
-                let mut s = String::new();
-                if !sampler.rule("root", 0, &mut s) {
-                    continue;
-                }
+                let Some(s) = sampler.sample() else { continue };
                 assert!(g.accepts(&s), "{name}: sampled {s:?} not accepted by its own grammar");
                 let out = arena.parse(s.as_bytes(), false).unwrap();
                 // In these arenas the content before a trigger may be empty, so what a lazy

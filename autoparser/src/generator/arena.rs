@@ -159,6 +159,16 @@ fn is_scalar_schema(s: &Value) -> bool {
     }
 }
 
+/// A schema of numbers only: JSON and Python literals spell its values alike.
+fn spelled_alike(s: &Value) -> bool {
+    let number = |t: &Value| matches!(t.as_str(), Some("integer" | "number"));
+    match s.get("type") {
+        Some(Value::String(_)) => number(&s["type"]),
+        Some(Value::Array(ts)) => !ts.is_empty() && ts.iter().all(number),
+        _ => false,
+    }
+}
+
 /// How an element-style value is read, by its schema.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ElementKind {
@@ -207,6 +217,10 @@ fn is_opening(m: &str) -> bool {
     let element = word_start && m.ends_with('>') && !m.ends_with("/>");
     special || element
 }
+
+/// Arguments past which a grammar no longer tracks which were written (its rules grow as
+/// two to this power).
+const MAX_EXACT_ARGUMENTS: usize = 6;
 
 /// How a call's function name may be written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -523,7 +537,19 @@ impl<'a, 'b> Ctx<'a, 'b> {
         } else {
             self.tagged_args("", &Value::Null)
         };
-        Some(self.tag_call_with(self.name_parser(Names::Any), "", args))
+        let call = self.tag_call_with(self.name_parser(Names::Any), "", args);
+        // Where nothing marks the name (`[f(a=1)]`), a word is a call only with what follows
+        // a name (`(`): a word of text after the calls stays text.
+        let t = &self.a.tools;
+        if !t.function.name_prefix.trim().is_empty() {
+            return Some(call);
+        }
+        let after_name =
+            [t.function.name_suffix.trim(), t.arguments.start.trim()].into_iter().find(|m| !m.is_empty() && !m.contains(|c: char| c.is_ascii_digit()));
+        Some(match after_name {
+            Some(m) => b.peek(b.chars("[A-Za-z0-9_.-]", 1, None) + b.space() + b.literal(m)) + call,
+            None => call,
+        })
     }
 
     /// A tag-based call: its name parser `name` (the name for a close marker holding it:
@@ -621,21 +647,31 @@ impl<'a, 'b> Ctx<'a, 'b> {
                         return b.tag(tags::TOOL_ARG_JSON_VALUE, b.constrained(value, b.choice([schema_json, g])));
                     }
                 }
-                // Recovering, a value that turns out not to fit is read another way, so it is
-                // announced only whole (a partial `t` may not become `true`).
-                let tagged = b.tag(tags::TOOL_ARG_JSON_VALUE, value);
-                if self.recovering() {
-                    b.atomic(tagged)
-                } else {
-                    tagged
+                if !self.recovering() {
+                    // Generated: the schema's value, in JSON or in Python literals (numbers
+                    // are spelled alike, so JSON alone).
+                    let python = LiteralSchema { b, spelling: &PythonSpelling, any: b.python(), root: schema };
+                    let grammar = match python.value(s, &format!("{name}-{arg}-py")) {
+                        Some(_) if spelled_alike(s) => schema_json,
+                        Some(py) => b.choice([schema_json, py]),
+                        // A schema Python literals cannot follow here (a free-form object):
+                        // any Python value, as the parser reads.
+                        None => value,
+                    };
+                    return b.tag(tags::TOOL_ARG_JSON_VALUE, b.constrained(value, grammar));
                 }
+                // A value that turns out not to fit is read another way, so it is announced
+                // only whole (a partial `t` may not become `true`).
+                b.atomic(b.tag(tags::TOOL_ARG_JSON_VALUE, value))
             };
             if ar.value_is_literal {
                 // Literal syntax: JSON or Python (`'x'`, `True`, `None`).
                 let schema_json = b.schema(b.json(), &format!("{name}-{arg}"), s.clone(), false);
                 // Models also write raw line breaks inside single-quoted strings (the chat
                 // mapper escapes them).
-                let raw_sq = "'" + b.zero_or_more(b.choice(["\\" + b.any(), b.chars("[^'\\\\]", 1, None)])) + "'";
+                // (Generated: a `\u` escape is a code point, not a lone surrogate.)
+                let escape = b.gbnf("\\" + b.any(), &format!("\"\\\\\" ([^u] | {})", peg_runtime::gbnf::JSON_UNICODE_ESCAPE));
+                let raw_sq = "'" + b.zero_or_more(b.choice([escape, b.chars("[^'\\\\]", 1, None)])) + "'";
                 let value = b.choice([schema_json, b.python(), raw_sq]);
                 // Generated: JSON or Python literals, as the schema says.
                 let spelled = LiteralSchema { b, spelling: &PythonSpelling, any: b.python(), root: schema };
@@ -645,6 +681,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
                     Some(g) if is_string_schema(s) && s.get("enum").is_none() && s.get("const").is_none() => {
                         b.constrained(value, b.choice([schema_json, g, raw_sq]))
                     }
+                    Some(_) if spelled_alike(s) => b.constrained(value, schema_json),
                     Some(g) => b.constrained(value, b.choice([schema_json, g])),
                     None => value,
                 };
@@ -692,7 +729,21 @@ impl<'a, 'b> Ctx<'a, 'b> {
             } else {
                 (b.space() + json_value(), None)
             };
-            let close = if vs.is_empty() { b.eps() } else { b.space() + vs };
+            let close = if vs.is_empty() {
+                b.eps()
+            } else if admits.string && raw && !self.recovering() {
+                // Whitespace before the suffix is part of a raw value as the parser reads it:
+                // the grammar allows only the template's own (a line break before
+                // `</parameter>`), so what the model writes is the value it means.
+                let own = &ar.value_suffix[..ar.value_suffix.len() - ar.value_suffix.trim_start().len()];
+                if own.is_empty() {
+                    b.literal(vs)
+                } else {
+                    b.optional(b.literal(own)) + vs
+                }
+            } else {
+                b.space() + vs
+            };
             let close = match unclosed {
                 Some(u) => b.choice([close, self.recovered(RecoveryKind::MissingClose, u)]),
                 None => close,
@@ -703,15 +754,90 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 None => arg,
             }
         };
+        let sep = ar.separator.trim();
+        if !self.recovering() {
+            // The grammar writes a call the tool accepts: required arguments present, each
+            // at most once.
+            let required = |k: &str| schema.get("required").and_then(Value::as_array).is_some_and(|r| r.iter().any(|n| n == k));
+            let args = props.iter().map(|(k, v)| (one(k, v), required(k))).collect();
+            return self.exact_args(&format!("{name}-args"), args, sep);
+        }
         let mut alts: Vec<Parser<'b>> = props.iter().map(|(k, v)| one(k, v)).collect();
         alts.extend(self.undeclared_tagged_arg());
         if alts.is_empty() {
             return b.eps();
         }
-        let sep = ar.separator.trim();
         let item = b.choice(alts);
         let rest = if sep.is_empty() { b.space() + item } else { b.space() + b.optional(b.literal(sep)) + b.space() + item };
         b.optional(b.space() + item + b.zero_or_more(rest))
+    }
+
+    /// The arguments of a call the tool accepts, each `(parser, required)`: in any order (the
+    /// model chooses it, as the template writes them as given), each at most once, the
+    /// required ones all present, joined by `sep` (empty: whitespace alone). One rule per set
+    /// of arguments written so far, so up to [`MAX_EXACT_ARGUMENTS`] arguments; past that any
+    /// argument may come in any order (the arguments stay typed by their schemas).
+    fn exact_args(&self, rule: &str, args: Vec<(Parser<'b>, bool)>, sep: &str) -> Parser<'b> {
+        let b = self.b;
+        let n = args.len();
+        let joined = |first: bool, a: Parser<'b>| {
+            if first || sep.is_empty() {
+                b.space() + a
+            } else {
+                b.space() + sep + b.space() + a
+            }
+        };
+        if n == 0 {
+            return b.eps();
+        }
+        if n == 1 {
+            let (arg, required) = args[0];
+            let one = joined(true, arg);
+            return if required { one } else { b.optional(one) };
+        }
+        // Each argument is written once, referred to from every set it may extend.
+        let args: Vec<(Parser<'b>, bool)> = args.into_iter().enumerate().map(|(i, (a, r))| (self.shared_rule(&format!("{rule}-{i}"), a), r)).collect();
+        if n > MAX_EXACT_ARGUMENTS {
+            let item = b.choice(args.iter().map(|(a, _)| *a).collect::<Vec<_>>());
+            return b.optional(joined(true, item) + b.zero_or_more(joined(false, item)));
+        }
+        let required: u32 = args.iter().enumerate().filter(|(_, (_, r))| *r).map(|(i, _)| 1 << i).sum();
+        let all = (1u32 << n) - 1;
+        let prefix = self.unique_rule_name(&format!("{rule}-set"));
+        let state = |mask: u32| format!("{prefix}-{mask}");
+        // From the fullest set down, so every rule a set refers to is named already.
+        for mask in (0..all).rev() {
+            let mut alts: Vec<Parser<'b>> = (0..n)
+                .filter(|i| mask & (1 << i) == 0)
+                .map(|i| {
+                    let next = mask | (1 << i);
+                    let rest = if next == all { b.eps() } else { b.rule_ref(&state(next)) };
+                    joined(mask == 0, args[i].0) + rest
+                })
+                .collect();
+            if mask & required == required {
+                alts.push(b.eps());
+            }
+            b.rule(&state(mask), b.choice(alts));
+        }
+        b.rule_ref(&state(0))
+    }
+
+    /// A name for a new grammar rule, `name` or `name-N`, that no rule has yet.
+    fn unique_rule_name(&self, name: &str) -> String {
+        let mut unique = name.to_owned();
+        let mut n = 1;
+        while self.b.has_rule(&unique) || self.b.has_rule(&format!("{unique}-0")) {
+            n += 1;
+            unique = format!("{name}-{n}");
+        }
+        unique
+    }
+
+    /// `p` as a rule of the grammar named after `name` (made unique), so that what refers to
+    /// it several times writes it once.
+    fn shared_rule(&self, name: &str, p: Parser<'b>) -> Parser<'b> {
+        self.b.rule(&self.unique_rule_name(name), p)
     }
 
     /// An argument the schema does not name, where arguments are closed by a fixed marker:
@@ -862,11 +988,17 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let kind = if depth > 8 { ElementKind::Any } else { ElementKind::of(s) };
         match kind {
             ElementKind::Object => {
-                let mut members: Vec<Parser<'b>> = Vec::new();
+                let mut members: Vec<(Parser<'b>, bool)> = Vec::new();
+                let required = |k: &str| s.get("required").and_then(Value::as_array).is_some_and(|r| r.iter().any(|n| n == k));
                 for (k, ps) in s.get("properties").and_then(Value::as_object).into_iter().flatten() {
                     let key = b.literal(&e.open_prefix) + b.tag(tags::TOOL_ARG_ELEMENT_KEY, b.literal(k)) + b.literal(&e.open_suffix);
-                    members.push(key + self.element_value(e, ps, &e.close(k), depth + 1) + b.space() + b.literal(&e.close(k)));
+                    members.push((key + self.element_value(e, ps, &e.close(k), depth + 1) + b.space() + b.literal(&e.close(k)), required(k)));
                 }
+                if !self.recovering() && !members.is_empty() && s.get("additionalProperties") != Some(&Value::Bool(true)) {
+                    // Generated: the members the schema names, required ones present, each once.
+                    return b.tag(tags::TOOL_ARG_ELEMENT_OBJECT, self.exact_args("element-members", members, "") + b.space());
+                }
+                let mut members: Vec<Parser<'b>> = members.into_iter().map(|(m, _)| m).collect();
                 members.push(self.element_member(e));
                 b.tag(tags::TOOL_ARG_ELEMENT_OBJECT, b.space() + b.zero_or_more(b.choice(members) + b.space()))
             }
@@ -936,6 +1068,8 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let token = b.constrained(token + ends(), token);
         let string = b.tag(tags::TOOL_ARG_LITERAL_STRING, b.until(&e.close_prefix));
         match s {
+            // Numbers only: generated as the schema says (JSON spells them as the template).
+            Some(s) if !self.recovering() && spelled_alike(s) => b.constrained(token, b.schema(b.json_number(), "element-number", s.clone(), false)),
             // Typed by the schema: a string where it admits one, else the token.
             Some(s) if !Admits::of(s).string => token,
             _ => b.choice([token, string]),
@@ -999,8 +1133,19 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 b.choice([call, self.recovered(RecoveryKind::ExtraWrapper, self.json_list(call)), self.fenced(call)])
             }
         } else {
-            let mut calls: Vec<Parser<'b>> =
-                tools.iter().map(|(n, s)| if f.mode == ToolFormat::JsonNative { self.json_call(n, s) } else { self.tag_call(n, s) }).collect();
+            let mut calls: Vec<Parser<'b>> = tools
+                .iter()
+                .map(|(n, s)| {
+                    let call = if f.mode == ToolFormat::JsonNative { self.json_call(n, s) } else { self.tag_call(n, s) };
+                    // A rule per tool: the grammar names each call once, however often the
+                    // section repeats calls.
+                    if self.recovering() {
+                        call
+                    } else {
+                        self.shared_rule(&format!("{n}-call"), call)
+                    }
+                })
+                .collect();
             if self.recovering() && f.mode != ToolFormat::JsonNative && !trigger_words(self.a).is_empty() {
                 calls.extend(self.undeclared_tag_call());
             }
@@ -1020,7 +1165,12 @@ impl<'a, 'b> Ctx<'a, 'b> {
             let pce = lit(b, &f.per_call_end);
             p = p + self.closing(pce, own_marker);
         }
-        p
+        if self.recovering() {
+            p
+        } else {
+            // The first call and the repeated ones refer to one rule.
+            self.shared_rule("call", p)
+        }
     }
 
     /// The whole tool section.
@@ -1065,9 +1215,11 @@ impl<'a, 'b> Ctx<'a, 'b> {
         b.trigger_rule(SECTION_RULE, sec + self.after_calls() + after)
     }
 
-    /// What may follow the last call: whitespace only where the template writes some there.
+    /// What may follow the last call: whitespace where the template writes some there; in the
+    /// grammar always a bounded run (models end a section with a line break or two before
+    /// they stop, whatever the template renders).
     fn after_calls(&self) -> Parser<'b> {
-        if self.a.tools.format.space_after_calls {
+        if self.a.tools.format.space_after_calls || !self.recovering() {
             self.b.space()
         } else {
             self.b.eps()

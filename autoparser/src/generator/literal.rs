@@ -361,7 +361,8 @@ impl Spelling for PythonSpelling {
         let quoted = |q: char| {
             let plain = b.chars(&format!("[^{q}\\\\\\n\\r]"), 1, None);
             let escape = b.literal("\\") + b.chars("[nrt0abfv\\\\'\"]", 1, Some(1));
-            let unicode = b.literal("\\u") + b.chars("[0-9a-fA-F]", 4, Some(4));
+            // Generated: no lone surrogate (JSON readers refuse one).
+            let unicode = b.gbnf(b.literal("\\u") + b.chars("[0-9a-fA-F]", 4, Some(4)), &format!("\"\\\\\" {}", peg_runtime::gbnf::JSON_UNICODE_ESCAPE));
             let q = q.to_string();
             b.literal(&q) + b.zero_or_more(b.choice([plain, escape, unicode])) + b.literal(&q)
         };

@@ -68,7 +68,7 @@ impl PreparedRequest {
     }
 }
 
-/// The prefill (seed 002): what the prompt's end already wrote of the model's turn.
+/// The prefill: what the prompt's end already wrote of the model's turn.
 ///
 /// 1. start and end at the end (`<think></think>`): `start + end`, reasoning opened and closed;
 /// 2. just start at the end (`<think>\n`): the prompt's text from the start marker, whitespace

@@ -84,13 +84,23 @@ fn harmony(policy: &Policy, recovering: bool) -> Result<Arena, Error> {
     } else {
         b.peek(message(channel() + b.space() + "to=functions." + declared))
     };
-    let call = message(channel() + b.space() + b.trigger_rule("tool-call", b.choice(calls)));
     let text = b.zero_or_more(b.negate(call_ahead) + message(b.choice([other(), analysis, final_msg])));
-    let more = if policy.parallel { b.zero_or_more(call) } else { b.eps() };
+    // The grammar names the calls once: the first call and the repeated ones refer to it.
+    let one_call = if recovering { b.choice(calls) } else { b.rule("call", b.choice(calls)) };
+    let more = if policy.parallel { b.zero_or_more(message(channel() + b.space() + one_call)) } else { b.eps() };
+    // Messages before the call(s) (reasoning, a preamble); after them, none when calls are
+    // required. A lazy grammar starts at the first call's trigger, so the rule holds all
+    // that may follow it, up to the trailing whitespace.
+    // (A grammar has no lookahead: there the messages after the calls are any messages.)
+    let after = match policy.calls {
+        Calls::Required => b.eps(),
+        _ if recovering => text,
+        _ => b.zero_or_more(message(b.choice([other(), analysis, final_msg]))),
+    };
+    let calls = message(channel() + b.space() + b.trigger_rule("tool-call", one_call + more + after + b.space()));
     let root = match policy.calls {
-        // Messages before the call(s) (reasoning, a preamble), none after.
-        Calls::Required => text + call + more,
-        _ => text + b.optional(call + more + text),
+        Calls::Required => text + calls,
+        _ => text + b.optional(calls),
     };
     b.finish((root + b.space() + b.end()).id())
 }

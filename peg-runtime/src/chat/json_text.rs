@@ -21,6 +21,29 @@ pub(crate) fn escape_into(out: &mut String, s: &str) {
     out.push_str(&s[last..]);
 }
 
+/// Appends, inside a JSON string, what the escape `\` `c` of a Python (or JSON) string
+/// means, as valid JSON: `\x41` opens `\u0041` (its digits follow as they are), `\a`, `\v`
+/// and `\0` become `\u` escapes, `\'` a quote, a backslash before a line break continues
+/// the line; an escape Python does not know keeps its backslash (`\€` is a backslash and `€`).
+pub(crate) fn push_python_escape(out: &mut String, c: char) {
+    match c {
+        '"' | '\\' | '/' | 'b' | 'f' | 'n' | 'r' | 't' | 'u' => {
+            out.push('\\');
+            out.push(c);
+        }
+        '\'' => out.push('\''),
+        'x' => out.push_str("\\u00"),
+        'a' => out.push_str("\\u0007"),
+        'v' => out.push_str("\\u000b"),
+        '0' => out.push_str("\\u0000"),
+        '\n' => {}
+        _ => {
+            out.push_str("\\\\");
+            escape_into(out, c.encode_utf8(&mut [0; 4]));
+        }
+    }
+}
+
 /// Appends the JSON escape of `b`, one of `"`, `\` or a control byte.
 #[inline]
 pub(crate) fn push_escaped(out: &mut String, b: u8) {
@@ -172,10 +195,7 @@ impl PyToJson {
             },
             PyState::DqEsc => {
                 self.state = PyState::Dq;
-                if c != '\'' {
-                    out.push('\\');
-                }
-                out.push(c);
+                push_python_escape(out, c);
             }
             PyState::Sq => match c {
                 '\\' => self.state = PyState::SqEsc,
@@ -187,14 +207,7 @@ impl PyToJson {
             },
             PyState::SqEsc => {
                 self.state = PyState::Sq;
-                match c {
-                    '\'' => out.push('\''),
-                    'x' => out.push_str("\\u00"),
-                    _ => {
-                        out.push('\\');
-                        out.push(c);
-                    }
-                }
+                push_python_escape(out, c);
             }
         }
     }

@@ -6,6 +6,13 @@ use std::collections::HashMap;
 use super::MAX_REPETITION;
 use crate::chars::CharClass;
 
+/// A JSON string's `\u` escape after its backslash, in GBNF: a code point outside the surrogates, or a high
+/// surrogate escaped together with its low one. A lone surrogate (`\uDFAD`) is valid JSON
+/// text by the grammar of RFC 8259 but no Unicode text: strict readers (serde_json, every
+/// client that decodes to UTF-8) refuse it, so no grammar lets a model write one.
+pub const JSON_UNICODE_ESCAPE: &str =
+    r#""u" ([0-9A-Ca-cEFef] [0-9A-Fa-f]{3} | [Dd] [0-7] [0-9A-Fa-f]{2} | [Dd] [89ABab] [0-9A-Fa-f]{2} "\\u" [Dd] [C-Fc-f] [0-9A-Fa-f]{2})"#;
+
 /// Turns any text into a valid rule name: letters, digits and `-` (`read_file` → `read-file`).
 pub(crate) fn sanitize_name(name: &str) -> String {
     let mut out = String::with_capacity(name.len());

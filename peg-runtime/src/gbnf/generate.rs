@@ -8,7 +8,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::{escape_literal, format_class, repetition, Grammar, GrammarBuilder};
+use super::{escape_literal, format_class, repetition, Grammar, GrammarBuilder, JSON_UNICODE_ESCAPE};
 use crate::arena::{Arena, JsonKind, Node, NodeId, PythonKind};
 use crate::chars::CharClass;
 use crate::error::{Error, ErrorKind};
@@ -23,11 +23,14 @@ pub struct GbnfOptions {
     /// Parse the result with [`Grammar::parse`] before returning it (catches malformed
     /// verbatim `gbnf` nodes and left recursion). On by default.
     pub validate: bool,
+    /// Write what repeats once ([`Grammar::compact`]): a group used at several places
+    /// becomes a rule, adjacent whitespace runs merge. On by default; implies `validate`.
+    pub compact: bool,
 }
 
 impl Default for GbnfOptions {
     fn default() -> GbnfOptions {
-        GbnfOptions { lazy: false, validate: true }
+        GbnfOptions { lazy: false, validate: true, compact: true }
     }
 }
 
@@ -71,8 +74,12 @@ pub fn generate(arena: &Arena, options: &GbnfOptions) -> Result<String, Error> {
     }
     // Raw schema fallbacks and shared primitives can leave rules nothing refers to.
     let text = g.b.to_gbnf_reachable();
-    if options.validate {
-        Grammar::parse(&text).map_err(|e| Error::new(ErrorKind::Grammar, "generated grammar is invalid").with_source(e))?;
+    if options.validate || options.compact {
+        let mut grammar = Grammar::parse(&text).map_err(|e| Error::new(ErrorKind::Grammar, "generated grammar is invalid").with_source(e))?;
+        if options.compact {
+            grammar.compact();
+            return Ok(grammar.to_string());
+        }
     }
     Ok(text)
 }
@@ -373,7 +380,7 @@ impl Gen<'_> {
     }
 
     fn json_char(&mut self) -> String {
-        self.b.add_rule("json-char", r#"[^"\\\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})"#)
+        self.b.add_rule("json-char", &format!(r#"[^"\\\x00-\x1F] | "\\" (["\\/bfnrt] | {JSON_UNICODE_ESCAPE})"#))
     }
 
     /// RFC 8259 JSON, matching the parser's scanner: whitespace inside containers only.
@@ -381,7 +388,9 @@ impl Gen<'_> {
         let ws = self.b.add_rule("ws", BOUNDED_WS);
         let ch = self.json_char();
         let string = self.b.add_rule("json-string", &format!("\"\\\"\" {ch}* \"\\\"\""));
-        let number = self.b.add_rule("json-number", "\"-\"? (\"0\" | [1-9] [0-9]*) (\".\" [0-9]+)? ([eE] [-+]? [0-9]+)?");
+        // Two exponent digits (after leading zeros) at most: every number is a double
+        // (readers refuse `1e999`).
+        let number = self.b.add_rule("json-number", "\"-\"? (\"0\" | [1-9] [0-9]*) (\".\" [0-9]+)? ([eE] [-+]? \"0\"{0,2} [0-9]{1,2})?");
         let boolean = self.b.add_rule("json-bool", "\"true\" | \"false\"");
         let null = self.b.add_rule("json-null", "\"null\"");
         let (value, object, array) = match (self.b.memo.get("json:value"), self.b.memo.get("json:object"), self.b.memo.get("json:array")) {

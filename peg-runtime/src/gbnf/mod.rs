@@ -6,6 +6,8 @@
 //! - [`generate`] turns an arena into GBNF, full or lazy ([`GbnfOptions`]).
 //! - [`Recognizer`] and its [`Matcher`] follow a text character by character (constrained
 //!   decoding); JSON-schema rules come from the `schema` layer (`schema::to_gbnf`).
+//! - [`Sampler`] draws strings of a grammar's language: what a model under the grammar could
+//!   write, for tests of the parser that reads it.
 //!
 //! The dialect: `name ::= alternatives` rules (names of letters, digits and `-`), string
 //! literals, character classes (`[a-z]`, `[^"]`), `.`, rule references, groups, and the
@@ -23,18 +25,22 @@
 //! ```
 
 mod builder;
+mod compact;
 mod generate;
 mod parse;
 mod recognize;
+mod sample;
 
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::OnceLock;
 
 pub(crate) use builder::structural_chars;
+pub use builder::JSON_UNICODE_ESCAPE;
 pub(crate) use builder::{escape_literal, format_class, repetition, GrammarBuilder};
 pub use generate::{generate, GbnfOptions};
 pub use recognize::{Matcher, Recognizer};
+pub use sample::Sampler;
 
 use crate::chars::CharClass;
 use crate::error::Error;
@@ -117,6 +123,15 @@ impl Grammar {
     /// The compiled recognizer for the `root` rule (built once, on first use).
     pub fn recognizer(&self) -> &Recognizer {
         self.compiled.get_or_init(|| Recognizer::new(self, "root").expect("root was checked at parse time"))
+    }
+
+    /// Rewrites the grammar smaller: a group written at several places becomes one rule
+    /// (`group-N`), and adjacent runs of the same bounded whitespace rule merge into one.
+    /// [`generate`] does this unless [`GbnfOptions::compact`] is off.
+    pub fn compact(&mut self) {
+        compact::compact(&mut self.rules);
+        self.index = self.rules.iter().enumerate().map(|(i, r)| (r.name.clone(), i)).collect();
+        self.compiled = OnceLock::new();
     }
 
     /// Whether the whole of `input` is in the language of `root`.

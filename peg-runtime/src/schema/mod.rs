@@ -569,7 +569,7 @@ impl<'b> SchemaConverter<'b> {
         match which {
             "boolean" => self.b.add_rule("boolean", "\"true\" | \"false\""),
             "null" => self.b.add_rule("null", "\"null\""),
-            "char" => self.b.add_rule("char", r#"[^"\\\x7F\x00-\x1F] | [\\] (["\\/bfnrt] | "u" [0-9a-fA-F]{4})"#),
+            "char" => self.b.add_rule("char", &format!(r#"[^"\\\x7F\x00-\x1F] | [\\] (["\\/bfnrt] | {})"#, crate::gbnf::JSON_UNICODE_ESCAPE)),
             "string" => {
                 let c = self.prim("char");
                 self.b.add_rule("string", &format!("\"\\\"\" {c}* \"\\\"\""))
@@ -579,8 +579,9 @@ impl<'b> SchemaConverter<'b> {
             "number" => {
                 let ip = self.prim("integral-part");
                 let dp = self.prim("decimal-part");
-                // Exponent digits may lead with zeros (`1.5e-05`, as Python's json writes it).
-                self.b.add_rule("number", &format!("(\"-\"? {ip}) (\".\" {dp})? ([eE] [-+]? {dp})?"))
+                // Exponent digits may lead with zeros (`1.5e-05`, as Python's json writes it);
+                // two others at most, so every number is a double (readers refuse `1e999`).
+                self.b.add_rule("number", &format!("(\"-\"? {ip}) (\".\" {dp})? ([eE] [-+]? \"0\"{{0,2}} [0-9]{{1,2}})?"))
             }
             "integer" => {
                 let ip = self.prim("integral-part");

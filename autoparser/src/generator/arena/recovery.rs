@@ -57,7 +57,8 @@ impl<'b> Ctx<'_, 'b> {
             // Longest first: a name that is a prefix of another must not win.
             Names::Declared => b.choice(self.tools().iter().map(|(n, _)| b.literal(n)).collect::<Vec<_>>()),
             Names::Any if self.a.tools.format.mode == ToolFormat::JsonNative => b.json_string_content(),
-            Names::Any => b.chars("[A-Za-z0-9_.-]", 1, None),
+            // A word (`get_weather`, `functions.get`), not punctuation alone.
+            Names::Any => b.chars("[A-Za-z0-9_]", 1, Some(1)) + b.chars("[A-Za-z0-9_.-]", 0, None),
         };
         b.tag(tags::TOOL_NAME, inner)
     }
