@@ -248,11 +248,19 @@ struct FunctionDeltaWire {
     arguments: Option<String>,
 }
 
+/// Whether a fragment says the call's `type`: its first fragment (the name) and the one that
+/// brings its id.
+fn announces_call(id: Option<&str>, name: Option<&str>) -> bool {
+    id.is_some() || name.is_some()
+}
+
+// Every fragment carries `function`, empty when it brings only a late id: OpenAI's streams always
+// do, and its Python SDK's stream helper asserts it for each fragment of a function call.
 impl Serialize for ToolCallDelta {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let function =
-            (self.name.is_some() || self.arguments.is_some()).then(|| FunctionDeltaWire { name: self.name.clone(), arguments: self.arguments.clone() });
-        ToolCallDeltaWire { index: self.index, id: self.id.clone(), kind: self.id.as_ref().map(|_| "function".to_owned()), function }.serialize(s)
+        let function = Some(FunctionDeltaWire { name: self.name.clone(), arguments: self.arguments.clone() });
+        let kind = announces_call(self.id.as_deref(), self.name.as_deref()).then(|| "function".to_owned());
+        ToolCallDeltaWire { index: self.index, id: self.id.clone(), kind, function }.serialize(s)
     }
 }
 
@@ -386,17 +394,17 @@ struct ToolCallRef<'a> {
 impl Serialize for ToolCallRef<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        let function = self.name.is_some() || self.arguments.is_some();
-        let n = 1 + 2 * usize::from(self.id.is_some()) + usize::from(function);
+        let announces = announces_call(self.id, self.name);
+        let n = 2 + usize::from(self.id.is_some()) + usize::from(announces);
         let mut m = s.serialize_map(Some(n))?;
         m.serialize_entry("index", &self.index)?;
         if let Some(id) = self.id {
             m.serialize_entry("id", id)?;
+        }
+        if announces {
             m.serialize_entry("type", "function")?;
         }
-        if function {
-            m.serialize_entry("function", &FunctionDeltaRef { name: self.name, arguments: self.arguments })?;
-        }
+        m.serialize_entry("function", &FunctionDeltaRef { name: self.name, arguments: self.arguments })?;
         m.end()
     }
 }
@@ -702,5 +710,21 @@ mod tests {
         let s = serde_json::to_string(&d).unwrap();
         assert_eq!(s, r#"{"tool_calls":[{"index":0,"id":"call_0","type":"function","function":{"name":"get"}}]}"#);
         assert_eq!(serde_json::from_str::<ChatDelta>(&s).unwrap(), d);
+    }
+
+    #[test]
+    fn every_call_fragment_has_a_function_and_the_first_a_type() {
+        let fragments = [
+            (ToolCallDelta::header(0, "", "get"), r#"{"index":0,"type":"function","function":{"name":"get"}}"#),
+            (ToolCallDelta::arguments(0, "{}"), r#"{"index":0,"function":{"arguments":"{}"}}"#),
+            (ToolCallDelta::late_id(0, "x"), r#"{"index":0,"id":"x","type":"function","function":{}}"#),
+        ];
+        for (fragment, wire) in fragments {
+            let owned = serde_json::to_string(&ChatDelta::tool_call(fragment.clone())).unwrap();
+            assert_eq!(owned, format!(r#"{{"tool_calls":[{wire}]}}"#));
+            let (id, name, arguments) = (fragment.id.as_deref(), fragment.name.as_deref(), fragment.arguments.as_deref());
+            let borrowed = DeltaRef::ToolCall { index: fragment.index, id, name, arguments };
+            assert_eq!(serde_json::to_string(&borrowed).unwrap(), owned);
+        }
     }
 }
