@@ -11,6 +11,8 @@
 //! Streaming (time and allocations per chunk) is `benches/server_stream.rs`.
 //!
 //! Run: `cargo bench --bench server_paths` (add a filter, e.g. `-- oneshot`, to run one group).
+//! `SERVER_PATHS_ONCE=NAME` parses one `oneshot` case once and exits, for instruction counts
+//! under `valgrind --tool=callgrind` (`none` for the setup alone, to subtract).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -63,6 +65,14 @@ fn oneshot(c: &mut Criterion, shared: &shared_data::Shared) {
         ("json_args_256k", tools.parser(Strictness::Lenient), json_args_output(256 * 1024)),
         ("string_arg_64k", tools.parser(Strictness::Lenient), string_arg_output(64 * 1024)),
     ];
+    if let Ok(only) = std::env::var("SERVER_PATHS_ONCE") {
+        for (name, parser, output) in &cases {
+            if *name == only {
+                black_box(parser.parse(black_box(output), ParseMode::Complete).unwrap());
+            }
+        }
+        return;
+    }
     let mut g = c.benchmark_group("oneshot");
     g.sample_size(10).measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1));
     for (name, parser, output) in &cases {
@@ -146,6 +156,11 @@ fn benches(c: &mut Criterion) {
 criterion_group!(group, benches);
 
 fn main() {
+    if std::env::var_os("SERVER_PATHS_ONCE").is_some() {
+        let shared = shared_data::shared_for("benchmark groups", GROUPS).expect("the shared data");
+        oneshot(&mut Criterion::default(), &shared);
+        return;
+    }
     group();
     Criterion::default().configure_from_args().final_summary();
 }

@@ -123,6 +123,8 @@ fn settled(v: &Value, s: &Value, root: &Value) -> bool {
 /// each part: `-? (0 | [1-9] [0-9]{0,15}) ("." [0-9]{1,16})? ([eE] [-+]? [0-9]{1,16})?`).
 fn numbers_fit(v: &Value) -> bool {
     match v {
+        // An integer is written in plain digits: at most 16 of them.
+        Value::Number(n) if n.as_u64().is_some_and(|x| x < 10_u64.pow(16)) || n.as_i64().is_some_and(|x| x.unsigned_abs() < 10_u64.pow(16)) => true,
         Value::Number(n) => {
             let t = n.to_string();
             let t = t.strip_prefix('-').unwrap_or(&t);
