@@ -5,7 +5,9 @@
 //!   (Qwen3), 256 KB of calls with nested JSON arguments (Hermes 3), one call whose argument is
 //!   a 64 KB JSON string of code (Hermes 3);
 //! * `prepare`: `Model::prepare` for every request of the shared corpus (the template loaded and
-//!   analyzed once per template); printed: the median and max time of one request;
+//!   analyzed once per template); printed: the median and max time of one request, prepared
+//!   again (the model's tool-set cache warm) and on a fresh model (cold). The criterion loop
+//!   goes through all requests in turn, more tool sets per template than the cache keeps;
 //! * `analyze`: `Model::analyze` of every shared template; printed: median and max.
 //!
 //! Streaming (time and allocations per chunk) is `benches/server_stream.rs`.
@@ -114,7 +116,30 @@ fn prepare(c: &mut Criterion, shared: &shared_data::Shared) {
     // Per request: the best of 3 (the first run above warmed up whatever a model keeps).
     let times: Vec<Duration> = models.iter().flat_map(|(m, reqs)| reqs.iter().map(move |r| best(3, || m.prepare(r).is_ok()))).collect();
     let (median, max) = median_max(times);
-    println!("prepare: {count} corpus requests on {} templates ({ok} prepared): median {median:?}, max {max:?} per request", models.len());
+    // The same without the model's cache of tool sets: a fresh model per request.
+    let fresh = |m: &Model| Model::from_analysis(m.template().clone(), m.analysis().clone());
+    let cold: Vec<Duration> = models
+        .iter()
+        .flat_map(|(m, reqs)| {
+            reqs.iter().map(move |r| {
+                (0..3)
+                    .map(|_| {
+                        let m = fresh(m);
+                        let t = Instant::now();
+                        black_box(m.prepare(r).is_ok());
+                        t.elapsed()
+                    })
+                    .min()
+                    .unwrap()
+            })
+        })
+        .collect();
+    let (cold_median, cold_max) = median_max(cold);
+    println!(
+        "prepare: {count} corpus requests on {} templates ({ok} prepared): median {median:?}, max {max:?} per request; \
+         without the tool-set cache: median {cold_median:?}, max {cold_max:?}",
+        models.len()
+    );
     let mut g = c.benchmark_group("prepare");
     g.sample_size(10).measurement_time(Duration::from_secs(5)).warm_up_time(Duration::from_secs(1));
     g.throughput(Throughput::Elements(count as u64));
