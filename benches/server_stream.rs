@@ -10,7 +10,9 @@
 //! spread over few chunks).
 //!
 //! Run: `cargo bench --bench server_stream` (add a filter, e.g. `-- content`).
-//! `SERVER_STREAM_ONLY=NAME` streams one case once and exits (for `valgrind --tool=callgrind`).
+//! `SERVER_STREAM_ONLY=NAME` streams one case once and exits (for `valgrind --tool=callgrind`);
+//! `SERVER_STREAM_REPS=N` streams it N times (N=2 minus N=1: one warm stream, without one-time
+//! costs such as compiling a tool's schema for the check of its calls).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
@@ -135,7 +137,10 @@ fn bench(c: &mut Criterion) {
         let mut out = DeltaBuffer::new();
         if let Some(only) = &only {
             if *only == name {
-                black_box(stream(&parser, &pieces, &mut out));
+                let reps = std::env::var("SERVER_STREAM_REPS").ok().and_then(|r| r.parse().ok()).unwrap_or(1);
+                for _ in 0..reps {
+                    black_box(stream(&parser, &pieces, &mut out));
+                }
             }
             continue;
         }
