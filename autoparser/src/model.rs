@@ -34,9 +34,17 @@ pub struct Model {
 const CACHED_TOOL_SETS: usize = 16;
 
 /// The most recently used [`Constraints`] by key, most recent last.
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct ConstraintCache {
     entries: Mutex<Vec<(u64, String, Arc<Constraints>)>>,
+}
+
+impl std::fmt::Debug for ConstraintCache {
+    // The count only: the entries hold whole arenas and grammars.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.entries.lock().map_or(0, |e| e.len());
+        f.debug_struct("ConstraintCache").field("tool_sets", &n).finish()
+    }
 }
 
 impl ConstraintCache {
