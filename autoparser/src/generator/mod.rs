@@ -214,7 +214,74 @@ fn continue_final(
 /// assert_eq!(parsed.message.tool_calls[0].arguments, r#"{"city": "Paris"}"#);
 /// ```
 pub fn generate(r: &dyn Render, a: &TemplateAnalysis, req: &Request) -> Result<PreparedRequest, Error> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| generate_inner(r, a, req))).unwrap_or_else(|panic| Err(Error::from_panic("generation", panic)))
+    generate_with(r, a, req, &|req, prefill| constraints(a, req, prefill).map(Arc::new))
+}
+
+/// [`generate`], taking what the request's tools and options make of the format from
+/// `constrain` (given the request and the prefill): [`constraints`], or a cache of them.
+pub(crate) fn generate_with(r: &dyn Render, a: &TemplateAnalysis, req: &Request, constrain: &Constrain) -> Result<PreparedRequest, Error> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| generate_inner(r, a, req, constrain)))
+        .unwrap_or_else(|panic| Err(Error::from_panic("generation", panic)))
+}
+
+/// Where [`generate_with`] gets a request's [`Constraints`].
+pub(crate) type Constrain<'c> = dyn Fn(&Request, &str) -> Result<Arc<Constraints>, Error> + 'c;
+
+/// What a request's tools, tool choice, response schema and reasoning format make of the
+/// format, with the prefill: the same for every request that agrees on those
+/// ([`Constraints::key`]), whatever its messages.
+#[derive(Debug)]
+pub(crate) struct Constraints {
+    arena: Arc<Arena>,
+    grammar: Option<String>,
+    grammar_lazy: bool,
+    grammar_triggers: Vec<GrammarTrigger>,
+    warnings: Vec<String>,
+    tools: Vec<ToolSpec>,
+}
+
+impl Constraints {
+    /// The request's part that [`constraints`] reads, with the prefill: requests with equal
+    /// keys have equal constraints.
+    pub(crate) fn key(req: &Request, prefill: &str) -> String {
+        serde_json::json!([req.tools, req.tool_choice, req.parallel_tool_calls, req.json_schema, req.reasoning_format, prefill]).to_string()
+    }
+}
+
+/// The parser arena, grammar, triggers, schema warnings and tools of `req` (reading only the
+/// part of it in [`Constraints::key`]).
+pub(crate) fn constraints(a: &TemplateAnalysis, req: &Request, prefill: &str) -> Result<Constraints, Error> {
+    let policy = Policy::new(req, a);
+    let arena = parse_arena(a, &policy).map_err(|e| generation_failed("parser construction", e))?;
+    let grammar_lazy = policy.lazy_grammar();
+    let mut grammar_triggers = Vec::new();
+    if grammar_lazy {
+        if let Some(pa) = &a.parts {
+            let names: Vec<String> = policy.tools.iter().map(|(n, _)| n.clone()).collect();
+            grammar_triggers = arena::part_triggers(pa, &names);
+        } else {
+            for t in arena::trigger_words(a) {
+                grammar_triggers.push(GrammarTrigger::Word(t));
+            }
+        }
+        if grammar_triggers.is_empty() {
+            grammar_triggers.push(GrammarTrigger::Pattern(r#"\s*[\[{]"#.into()));
+        }
+    }
+    let grammar = if policy.constrained() {
+        let ga = arena::grammar_arena(a, &policy, prefill).map_err(|e| generation_failed("parser construction", e))?;
+        Some(arena::grammar(&ga, grammar_lazy).map_err(|e| generation_failed("grammar generation", e))?)
+    } else {
+        None
+    };
+    Ok(Constraints {
+        arena: Arc::new(arena),
+        grammar,
+        grammar_lazy,
+        grammar_triggers,
+        warnings: schema_warnings(&policy.tools),
+        tools: req.tools.iter().filter_map(ToolSpec::from_openai).collect(),
+    })
 }
 
 /// The request as the template is rendered with it: arguments as objects where the template
@@ -261,7 +328,7 @@ pub fn render_conversation(r: &dyn Render, a: &TemplateAnalysis, req: &Request, 
     lenient.render(&context(&req, &req.messages, add_generation_prompt)).map_err(render_failed)
 }
 
-fn generate_inner(r: &dyn Render, a: &TemplateAnalysis, req: &Request) -> Result<PreparedRequest, Error> {
+fn generate_inner(r: &dyn Render, a: &TemplateAnalysis, req: &Request, constrain: &Constrain) -> Result<PreparedRequest, Error> {
     let lenient = Lenient(r);
     let r: &dyn Render = &lenient;
     let req = &template_request(r, a, req);
@@ -294,41 +361,19 @@ fn generate_inner(r: &dyn Render, a: &TemplateAnalysis, req: &Request) -> Result
     if req.add_eos && !eos.is_empty() && prompt.ends_with(&eos) {
         prompt.truncate(prompt.len() - eos.len());
     }
-    let policy = Policy::new(req, a);
-    let arena = parse_arena(a, &policy).map_err(|e| generation_failed("parser construction", e))?;
-    let grammar_lazy = policy.lazy_grammar();
-    let mut grammar_triggers = Vec::new();
-    if grammar_lazy {
-        if let Some(pa) = &a.parts {
-            let names: Vec<String> = policy.tools.iter().map(|(n, _)| n.clone()).collect();
-            grammar_triggers = arena::part_triggers(pa, &names);
-        } else {
-            for t in arena::trigger_words(a) {
-                grammar_triggers.push(GrammarTrigger::Word(t));
-            }
-        }
-        if grammar_triggers.is_empty() {
-            grammar_triggers.push(GrammarTrigger::Pattern(r#"\s*[\[{]"#.into()));
-        }
-    }
-    let grammar = if policy.constrained() {
-        let ga = arena::grammar_arena(a, &policy, &prefill).map_err(|e| generation_failed("parser construction", e))?;
-        Some(arena::grammar(&ga, grammar_lazy).map_err(|e| generation_failed("grammar generation", e))?)
-    } else {
-        None
-    };
+    let c = constrain(req, &prefill)?;
     Ok(PreparedRequest {
-        arena: Arc::new(arena),
+        arena: c.arena.clone(),
         prefill,
-        grammar,
-        grammar_lazy,
-        grammar_triggers,
+        grammar: c.grammar.clone(),
+        grammar_lazy: c.grammar_lazy,
+        grammar_triggers: c.grammar_triggers.clone(),
         preserved_tokens: a.preserved_tokens.clone(),
         additional_stops: a.additional_stops.clone(),
         generation_prompt,
         prompt,
-        warnings: schema_warnings(&policy.tools),
-        tools: req.tools.iter().filter_map(ToolSpec::from_openai).collect(),
+        warnings: c.warnings.clone(),
+        tools: c.tools.clone(),
     })
 }
 

@@ -52,8 +52,93 @@ impl ArgsSchema {
         let grammar = self.grammar.get_or_init(|| Grammar::parse(&crate::schema::to_gbnf(schema).ok()?).ok());
         let Some(grammar) = grammar else { return true };
         let mut canonical = String::new();
-        write_canonical(value, schema, schema, &mut canonical);
+        write_canonical(value, schema, schema, true, &mut canonical);
         grammar.accepts(&canonical) || (canonical != text.trim() && grammar.accepts(text.trim()))
+    }
+}
+
+/// Keys of a schema that leave the grammar of a value as the plain rules of its `type`: the
+/// grammar of its members and items is then that of the subschemas [`write_canonical`] writes
+/// them for. Anything else (alternatives, `const`, `enum`, string or number constraints,
+/// `prefixItems`, `patternProperties`, unknown keywords) may make the grammar differ.
+const PLAIN_KEYS: &[&str] = &["type", "properties", "required", "additionalProperties", "items", "minItems", "maxItems"];
+
+/// Keys that constrain nothing.
+const ANNOTATIONS: &[&str] = &["description", "title", "default", "examples", "$comment", "$schema", "$id", "$defs", "definitions"];
+
+/// Whether, at a value of schema `s` (resolved; `merged`: `allOf` parts were merged into it),
+/// the grammar is the plain rule of the value's type, so the values inside it may be blanked
+/// ([`settled`]).
+fn plain(s: &Value, merged: bool) -> bool {
+    match s {
+        Value::Bool(b) => *b,
+        Value::Object(o) => {
+            !merged
+                && o.iter().all(|(k, v)| {
+                    ANNOTATIONS.contains(&k.as_str())
+                        || match k.as_str() {
+                            "type" => v.as_str().is_some_and(|t| crate::schema::json_type(t).is_some()),
+                            "items" => v.is_object(),
+                            "properties" => v.is_object(),
+                            "additionalProperties" => v.is_object() || v.is_boolean(),
+                            _ => PLAIN_KEYS.contains(&k.as_str()),
+                        }
+                })
+        }
+        _ => false,
+    }
+}
+
+/// Whether the grammar of (resolved, plain) schema `s` accepts `v` whatever its strings,
+/// numbers within the grammar's bounds aside: `s` takes any string, or is the free value,
+/// object or array rule (no declared members, items or counts), or is an array of such items.
+/// The canonical form may then write `v` empty of its type (`""`, `{}`, `[]`, `0`): the verdict
+/// is the same, and recognizing the value is most of the cost of a check (arguments are often
+/// a long text, or data the schema leaves free).
+fn settled(v: &Value, s: &Value, root: &Value) -> bool {
+    let only = |extra: &[&str]| match s {
+        Value::Bool(b) => *b,
+        Value::Object(o) => o.keys().all(|k| ANNOTATIONS.contains(&k.as_str()) || extra.contains(&k.as_str())),
+        _ => false,
+    };
+    let ty = s.get("type").and_then(Value::as_str);
+    match (ty, v) {
+        (None, _) => only(&[]) && numbers_fit(v),
+        (Some("string"), Value::String(_)) => only(&["type"]),
+        (Some("object"), Value::Object(_)) => only(&["type"]) && numbers_fit(v),
+        (Some("array"), Value::Array(items)) => match s.get("items") {
+            None => only(&["type"]) && numbers_fit(v),
+            Some(item) if only(&["type", "items"]) => {
+                let mut budget = MERGE_BUDGET;
+                let item = resolve(item, root, &mut budget);
+                plain(&item, matches!(item, Cow::Owned(_))) && items.iter().all(|x| settled(x, &item, root))
+            }
+            Some(_) => false,
+        },
+        _ => false,
+    }
+}
+
+/// Whether every number in `v` fits the schema grammar's `number` rule (at most 16 digits in
+/// each part: `-? (0 | [1-9] [0-9]{0,15}) ("." [0-9]{1,16})? ([eE] [-+]? [0-9]{1,16})?`).
+fn numbers_fit(v: &Value) -> bool {
+    match v {
+        // An integer is written in plain digits: at most 16 of them.
+        Value::Number(n) if n.as_u64().is_some_and(|x| x < 10_u64.pow(16)) || n.as_i64().is_some_and(|x| x.unsigned_abs() < 10_u64.pow(16)) => true,
+        Value::Number(n) => {
+            let t = n.to_string();
+            let t = t.strip_prefix('-').unwrap_or(&t);
+            let (mantissa, exp) = t.split_once(['e', 'E']).map_or((t, None), |(m, e)| (m, Some(e)));
+            let (int, frac) = mantissa.split_once('.').map_or((mantissa, None), |(i, f)| (i, Some(f)));
+            let digits = |d: &str, max: usize| !d.is_empty() && d.len() <= max && d.bytes().all(|b| b.is_ascii_digit());
+            digits(int, 16)
+                && (int == "0" || !int.starts_with('0'))
+                && frac.is_none_or(|f| digits(f, 16))
+                && exp.is_none_or(|e| digits(e.strip_prefix(['+', '-']).unwrap_or(e), 16))
+        }
+        Value::Array(xs) => xs.iter().all(numbers_fit),
+        Value::Object(m) => m.values().all(numbers_fit),
+        _ => true,
     }
 }
 
@@ -160,12 +245,26 @@ fn alternative<'s>(schema: Cow<'s, Value>, v: &Value, root: &Value, hops: usize,
 }
 
 /// Writes `v` in the canonical form for the grammar of `schema` (see the module doc).
-fn write_canonical(v: &Value, schema: &Value, root: &Value, out: &mut String) {
+///
+/// With `blank`, a value whose verdict is [`settled`] is written empty. Only along a path of
+/// plain schemas ([`plain`]): under an alternative or a merge, the grammar at a value may be
+/// another subschema's than the one written for it.
+fn write_canonical(v: &Value, schema: &Value, root: &Value, blank: bool, out: &mut String) {
     let mut budget = MERGE_BUDGET;
     let schema = resolve(schema, root, &mut budget);
+    let blank = blank && plain(&schema, matches!(schema, Cow::Owned(_)));
     let schema = alternative(schema, v, root, 0, &mut budget);
     let any = Value::Bool(true);
     match v {
+        _ if blank && settled(v, &schema, root) => out.push_str(match v {
+            Value::String(_) => "\"\"",
+            Value::Object(_) => "{}",
+            Value::Array(_) => "[]",
+            Value::Number(_) => "0",
+            Value::Bool(true) => "true",
+            Value::Bool(false) => "false",
+            Value::Null => "null",
+        }),
         Value::Object(members) => {
             let empty = Map::new();
             let props = schema.get("properties").and_then(Value::as_object).unwrap_or(&empty);
@@ -184,7 +283,7 @@ fn write_canonical(v: &Value, schema: &Value, root: &Value, out: &mut String) {
                 }
                 write_json(&Value::String(k.clone()), out);
                 out.push(':');
-                write_canonical(&members[k], props.get(k).unwrap_or(additional), root, out);
+                write_canonical(&members[k], props.get(k).unwrap_or(additional), root, blank, out);
             }
             out.push('}');
         }
@@ -199,7 +298,7 @@ fn write_canonical(v: &Value, schema: &Value, root: &Value, out: &mut String) {
                 if i > 0 {
                     out.push(',');
                 }
-                write_canonical(item, prefix.and_then(|p| p.get(i)).unwrap_or(rest), root, out);
+                write_canonical(item, prefix.and_then(|p| p.get(i)).unwrap_or(rest), root, blank, out);
             }
             out.push(']');
         }
@@ -272,6 +371,63 @@ mod tests {
         assert!(!fits(nested.clone(), r#"{"path": [{"x": 1}]}"#));
         assert!(!fits(nested.clone(), r#"{"path": [], "tag": {"a": 1}}"#));
         assert!(fits(nested, r#"{"path": [{"x": 1, "y": 2, "z": 3}], "tag": {"a": 1, "b": "", "c": null}}"#));
+    }
+
+    /// The canonical form with strings blanked is accepted exactly when the one with them
+    /// written out is, whatever the schema around them, so blanking changes no verdict.
+    #[test]
+    fn blanked_strings_change_no_verdict() {
+        let schemas = [
+            json!({"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string", "description": "text"}}, "required": ["path"]}),
+            json!({"type": "object", "properties": {"s": {"type": "string", "minLength": 3, "maxLength": 5}, "p": {"type": "string", "pattern": "^[a-z]+$"}, "e": {"enum": ["a", "bb"]}}}),
+            json!({"type": "object", "properties": {"items": {"type": "array", "items": {"type": "object"}, "maxItems": 2}, "x": {"type": "object", "additionalProperties": {"type": "string", "format": "date"}}}}),
+            json!({"type": "object", "anyOf": [
+                {"properties": {"kind": {"const": "a"}, "x": {"type": "string"}}, "required": ["kind"]},
+                {"properties": {"kind": {"const": "b"}, "x": {"type": "string", "minLength": 5}}, "required": ["kind"]}]}),
+            json!({"type": "object", "properties": {"x": {"allOf": [{"type": "string"}, {"maxLength": 2}]}, "y": {"$ref": "#/$defs/s"}, "t": {"type": ["string", "null"]}},
+                "$defs": {"s": {"type": "string", "const": "fixed"}}}),
+            json!({"type": "object", "properties": {"items": {"type": "array", "items": {"$ref": "#/$defs/free"}}, "extra": {"type": "array"}}, "$defs": {"free": {"type": "object"}}}),
+            json!({"type": "object", "properties": {"l": {"type": "array", "prefixItems": [{"type": "string", "maxLength": 1}], "items": {"type": "string"}}, "d": {"type": "object", "properties": {"k": {"type": "string"}}, "additionalProperties": false}}}),
+        ];
+        let args = [
+            r#"{"path": "src/main.rs", "content": "fn main() {\n    println!(\"hi \\ there\");\n}\u007f"}"#,
+            r#"{"path": 1, "content": "x"}"#,
+            r#"{"s": "abcd", "p": "abc", "e": "bb"}"#,
+            r#"{"s": "abcdefg", "p": "ABC", "e": "c"}"#,
+            r#"{"items": [{"a": "long text", "b": [1, 12345678901234567890, {"c": "d"}]}], "x": {"k": "2024-01-01", "j": "not a date"}}"#,
+            r#"{"items": [{}, {}, {}], "x": {"k": "2024-01-01"}}"#,
+            r#"{"kind": "b", "x": "abcdef"}"#,
+            r#"{"kind": "b", "x": "ab"}"#,
+            r#"{"kind": "a", "x": ""}"#,
+            r#"{"x": "abc", "y": "fixed", "t": "any"}"#,
+            r#"{"x": "ab", "y": "other", "t": null}"#,
+            r#"{"l": ["ab", "c"], "d": {"k": "v", "other": "w"}}"#,
+            r#"{"l": ["a", "long text"], "d": {"k": "v"}}"#,
+            r#"{"extra": {"deep": ["é\u0001", "x"]}, "n": 123456789012345678901}"#,
+        ];
+        let mut verdicts = [0, 0];
+        for schema in &schemas {
+            let s = ArgsSchema::new(schema);
+            let opened = s.schema.as_ref().unwrap();
+            let grammar = Grammar::parse(&crate::schema::to_gbnf(opened).unwrap()).unwrap();
+            for a in args {
+                let v: Value = serde_json::from_str(a).unwrap();
+                let (mut full, mut blank) = (String::new(), String::new());
+                write_canonical(&v, opened, opened, false, &mut full);
+                write_canonical(&v, opened, opened, true, &mut blank);
+                let verdict = grammar.accepts(&full);
+                assert_eq!(verdict, grammar.accepts(&blank), "{schema} on {a}: {full} vs {blank}");
+                verdicts[usize::from(verdict)] += 1;
+            }
+        }
+        // Both verdicts occur, and blanking took effect somewhere.
+        assert!(verdicts[0] > 10 && verdicts[1] > 10, "{verdicts:?}");
+        let mut blank = String::new();
+        write_canonical(&serde_json::from_str(args[0]).unwrap(), &schemas[0], &schemas[0], true, &mut blank);
+        assert_eq!(blank, r#"{"path":"","content":""}"#);
+        blank.clear();
+        write_canonical(&serde_json::from_str(args[5]).unwrap(), &schemas[2], &schemas[2], true, &mut blank);
+        assert_eq!(blank, r#"{"items":[{},{},{}],"x":{"k":"2024-01-01"}}"#);
     }
 
     #[test]

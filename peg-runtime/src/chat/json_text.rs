@@ -1,6 +1,17 @@
 //! Small text helpers for tool arguments: JSON string escaping, a streaming Python-literal to
 //! JSON normalizer, and closing a cut-off JSON text so it parses.
 
+/// `bytes` as text, invalid UTF-8 replaced. Model output is nearly always valid: the standard
+/// library's validation (word-at-a-time on ASCII) decides that several times faster than
+/// `String::from_utf8_lossy` walks it.
+#[inline]
+pub(crate) fn lossy(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => std::borrow::Cow::Borrowed(s),
+        Err(_) => String::from_utf8_lossy(bytes),
+    }
+}
+
 /// Whether JSON escapes byte `b` inside a string: `"`, `\` and control bytes.
 #[inline]
 pub(crate) fn escapes(b: u8) -> bool {
@@ -104,9 +115,11 @@ enum PyState {
 pub(crate) struct PyToJson {
     state: PyState,
     ident: String,
-    /// A comma and the whitespace after it, held until the next token shows whether it was a
-    /// trailing comma (`[1, 2,]`, valid Python, not JSON).
-    comma: Option<String>,
+    /// A comma was read: it and the whitespace after it (`held`) wait until the next token
+    /// shows whether it was a trailing comma (`[1, 2,]`, valid Python, not JSON).
+    comma: bool,
+    /// The whitespace after a held comma (the buffer is kept: a comma per member).
+    held: String,
     /// A raw control character inside a string was escaped (the text was not valid JSON).
     pub(crate) escaped_control: bool,
 }
@@ -127,40 +140,56 @@ impl PyToJson {
 
     /// Feeds `s`, appending the JSON text that is now certain to `out`.
     pub(crate) fn push(&mut self, s: &str, out: &mut String) {
-        // Fast path: plain runs are copied as slices, not char by char.
-        let mut run_start = 0;
-        for (i, c) in s.char_indices() {
-            let plain = match self.state {
-                PyState::Normal => self.ident.is_empty() && self.comma.is_none() && !matches!(c, '"' | '\'' | 'A'..='Z' | 'a'..='z' | '_' | ','),
-                PyState::Dq => !matches!(c, '\\' | '"') && c >= ' ',
-                PyState::Sq => !matches!(c, '\\' | '\'' | '"') && c >= ' ',
-                _ => false,
+        // Runs of bytes the state passes through unchanged (most of a string, most of the
+        // whitespace and numbers between tokens) are found a word at a time and copied as one
+        // slice; only the bytes that end a run go through `step`. Every byte that ends a run
+        // is ASCII, so runs end on character boundaries (an escape skipped inside a run may
+        // take a multi-byte character: the run still ends at an ASCII byte).
+        let b = s.as_bytes();
+        let mut run = 0;
+        let mut i = 0;
+        while i < b.len() {
+            i += match self.state {
+                PyState::Dq => plain_len(&b[i..], |w| has_byte(w, b'"') | has_byte(w, b'\\') | has_control(w), |c| matches!(c, b'"' | b'\\') || c < 0x20),
+                PyState::Sq => plain_len(
+                    &b[i..],
+                    |w| has_byte(w, b'"') | has_byte(w, b'\'') | has_byte(w, b'\\') | has_control(w),
+                    |c| matches!(c, b'"' | b'\'' | b'\\') || c < 0x20,
+                ),
+                PyState::Normal if self.ident.is_empty() && !self.comma => {
+                    b[i..].iter().position(|&c| matches!(c, b'"' | b'\'' | b'A'..=b'Z' | b'a'..=b'z' | b'_' | b',')).unwrap_or(b.len() - i)
+                }
+                _ => 0,
             };
-            if plain {
+            // An escape other than `\'` passes through as written: the run goes on past it.
+            if self.state == PyState::Dq && b.get(i) == Some(&b'\\') && b.get(i + 1).is_some_and(|&n| n != b'\'') {
+                i += 2;
                 continue;
             }
-            out.push_str(&s[run_start..i]);
-            run_start = i + c.len_utf8();
+            let Some(c) = s.get(i..).and_then(|t| t.chars().next()) else { break };
+            out.push_str(&s[run..i]);
+            i += c.len_utf8();
+            run = i;
             self.step(c, out);
         }
-        out.push_str(&s[run_start..]);
+        out.push_str(&s[run..]);
     }
 
     fn step(&mut self, c: char, out: &mut String) {
         match self.state {
             PyState::Normal => {
-                if let Some(held) = &mut self.comma {
+                if self.comma {
                     if c.is_whitespace() {
-                        held.push(c);
+                        self.held.push(c);
                         return;
                     }
-                    let held = self.comma.take().unwrap_or_default();
-                    if matches!(c, '}' | ']') {
-                        // Drop the trailing comma, keep the whitespace.
-                        out.push_str(&held[1..]);
-                    } else {
-                        out.push_str(&held);
+                    self.comma = false;
+                    // A trailing comma is dropped, its whitespace kept.
+                    if !matches!(c, '}' | ']') {
+                        out.push(',');
                     }
+                    out.push_str(&self.held);
+                    self.held.clear();
                 }
                 if (c.is_ascii_alphanumeric() || c == '_') && (!self.ident.is_empty() || !c.is_ascii_digit()) {
                     self.ident.push(c);
@@ -168,7 +197,7 @@ impl PyToJson {
                 }
                 self.flush_ident(out);
                 match c {
-                    ',' => self.comma = Some(String::from(",")),
+                    ',' => self.comma = true,
                     '"' => {
                         self.state = PyState::Dq;
                         out.push('"');
@@ -224,14 +253,46 @@ impl PyToJson {
     /// Ends the text: a held identifier or dangling escape is written out.
     pub(crate) fn finish(&mut self, out: &mut String) {
         self.flush_ident(out);
-        if let Some(held) = self.comma.take() {
-            out.push_str(&held);
+        if std::mem::take(&mut self.comma) {
+            out.push(',');
+            out.push_str(&self.held);
+            self.held.clear();
         }
         if matches!(self.state, PyState::DqEsc | PyState::SqEsc) {
             out.push_str("\\\\");
         }
         self.state = PyState::Normal;
     }
+}
+
+/// Nonzero if a byte of `w` equals `x`.
+#[inline(always)]
+fn has_byte(w: u64, x: u8) -> u64 {
+    let v = w ^ (u64::from(x) * LO);
+    v.wrapping_sub(LO) & !v & (LO * 0x80)
+}
+
+const LO: u64 = 0x0101_0101_0101_0101;
+
+/// Nonzero if a byte of `w` is below 0x20 (a control byte).
+#[inline(always)]
+fn has_control(w: u64) -> u64 {
+    w.wrapping_sub(LO * 0x20) & !w & (LO * 0x80)
+}
+
+/// The length of the prefix of `b` without a byte for which `stop` holds; `word` flags
+/// (nonzero) a word that may hold one, so words without any are skipped eight bytes at a time.
+#[inline(always)]
+fn plain_len(b: &[u8], word: impl Fn(u64) -> u64, stop: impl Fn(u8) -> bool) -> usize {
+    let mut i = 0;
+    while let Some(w) = b.get(i..i + 8) {
+        let w = u64::from_le_bytes(w.try_into().unwrap_or_default());
+        if word(w) != 0 {
+            break;
+        }
+        i += 8;
+    }
+    i + b[i..].iter().position(|&c| stop(c)).unwrap_or(b.len() - i)
 }
 
 /// Rewrites a whole text as the stream would (whole-text conversion is `python::to_json`).
@@ -743,6 +804,36 @@ mod tests {
         assert_eq!(py_to_json(r#"{"x": "True"}"#), r#"{"x": "True"}"#);
         assert_eq!(py_to_json("{'a': [1, 2,\n], 'b': 3, }"), "{\"a\": [1, 2\n], \"b\": 3 }");
         assert_eq!(py_to_json("[1,"), "[1,");
+    }
+
+    /// The run-copying `push` writes what stepping every character does, however the text is
+    /// cut (escapes, multi-byte characters, runs longer than a word, Python strings).
+    #[test]
+    fn python_runs_match_stepping_every_character() {
+        let texts = [
+            r#"{"code": "fn main() {\n    println!(\"{} \\ {}\", a, b); // café \u00e9\n}", "n": [1, -2.5e3, true, null]}"#,
+            "{\"a\": \"tab\there, raw\u{1}control, \\é escaped é, \\' kept\"}",
+            r#"{'q': 'say "hi" \' and \x41 ünïcødé', 'l': [False, None, 'a',  ], 'long': 'abcdefghijklmnopqrstuvwxyz0123456789'}"#,
+            "[\"ends in a backslash \\",
+        ];
+        for text in texts {
+            let mut reference = PyToJson::default();
+            let mut want = String::new();
+            for c in text.chars() {
+                reference.step(c, &mut want);
+            }
+            reference.finish(&mut want);
+            for size in [1, 2, 3, 4, 7, 9, 64] {
+                let mut n = PyToJson::default();
+                let mut out = String::new();
+                for piece in crate::chat::stream_pieces(text, &[size]) {
+                    n.push(piece, &mut out);
+                }
+                n.finish(&mut out);
+                assert_eq!(out, want, "{text:?} in pieces of {size}");
+                assert_eq!(n.escaped_control, reference.escaped_control);
+            }
+        }
     }
 
     #[test]

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use crate::ast::{Ast, AstId};
 use crate::chat::args_schema::ArgsSchema;
 use crate::chat::builder::tags;
-use crate::chat::json_text::{escape_into, escapes, quote, unquote, JsonTail, LiteralToJson, PyToJson};
+use crate::chat::json_text::{self, escape_into, escapes, quote, unquote, JsonTail, LiteralToJson, PyToJson};
 use crate::chat::message::ChatMessage;
 use crate::chat::recovery::{Recovery, RecoveryKind, TAG_PREFIX};
 
@@ -967,7 +967,7 @@ impl Driver {
                     _ => (ev.start, true),
                 };
                 if !ev.sealed && first && !cx.leading.is_empty() {
-                    let t = String::from_utf8_lossy(&input[ev.start..ev.end]);
+                    let t = json_text::lossy(&input[ev.start..ev.end]);
                     let t = t.trim_start();
                     if cx.leading.iter().any(|(k, lit)| *k == ev.kind && lit.starts_with(t)) {
                         break;
@@ -980,7 +980,7 @@ impl Driver {
                     break;
                 }
                 let to = if ev.sealed { ev.end } else { utf8_safe_end(input, from, ev.end) };
-                let text = String::from_utf8_lossy(&input[from..to]);
+                let text = json_text::lossy(&input[from..to]);
                 self.fold.at = (ev.start, to);
                 self.fold.text(ev.kind, &text, first, ev.sealed, cx, sink);
                 self.fold.reach();
@@ -991,7 +991,7 @@ impl Driver {
                 }
                 self.growing = None;
             } else if ev.sealed {
-                let text = String::from_utf8_lossy(&input[ev.start..ev.end]);
+                let text = json_text::lossy(&input[ev.start..ev.end]);
                 self.fold.at = (ev.start, ev.end);
                 // A call's end belongs to it; a new call's start does not.
                 if ev.kind == Kind::EndCall {
@@ -1076,7 +1076,7 @@ impl Driver {
             self.fold.at = (*start, *read);
             self.fold.reach();
             if let Some(w) = self.fold.call.as_mut().and_then(|c| c.written.as_mut()) {
-                let text = String::from_utf8_lossy(grown);
+                let text = json_text::lossy(grown);
                 match kind {
                     Kind::ArgString => escape_into(w, &text),
                     Kind::ToolArgs => w.push_str(&text),

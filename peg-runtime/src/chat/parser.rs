@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::arena::{Arena, Node};
 use crate::chat::args_schema::ArgsSchema;
 use crate::chat::builder::tags;
-use crate::chat::json_text::close_partial_json;
+use crate::chat::json_text::{self, close_partial_json};
 use crate::chat::mapper::{ArgType, Context, Driver, Kind, MessageSink, Sink};
 use crate::chat::message::ChatMessage;
 use crate::chat::predict::{id_after_args, leading_literals, Predictor};
@@ -392,7 +392,7 @@ pub(crate) fn fold_parse(
             if !driver.follow(&out.ast, &input[..r.end], true, cx, sink) {
                 return diverged(driver, sink);
             }
-            let rest = String::from_utf8_lossy(&input[r.end..]);
+            let rest = json_text::lossy(&input[r.end..]);
             driver.fold.unplaced(r.end, &rest, cx, sink);
             Ok(Some(Diagnostic { offset: at, message: "text after the end of what the grammar matches is kept as content".into() }))
         }
@@ -418,7 +418,7 @@ fn fall_back(inner: &Inner, driver: &mut Driver, sink: &mut dyn Sink, input: &[u
         }
     }
     let rest_from = rest_from.min(input.len());
-    let rest = String::from_utf8_lossy(&input[rest_from..]);
+    let rest = json_text::lossy(&input[rest_from..]);
     driver.fold.unplaced(rest_from, &rest, cx, sink);
     Diagnostic { offset: l.saturating_sub(inner.options.prefill.len()), message: format!("{what}; the rest is kept as content") }
 }
