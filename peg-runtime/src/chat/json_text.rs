@@ -161,8 +161,12 @@ impl PyToJson {
                 }
                 _ => 0,
             };
-            // An escape other than `\'` passes through as written: the run goes on past it.
-            if self.state == PyState::Dq && b.get(i) == Some(&b'\\') && b.get(i + 1).is_some_and(|&n| n != b'\'') {
+            // A JSON escape passes through as written (`push_python_escape` keeps it): the run
+            // goes on past it.
+            if self.state == PyState::Dq
+                && b.get(i) == Some(&b'\\')
+                && b.get(i + 1).is_some_and(|&n| matches!(n, b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' | b'u'))
+            {
                 i += 2;
                 continue;
             }
@@ -804,6 +808,30 @@ mod tests {
         assert_eq!(py_to_json(r#"{"x": "True"}"#), r#"{"x": "True"}"#);
         assert_eq!(py_to_json("{'a': [1, 2,\n], 'b': 3, }"), "{\"a\": [1, 2\n], \"b\": 3 }");
         assert_eq!(py_to_json("[1,"), "[1,");
+    }
+
+    /// Every escape of a Python (or JSON) string becomes valid JSON meaning what Python reads,
+    /// whole or fed a character at a time.
+    #[test]
+    fn python_escapes_become_valid_json() {
+        for (python, value) in [
+            (r#""a\€""#, "a\\€"),
+            (r"'a\Q'", "a\\Q"),
+            (r"'\x41\a\v\0'", "A\u{7}\u{b}\0"),
+            (r#""\/\"\b""#, "/\"\u{8}"),
+            ("'line\\\ncontinued'", "linecontinued"),
+            (r"'it\'s'", "it's"),
+        ] {
+            let whole = py_to_json(python);
+            let mut stepped = String::new();
+            let mut p = PyToJson::default();
+            for c in python.chars() {
+                p.push(c.encode_utf8(&mut [0; 4]), &mut stepped);
+            }
+            p.finish(&mut stepped);
+            assert_eq!(whole, stepped, "{python}");
+            assert_eq!(serde_json::from_str::<String>(&whole).unwrap_or_else(|e| panic!("{python} -> {whole}: {e}")), value, "{python}");
+        }
     }
 
     /// The run-copying `push` writes what stepping every character does, however the text is
