@@ -141,6 +141,14 @@ pub fn scan(scanner: &mut Scanner, input: &[u8], partial: bool) -> Res {
     leaf::scan(scanner, input, partial).into()
 }
 
+/// [`scan`] resumed on partial input with the scanner's state machine inlined into the caller:
+/// a generated session's per-chunk step while the input ends inside one JSON/Python value.
+#[inline(always)]
+pub fn resume_partial(scanner: &mut Scanner, input: &[u8]) -> Res {
+    let r = scanner.run_partial_inline(input);
+    Res::new(r.outcome, r.end, r.invalid_utf8)
+}
+
 /// A JSON value of `kind`.
 #[inline]
 pub fn json(input: &[u8], partial: bool, pos: usize, kind: JsonKind) -> Res {
@@ -222,6 +230,11 @@ fn canonical(mut nodes: Vec<AstNode>, roots: &[AstId]) -> Ast {
         }
     }
     ast
+}
+
+/// The output before any parse: failed, empty.
+pub fn empty_output() -> ParseOutput {
+    ParseOutput { result: ParseResult { outcome: Outcome::Fail, start: 0, end: 0 }, ast: Ast::default() }
 }
 
 /// The error of a parse nesting deeper than `max` rule calls.
