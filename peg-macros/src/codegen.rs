@@ -458,7 +458,7 @@ pub fn parser_items(g: &Grammar) -> TokenStream {
         struct __Front {
             cut: __Cut,
             scanner: #k::json::Scanner,
-            open: ::std::vec::Vec<usize>,
+            open: ::std::boxed::Box<[usize]>,
         }
 
         impl Session {
@@ -473,8 +473,9 @@ pub fn parser_items(g: &Grammar) -> TokenStream {
                 }
             }
             /// Appends a chunk of input.
+            #[inline(always)]
             pub fn push(&mut self, chunk: &[u8]) {
-                self.input.extend_from_slice(chunk);
+                #s::push(&mut self.input, chunk);
             }
             /// All input pushed so far.
             pub fn input(&self) -> &[u8] {
@@ -491,8 +492,9 @@ pub fn parser_items(g: &Grammar) -> TokenStream {
                 if let ::std::option::Option::Some(f) = self.front.as_mut() {
                     let r = #s::resume_partial(&mut f.scanner, &self.input);
                     if r.outcome == #outcome::NeedMoreInput && r.invalid == f.cut.invalid {
-                        for &i in &f.open {
-                            if let ::std::option::Option::Some(n) = self.output.ast.nodes.get_mut(i) {
+                        let nodes = &mut self.output.ast.nodes;
+                        for &i in f.open.iter() {
+                            if let ::std::option::Option::Some(n) = nodes.get_mut(i) {
                                 n.end = r.end;
                             }
                         }
@@ -500,6 +502,11 @@ pub fn parser_items(g: &Grammar) -> TokenStream {
                         return ::std::result::Result::Ok(&self.output);
                     }
                 }
+                self.update_from_root()
+            }
+            /// [`Session::update`] past the resumed scan: a parse from the root.
+            #[inline(never)]
+            fn update_from_root(&mut self) -> ::std::result::Result<&#k::ParseOutput, #k::Error> {
                 self.end_front();
                 let (output, cut) = self.parser.run_front(&self.input, true, ::std::option::Option::Some(&mut self.memo))?;
                 self.output = output;

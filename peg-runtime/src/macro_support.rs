@@ -149,6 +149,12 @@ pub fn resume_partial(scanner: &mut Scanner, input: &[u8]) -> Res {
     Res::new(r.outcome, r.end, r.invalid_utf8)
 }
 
+/// Appends a chunk to a generated session's input, as the runtime's `Session::push` does.
+#[inline(always)]
+pub fn push(input: &mut Vec<u8>, chunk: &[u8]) {
+    crate::session::append(input, chunk);
+}
+
 /// A JSON value of `kind`.
 #[inline]
 pub fn json(input: &[u8], partial: bool, pos: usize, kind: JsonKind) -> Res {

@@ -1,8 +1,23 @@
 //! Real model output formats written with [`chat_peg!`](crate::chat_peg): each module is
-//! a specialized parser, its equivalent runtime arena and its GBNF (see the `peg-macros` docs
-//! for the generated items). The grammars tag the chat AST shapes (`peg_runtime::chat`), so
-//! the chat parser maps their parses to messages. These are the one hand-written definition of
-//! each format in the workspace.
+//! a specialized parser, its equivalent runtime arena, its GBNF and trigger words, and `Chat`,
+//! its parses mapped to messages and streamed deltas (see the `peg-macros` docs for the
+//! generated items). The grammars tag the chat AST shapes (`peg_runtime::chat`). These are the
+//! one hand-written definition of each format in the workspace.
+//!
+//! ```
+//! use chat_peg::formats::kimi_k2;
+//! use chat_peg::peg_runtime::chat::{ChatParseOptions, ToolSpec};
+//! let tools = vec![ToolSpec::new("get_weather", serde_json::json!({"type": "object"}))];
+//! let chat = kimi_k2::Chat::new(ChatParseOptions { tools, ..Default::default() }).unwrap();
+//! let output = "<|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{\"city\": \"Paris\"}<|tool_call_end|>";
+//! let mut stream = chat.stream();
+//! for token in ["<|tool_call_begin|>func", "tions.get_", "weather:0<|tool_call_argument_begin|>{\"ci", "ty\": \"Paris\"}<|tool_call_end|>"] {
+//!     stream.push(token).unwrap();
+//! }
+//! let call = &stream.finish().unwrap().1.message.tool_calls[0];
+//! assert_eq!((call.id.as_str(), call.name.as_str()), ("functions.get_weather:0", "get_weather"));
+//! assert_eq!(kimi_k2::TRIGGERS, ["<|tool_call_begin|>"]);
+//! ```
 //!
 //! ```
 //! use chat_peg::formats::hermes;
