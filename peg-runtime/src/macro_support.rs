@@ -181,9 +181,11 @@ pub struct AstBuf {
 }
 
 impl AstBuf {
-    /// A buffer sized for an input of `len` bytes (bounded, so huge inputs do not over-reserve).
+    /// A buffer sized for an input of `len` bytes. Bounded low: a long input is often one long
+    /// value (few nodes), and a session parses from the root many times, so a large reservation
+    /// per parse costs fresh pages each time; more nodes grow the buffer by doubling.
     pub fn for_input(len: usize) -> AstBuf {
-        let n = (len / 32).clamp(8, 1024);
+        let n = (len / 32).clamp(8, 128);
         AstBuf { nodes: Vec::with_capacity(n), out: Vec::with_capacity(n) }
     }
 
