@@ -1,13 +1,19 @@
 //! The specialized parsers of `chat_peg::formats` against the runtime arena of the same
-//! grammar, on the same inputs (one-shot, complete input). Target: macro >= 2x faster.
+//! grammar, on the same inputs: one-shot parses of complete input, the generated `Session`
+//! against the runtime's `Session` following a stream chunk by chunk, and a `ChatStream`
+//! driven by each (deltas out). Target: the macro at least as fast as the arena everywhere.
+//! After the runs it prints the macro/arena time ratio of every benchmark that ran.
 //!
-//! Run: `cargo bench --bench macro_vs_runtime -- --quick`
+//! Run: `cargo bench --bench macro_vs_runtime -- --warm-up-time 1 --measurement-time 3`
 
 use std::hint::black_box;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::SystemTime;
 
 use chat_peg::formats::{hermes, qwen3_coder};
-use chat_peg::peg_runtime::chat::ToolSpec;
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use chat_peg::peg_runtime::chat::{ChatParseOptions, ChatParser, DeltaBuffer, ToolSpec};
+use criterion::{criterion_group, Criterion, Throughput};
 use serde_json::json;
 
 fn tools() -> Vec<ToolSpec> {
@@ -84,8 +90,10 @@ fn bench(c: &mut Criterion) {
     }
 }
 
-/// Streams `input` through the generated Hermes `Session` (memo of final rule results), a
-/// one-shot generated parse per chunk (no memo), and the runtime's incremental `Session`.
+/// Streams `input` through the generated Hermes `Session`, the runtime's incremental
+/// `Session` (both followed with `update`, which borrows the output: a copy per chunk would
+/// cost both the same and hide the parsers), and, for reference, a one-shot generated parse of
+/// all input per chunk (`macro_reparse`: what a stream costs without a session).
 fn stream_group(c: &mut Criterion, group: &str, input: &str, chunk: usize, samples: usize) {
     let tools = tools();
     let arena = std::sync::Arc::new(hermes::arena(&tools).unwrap());
@@ -98,7 +106,7 @@ fn stream_group(c: &mut Criterion, group: &str, input: &str, chunk: usize, sampl
             let mut s = hermes::Session::new(parser.clone());
             for c in input.as_bytes().chunks(chunk) {
                 s.push(c);
-                black_box(s.parse().unwrap());
+                black_box(s.update().unwrap());
             }
             s.finish().unwrap().ast.len()
         })
@@ -119,7 +127,7 @@ fn stream_group(c: &mut Criterion, group: &str, input: &str, chunk: usize, sampl
             let mut s = chat_peg::peg_runtime::Session::new(arena.clone());
             for c in input.as_bytes().chunks(chunk) {
                 s.push(c);
-                black_box(s.parse().unwrap());
+                black_box(s.update().unwrap());
             }
             s.finish().unwrap().ast.len()
         })
@@ -127,16 +135,119 @@ fn stream_group(c: &mut Criterion, group: &str, input: &str, chunk: usize, sampl
     g.finish();
 }
 
-/// Streaming: the Hermes input in 16-byte chunks (many short calls), and one call with a
-/// 64 KB string argument in 4-byte chunks (a single value growing at the end of input).
-fn stream(c: &mut Criterion) {
-    stream_group(c, "hermes_stream_16b", &hermes_input(20), 16, 20);
-    let big = format!(
+/// One call with a 64 KB string argument (a single value growing at the end of input).
+fn big_argument() -> String {
+    format!(
         "Writing it.\n<tool_call>\n{{\"name\": \"write_file\", \"arguments\": {{\"path\": \"{}\", \"count\": 1}}}}\n</tool_call>\n",
         "abcdefgh".repeat(8192)
-    );
-    stream_group(c, "hermes_stream_64k_arg_4b", &big, 4, 10);
+    )
 }
 
-criterion_group!(benches, bench, stream);
-criterion_main!(benches);
+/// Streaming: the Hermes input in 16-byte chunks (many short calls), and the 64 KB argument
+/// in 4-byte chunks.
+fn stream(c: &mut Criterion) {
+    stream_group(c, "hermes_stream_16b", &hermes_input(20), 16, 20);
+    stream_group(c, "hermes_stream_64k_arg_4b", &big_argument(), 4, 10);
+}
+
+/// A `ChatStream` (deltas out, into one reused buffer) driven by the generated Hermes
+/// `Session` (`hermes::Chat::stream`) and by the runtime's `Session` over the arena.
+fn chat_group(c: &mut Criterion, group: &str, input: &str, chunk: usize, samples: usize) {
+    let options = ChatParseOptions { tools: tools(), ..Default::default() };
+    let chat = hermes::Chat::new(options.clone()).unwrap();
+    let runtime = ChatParser::new(Arc::new(hermes::arena(&options.tools).unwrap()), options);
+    let pieces = chat_peg::peg_runtime::chat::stream_pieces(input, &[chunk]);
+    let mut g = c.benchmark_group(group);
+    g.sample_size(samples);
+    g.throughput(Throughput::Bytes(input.len() as u64));
+    g.bench_function("macro", |b| {
+        b.iter(|| {
+            let mut s = chat.stream();
+            let mut out = DeltaBuffer::new();
+            for p in &pieces {
+                s.push_into(p, &mut out).unwrap();
+                black_box(&out);
+            }
+            s.finish_into(&mut out).unwrap().message.tool_calls.len()
+        })
+    });
+    g.bench_function("arena", |b| {
+        b.iter(|| {
+            let mut s = runtime.stream();
+            let mut out = DeltaBuffer::new();
+            for p in &pieces {
+                s.push_into(p, &mut out).unwrap();
+                black_box(&out);
+            }
+            s.finish_into(&mut out).unwrap().message.tool_calls.len()
+        })
+    });
+    g.finish();
+}
+
+fn chat(c: &mut Criterion) {
+    chat_group(c, "hermes_chat_16b", &hermes_input(20), 16, 20);
+    chat_group(c, "hermes_chat_64k_arg_4b", &big_argument(), 4, 10);
+}
+
+criterion_group!(benches, bench, stream, chat);
+
+fn main() {
+    let started = SystemTime::now();
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+    print_ratios(started);
+}
+
+/// Where criterion keeps its results: `CRITERION_HOME`, else `criterion` in the target folder
+/// (`CARGO_TARGET_DIR`, else three levels above this benchmark's executable,
+/// `target/release/deps/`).
+fn criterion_home() -> Option<PathBuf> {
+    if let Some(home) = std::env::var_os("CRITERION_HOME") {
+        return Some(home.into());
+    }
+    if let Some(target) = std::env::var_os("CARGO_TARGET_DIR") {
+        return Some(PathBuf::from(target).join("criterion"));
+    }
+    Some(std::env::current_exe().ok()?.ancestors().nth(3)?.join("criterion"))
+}
+
+/// The median time (ns) of `group/function` measured by this run (results of earlier runs, left
+/// on disk, are ignored).
+fn median_ns(home: &std::path::Path, group: &str, function: &str, since: SystemTime) -> Option<f64> {
+    let path = home.join(group).join(function).join("new").join("estimates.json");
+    if std::fs::metadata(&path).ok()?.modified().ok()? < since {
+        return None;
+    }
+    let estimates: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+    estimates["median"]["point_estimate"].as_f64()
+}
+
+/// Prints the macro/arena time ratio of every benchmark that ran (below 1: the macro is faster).
+fn print_ratios(since: SystemTime) {
+    let Some(home) = criterion_home() else { return };
+    let groups: [(&str, &[&str]); 6] = [
+        ("hermes", &["macro"]),
+        ("qwen3_coder", &["macro"]),
+        ("hermes_stream_16b", &["macro", "macro_reparse"]),
+        ("hermes_stream_64k_arg_4b", &["macro", "macro_reparse"]),
+        ("hermes_chat_16b", &["macro"]),
+        ("hermes_chat_64k_arg_4b", &["macro"]),
+    ];
+    println!("\nmacro/arena time ratios (median; below 1: the macro is faster; macro_reparse: no session, for reference)");
+    for (group, functions) in groups {
+        let Some(arena) = median_ns(&home, group, "arena", since) else { continue };
+        for function in functions {
+            if let Some(t) = median_ns(&home, group, function, since) {
+                println!(
+                    "{:<40} {:>12.1} µs  arena {:>12.1} µs  ratio {:>7.3}  ({:.2}x)",
+                    format!("{group}/{function}"),
+                    t / 1e3,
+                    arena / 1e3,
+                    t / arena,
+                    arena / t
+                );
+            }
+        }
+    }
+}

@@ -120,6 +120,28 @@ pub use peg_runtime::chat::{ChatDelta, ChatParser, ChatStream, ParseMode, Parsed
 
 pub mod formats;
 
+/// [`chat_peg!`](peg_macros::chat_peg) for crates that depend on `chat-peg` alone: the generated
+/// code reaches the runtime through this crate's re-export ([`peg_runtime`]), so no
+/// `crate = ...;` line is needed. The grammar reference, the generated items and a complete
+/// example from grammar to streamed deltas are in the [`peg_macros`] docs.
+///
+/// ```
+/// chat_peg::chat_peg! {
+///     pub grammar answer {
+///         root = ("<think>" #reasoning(until("</think>")) "</think>")? _ #content(rest);
+///     }
+/// }
+/// let chat = answer::Chat::new(Default::default()).unwrap();
+/// let parsed = chat.parse("<think>Easy.</think> 42", chat_peg::ParseMode::Complete).unwrap();
+/// assert_eq!((parsed.message.reasoning_content.as_str(), parsed.message.content.as_str()), ("Easy.", "42"));
+/// ```
+#[macro_export]
+macro_rules! chat_peg {
+    ($($grammars:tt)*) => {
+        $crate::peg_macros::chat_peg! { crate = $crate::peg_runtime; $($grammars)* }
+    };
+}
+
 /// The README's examples, compiled and run as doc tests.
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]

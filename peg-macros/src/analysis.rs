@@ -14,10 +14,12 @@ pub struct Warning {
     pub message: String,
 }
 
-/// The result of analysis: rule index by name, errors, warnings.
+/// The result of analysis: errors, warnings, and the trigger words of the trigger rules.
 pub struct Analysis {
     pub errors: Vec<syn::Error>,
     pub warnings: Vec<Warning>,
+    /// The literals the trigger rules start with, in rule order, without repeats.
+    pub triggers: Vec<String>,
 }
 
 /// Runs every check; errors are in source order per check.
@@ -54,11 +56,15 @@ pub fn analyze(g: &Grammar) -> Analysis {
     // Per-expression checks: undefined rules, char classes, `until`, schemas, parameter scopes.
     let mut exprs: Vec<&Expr> = g.root.iter().map(|(_, e)| e).collect();
     exprs.extend(g.rules.iter().map(|r| &r.expr));
+    let names: Vec<String> = g.rules.iter().map(|r| r.name.to_string()).collect();
     for e in &exprs {
-        check_expr(e, &index, Scope::default(), &mut errors);
+        check_expr(e, &index, &names, Scope::default(), &mut errors);
+    }
+    for e in &exprs {
+        check_tags(e, g, &mut errors);
     }
     if !errors.is_empty() {
-        return Analysis { errors, warnings };
+        return Analysis { errors, warnings, triggers: Vec::new() };
     }
 
     // Left recursion.
@@ -104,6 +110,33 @@ pub fn analyze(g: &Grammar) -> Analysis {
         }
     }
 
+    // Trigger rules: a lazy grammar starts at their trigger word, so they must have one.
+    let mut triggers: Vec<String> = Vec::new();
+    for (i, r) in g.rules.iter().enumerate().filter(|(_, r)| r.trigger) {
+        if nullable[i] {
+            errors.push(syn::Error::new(
+                r.name.span(),
+                format!("trigger rule `{}` can match empty input: a lazy grammar would start anywhere; begin it with its trigger word (a literal)", r.name),
+            ));
+            continue;
+        }
+        let mut words = Vec::new();
+        let mut seen = HashSet::from([i]);
+        match first_literals(&r.expr, g, &index, &nullable, &mut seen, &mut words) {
+            Ok(()) => {
+                for w in words {
+                    if !triggers.contains(&w) {
+                        triggers.push(w);
+                    }
+                }
+            }
+            Err(span) => errors.push(span.error(format!(
+                "trigger rule `{}` can start here with something other than a literal: a trigger rule begins with its trigger word (a literal), which lazy grammars wait for",
+                r.name
+            ))),
+        }
+    }
+
     // Unreachable rules (warning): not reachable from the root.
     if errors.is_empty() {
         let mut reach: HashSet<usize> = HashSet::new();
@@ -122,7 +155,7 @@ pub fn analyze(g: &Grammar) -> Analysis {
             }
         }
     }
-    Analysis { errors, warnings }
+    Analysis { errors, warnings, triggers }
 }
 
 /// Where tool/argument parameters may be used.
@@ -132,10 +165,13 @@ struct Scope {
     in_arg: bool,
 }
 
-fn check_expr(e: &Expr, index: &HashMap<String, usize>, scope: Scope, errors: &mut Vec<syn::Error>) {
+fn check_expr(e: &Expr, index: &HashMap<String, usize>, names: &[String], scope: Scope, errors: &mut Vec<syn::Error>) {
     match &e.kind {
         ExprKind::Ref(name) if !index.contains_key(&name.to_string()) => {
-            errors.push(syn::Error::new(name.span(), format!("undefined rule `{name}`")));
+            let name = name.to_string();
+            let candidates = names.iter().map(String::as_str).chain(BUILTINS.iter().copied().filter(|b| !matches!(*b, "root" | "rule" | "trigger")));
+            let hint = did_you_mean(&name, candidates, "");
+            errors.push(syn::Error::new(e.span.0, format!("undefined rule `{name}`{hint}")));
         }
         ExprKind::Chars { class, .. } => {
             if let Err(err) = peg_runtime::CharClass::parse(&format!("[{class}]")) {
@@ -178,8 +214,133 @@ fn check_expr(e: &Expr, index: &HashMap<String, usize>, scope: Scope, errors: &m
         _ => scope,
     };
     for c in e.children() {
-        check_expr(c, index, inner, errors);
+        check_expr(c, index, names, inner, errors);
     }
+}
+
+/// ``; did you mean `x`?`` for the candidate closest to `name`, if one is close (an edit
+/// distance of at most a third of its length, at least 1); else nothing.
+fn did_you_mean<'a>(name: &str, candidates: impl Iterator<Item = &'a str>, prefix: &str) -> String {
+    let limit = (name.chars().count() / 3).max(1);
+    let best = candidates.map(|c| (edit_distance(name, c), c)).filter(|&(d, _)| d <= limit).min_by_key(|&(d, _)| d);
+    best.map_or_else(String::new, |(_, c)| format!("; did you mean `{prefix}{c}`?"))
+}
+
+/// Levenshtein distance, by characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diag = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let next = (row[j + 1] + 1).min(row[j] + 1).min(diag + usize::from(ca != cb));
+            diag = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
+}
+
+/// Tags: each is a chat tag (`peg_runtime::chat::tags`, or a recovery tag) or declared in
+/// `custom_tags`, and no chat tag sits inside a text tag (the mapper reads a text tag's span
+/// as a whole and never looks inside). Rules are followed into, each once per text tag.
+fn check_tags(e: &Expr, g: &Grammar, errors: &mut Vec<syn::Error>) {
+    use peg_runtime::chat::{tags, RecoveryKind};
+    /// `inside`: the text tag around `e` and the first rule followed into from it.
+    fn walk(e: &Expr, g: &Grammar, inside: Option<(&str, Option<String>)>, seen: &mut HashSet<String>, errors: &mut Vec<syn::Error>) {
+        let mut inside = inside;
+        match &e.kind {
+            ExprKind::Tag(tag, _) => {
+                let chat = tags::ALL.contains(&tag.as_str()) || RecoveryKind::of_tag(tag).is_some();
+                if !chat && !g.custom_tags.contains(tag) {
+                    // Only the outermost walk reports unknown tags; inside a rule they are
+                    // reported where the rule is defined.
+                    if inside.is_none() {
+                        let hint = did_you_mean(tag, tags::ALL.iter().copied(), "#");
+                        errors.push(e.span.error(format!(
+                            "`#{tag}` is not a chat tag{hint} The chat mapper reads only the tags of `peg_runtime::chat::tags` and `recovered.*`; declare a tag of your own with `custom_tags = [{tag}];`"
+                        )));
+                    }
+                } else if let (true, Some((outer, via))) = (chat, &inside) {
+                    let via = via.as_ref().map_or_else(String::new, |r| format!(" (through rule `{r}`)"));
+                    errors.push(e.span.error(format!(
+                        "`#{tag}` inside `#{outer}`{via} is never read: the chat mapper takes the text of `#{outer}` as a whole; move the tag out of it"
+                    )));
+                    return;
+                }
+                if inside.is_none() {
+                    inside = tags::TEXT.iter().copied().find(|t| t == tag).map(|t| (t, None));
+                }
+            }
+            ExprKind::Ref(name) => {
+                if let Some((outer, via)) = inside {
+                    let outer: &str = outer;
+                    if seen.insert(name.to_string()) {
+                        if let Some(r) = g.rules.iter().find(|r| r.name == *name) {
+                            let via = via.or_else(|| Some(r.name.to_string()));
+                            walk(&r.expr, g, Some((outer, via)), seen, errors);
+                        }
+                    }
+                }
+                return;
+            }
+            _ => {}
+        }
+        for c in e.children() {
+            walk(c, g, inside.clone(), seen, errors);
+        }
+    }
+    walk(e, g, None, &mut HashSet::new(), errors);
+}
+
+/// The literals a match of `e` can start with, into `out`; `Err` with the span of something
+/// else it can start with. `seen`: rules already followed.
+fn first_literals(
+    e: &Expr,
+    g: &Grammar,
+    index: &HashMap<String, usize>,
+    nullable: &[bool],
+    seen: &mut HashSet<usize>,
+    out: &mut Vec<String>,
+) -> Result<(), Sp> {
+    match &e.kind {
+        ExprKind::Literal(text) => out.push(text.clone()),
+        ExprKind::JsonMember(key, _) => out.push(serde_json::to_string(key).unwrap_or_default()),
+        ExprKind::Seq(items) => {
+            for c in items {
+                first_literals(c, g, index, nullable, seen, out)?;
+                if !is_nullable(c, index, nullable) {
+                    break;
+                }
+            }
+        }
+        ExprKind::Choice(alts) => {
+            for c in alts {
+                first_literals(c, g, index, nullable, seen, out)?;
+            }
+        }
+        ExprKind::Ref(name) => {
+            if let Some(&i) = index.get(&name.to_string()) {
+                if seen.insert(i) {
+                    first_literals(&g.rules[i].expr, g, index, nullable, seen, out)?;
+                }
+            }
+        }
+        // Matches nothing, or only what the items after it start.
+        ExprKind::Eps | ExprKind::Start | ExprKind::End | ExprKind::Space | ExprKind::Peek(_) | ExprKind::Negate(_) => {}
+        ExprKind::Repeat { expr, .. }
+        | ExprKind::Tag(_, expr)
+        | ExprKind::Atomic(expr)
+        | ExprKind::Schema { expr, .. }
+        | ExprKind::Gbnf(expr, _)
+        | ExprKind::ToolSchema(expr)
+        | ExprKind::ArgSchema(expr)
+        | ExprKind::EachTool(expr)
+        | ExprKind::EachArg(expr) => first_literals(expr, g, index, nullable, seen, out)?,
+        _ => return Err(e.span),
+    }
+    Ok(())
 }
 
 /// Fixpoint: which rules can succeed without consuming input.

@@ -298,15 +298,16 @@ impl Gen<'_> {
 
 impl Gen<'_> {
     /// A JSON/Python scan: one-shot `call`, or in a session a scanner resumed from where the
-    /// previous parse left it at the end of input. A result ending at the end of input may
-    /// depend on it without needing more input (a complete value): counted, so that enclosing
-    /// rules are not memoized.
+    /// previous parse left it at the end of input. A complete value ending at the end of input
+    /// may depend on it: counted, so that enclosing rules are not memoized (a result needing
+    /// more input never is).
     fn scan(&mut self, call: TokenStream, dialect: TokenStream, target: TokenStream, pos: &Ident) -> TokenStream {
         self.counter += 1;
         let site = self.counter as u32;
+        let k = self.k;
         quote!({
             let r = if self.memo.is_some() { self.resume_scan(#site, #pos, #dialect, #target) } else { #call };
-            if r.end >= input.len() {
+            if r.end >= input.len() && r.outcome != #k::Outcome::NeedMoreInput {
                 self.touches += 1;
             }
             r
@@ -390,9 +391,18 @@ pub fn parser_items(g: &Grammar) -> TokenStream {
             }
 
             fn run(&self, input: &[u8], partial: bool, memo: ::std::option::Option<&mut __Memo>) -> ::std::result::Result<#k::ParseOutput, #k::Error> {
-                let mut st = __State { input, partial, tools: &self.tools, depth: 0, buf: #s::AstBuf::for_input(input.len()), memo, touches: 0 };
+                ::std::result::Result::Ok(self.run_front(input, partial, memo)?.0)
+            }
+
+            /// [`Parser::run`], and the scan the parse ended in when its next step may resume
+            /// that scan alone (see [`Session::update`]): the result needs more input exactly
+            /// where a scan cut by the end of input stopped, past its start (no lookahead
+            /// between), and nothing else looked at the end of input.
+            fn run_front(&self, input: &[u8], partial: bool, memo: ::std::option::Option<&mut __Memo>) -> ::std::result::Result<(#k::ParseOutput, ::std::option::Option<__Cut>), #k::Error> {
+                let mut st = __State { input, partial, tools: &self.tools, depth: 0, buf: #s::AstBuf::for_input(input.len()), memo, touches: 0, cut: ::std::option::Option::None };
                 let r = st.root(0)?;
-                ::std::result::Result::Ok(st.buf.finish(r))
+                let cut = st.cut.filter(|c| st.touches == 0 && r.outcome == #outcome::NeedMoreInput && r.end == c.end && c.end > c.pos);
+                ::std::result::Result::Ok((st.buf.finish(r), cut))
             }
         }
 
@@ -402,32 +412,70 @@ pub fn parser_items(g: &Grammar) -> TokenStream {
         }
 
         /// Streaming over input that arrives in chunks; results equal a one-shot parse of the
-        /// input so far.
+        /// input so far. It drives a chat stream through [`Chat::stream`].
         ///
-        /// Each [`Session::parse`] runs the specialized parser over all input so far, but
+        /// Each [`Session::update`] runs the specialized parser over all input so far, but
         /// reuses the result (and AST) of every rule call of earlier parses that did not look
         /// at the end of input: the input only grows, so such a result is final. What is
         /// recomputed is the path to the end of input: the rules still open there, and the
-        /// expressions outside rules (the root's, such as a leading `until`). A text or JSON
-        /// value growing at the end is scanned again from its start at each parse, so a single
-        /// long value in many small chunks still costs its length per parse; the runtime's
-        /// `Session` over [`arena`] resumes such scans where they stopped. (The nesting limit
-        /// applies to the rule calls a parse runs: a reused result does not count again.)
-        #[derive(Debug, Clone, Default)]
+        /// expressions outside rules (the root's, such as a leading `until`). JSON and Python
+        /// values cut by the end of input resume their scan where it stopped; while the input
+        /// ends inside one such value and nothing else depends on the end of input, an update
+        /// only resumes that scan and moves the end of the AST nodes open around it (no parse
+        /// from the root). A text (`until`, `rest`, a character class) growing at the end is
+        /// read again from its start at each parse. (The nesting limit applies to the rule
+        /// calls a parse runs: a reused result does not count again.)
+        #[derive(Debug, Clone)]
         pub struct Session {
             parser: Parser,
             input: ::std::vec::Vec<u8>,
             memo: __Memo,
+            /// The output of the last parse.
+            output: #k::ParseOutput,
+            /// The scan the last partial parse ended in, resumed alone by the next update.
+            front: ::std::option::Option<__Front>,
+        }
+
+        impl ::std::default::Default for Session {
+            fn default() -> Session {
+                Session::new(Parser::default())
+            }
+        }
+
+        /// Where a parse stopped needing more input: the scan site, its start, end and
+        /// invalid-UTF-8 flag.
+        #[derive(Debug, Clone, Copy)]
+        struct __Cut {
+            site: u32,
+            pos: usize,
+            end: usize,
+            invalid: bool,
+        }
+
+        /// A scan the session resumes alone, and the ids of the output's AST nodes open around
+        /// it (their end is the scan's).
+        #[derive(Debug, Clone)]
+        struct __Front {
+            cut: __Cut,
+            scanner: #k::json::Scanner,
+            open: ::std::boxed::Box<[usize]>,
         }
 
         impl Session {
             /// A session over an empty input.
             pub fn new(parser: Parser) -> Session {
-                Session { parser, input: ::std::vec::Vec::new(), memo: ::std::default::Default::default() }
+                Session {
+                    parser,
+                    input: ::std::vec::Vec::new(),
+                    memo: ::std::default::Default::default(),
+                    output: #s::empty_output(),
+                    front: ::std::option::Option::None,
+                }
             }
             /// Appends a chunk of input.
+            #[inline(always)]
             pub fn push(&mut self, chunk: &[u8]) {
-                self.input.extend_from_slice(chunk);
+                #s::push(&mut self.input, chunk);
             }
             /// All input pushed so far.
             pub fn input(&self) -> &[u8] {
@@ -435,16 +483,87 @@ pub fn parser_items(g: &Grammar) -> TokenStream {
             }
             /// Parses all input so far as partial input.
             pub fn parse(&mut self) -> ::std::result::Result<#k::ParseOutput, #k::Error> {
-                self.parser.run(&self.input, true, ::std::option::Option::Some(&mut self.memo))
+                self.update().cloned()
             }
-            /// Parses all input so far as complete input.
+            /// [`Session::parse`] without copying the output: it is kept in the session and
+            /// borrowed. The cheapest way to follow a stream chunk by chunk.
+            #[inline]
+            pub fn update(&mut self) -> ::std::result::Result<&#k::ParseOutput, #k::Error> {
+                if let ::std::option::Option::Some(f) = self.front.as_mut() {
+                    let r = #s::resume_partial(&mut f.scanner, &self.input);
+                    if r.outcome == #outcome::NeedMoreInput && r.invalid == f.cut.invalid {
+                        let nodes = &mut self.output.ast.nodes;
+                        for &i in f.open.iter() {
+                            if let ::std::option::Option::Some(n) = nodes.get_mut(i) {
+                                n.end = r.end;
+                            }
+                        }
+                        self.output.result.end = r.end;
+                        return ::std::result::Result::Ok(&self.output);
+                    }
+                }
+                self.update_from_root()
+            }
+            /// [`Session::update`] past the resumed scan: a parse from the root.
+            #[inline(never)]
+            fn update_from_root(&mut self) -> ::std::result::Result<&#k::ParseOutput, #k::Error> {
+                self.end_front();
+                let (output, cut) = self.parser.run_front(&self.input, true, ::std::option::Option::Some(&mut self.memo))?;
+                self.output = output;
+                if let ::std::option::Option::Some(cut) = cut {
+                    if let ::std::option::Option::Some(scanner) = self.memo.scans.remove(&(cut.site, cut.pos)) {
+                        let open = self.output.ast.nodes.iter().enumerate().filter(|(_, n)| n.partial).map(|(i, _)| i).collect();
+                        self.front = ::std::option::Option::Some(__Front { cut, scanner, open });
+                    }
+                }
+                ::std::result::Result::Ok(&self.output)
+            }
+            /// Parses all input so far as complete input. More input may follow.
             pub fn finish(&mut self) -> ::std::result::Result<#k::ParseOutput, #k::Error> {
-                self.parser.parse(&self.input, false)
+                self.finish_in_place().cloned()
+            }
+            fn finish_in_place(&mut self) -> ::std::result::Result<&#k::ParseOutput, #k::Error> {
+                self.end_front();
+                self.output = self.parser.parse(&self.input, false)?;
+                ::std::result::Result::Ok(&self.output)
+            }
+            /// The output of the last parse (empty and failed before the first).
+            pub fn output(&self) -> &#k::ParseOutput {
+                &self.output
             }
             /// Drops all input.
             pub fn reset(&mut self) {
                 self.input.clear();
                 self.memo.clear();
+                self.front = ::std::option::Option::None;
+                self.output = #s::empty_output();
+            }
+            /// Hands the scan resumed alone back to the memo, for a parse from the root.
+            fn end_front(&mut self) {
+                if let ::std::option::Option::Some(f) = self.front.take() {
+                    self.memo.scans.insert((f.cut.site, f.cut.pos), f.scanner);
+                }
+            }
+        }
+
+        impl #k::Resume for Session {
+            #[inline]
+            fn push(&mut self, chunk: &[u8]) {
+                Session::push(self, chunk);
+            }
+            #[inline]
+            fn input(&self) -> &[u8] {
+                &self.input
+            }
+            #[inline]
+            fn update(&mut self) -> ::std::result::Result<&#k::ParseOutput, #k::Error> {
+                Session::update(self)
+            }
+            fn finish(&mut self) -> ::std::result::Result<&#k::ParseOutput, #k::Error> {
+                self.finish_in_place()
+            }
+            fn output(&self) -> &#k::ParseOutput {
+                &self.output
             }
         }
 
@@ -499,6 +618,8 @@ pub fn parser_items(g: &Grammar) -> TokenStream {
             memo: ::std::option::Option<&'i mut __Memo>,
             /// How many results looked at the end of input without needing more input.
             touches: u32,
+            /// The first scan in a session that needed more input.
+            cut: ::std::option::Option<__Cut>,
         }
 
         impl<'i> __State<'i> {
@@ -517,6 +638,9 @@ pub fn parser_items(g: &Grammar) -> TokenStream {
                 let r = sc.run(input, partial);
                 if r.touched_end || resumed {
                     memo.scans.insert((site, pos), sc);
+                }
+                if r.outcome == #k::Outcome::NeedMoreInput && self.cut.is_none() {
+                    self.cut = ::std::option::Option::Some(__Cut { site, pos, end: r.end, invalid: r.invalid_utf8 });
                 }
                 #s::Res::new(r.outcome, r.end, r.invalid_utf8)
             }

@@ -22,6 +22,8 @@ pub struct Grammar {
     pub krate: TokenStream,
     pub root: Vec<(Span, Expr)>,
     pub rules: Vec<Rule>,
+    /// Tags declared with `custom_tags = [...];`: allowed besides the chat tags.
+    pub custom_tags: Vec<String>,
 }
 
 /// `rule name = expr;` or `trigger rule name = expr;`
@@ -131,6 +133,7 @@ mod kw {
     syn::custom_keyword!(rule);
     syn::custom_keyword!(trigger);
     syn::custom_keyword!(root);
+    syn::custom_keyword!(custom_tags);
 }
 
 /// Names a user rule may not take, because they are builtins.
@@ -178,6 +181,17 @@ pub const BUILTINS: &[&str] = &[
 impl Parse for Grammars {
     fn parse(input: ParseStream) -> syn::Result<Grammars> {
         let mut out: Vec<Grammar> = Vec::new();
+        // `crate = path;` before the grammars: the default of each (the facade's `chat_peg!`
+        // passes its own re-export of the runtime this way).
+        let default_krate = if input.peek(Token![crate]) {
+            input.parse::<Token![crate]>()?;
+            input.parse::<Token![=]>()?;
+            let path: Path = input.parse()?;
+            input.parse::<Token![;]>()?;
+            quote::quote!(#path)
+        } else {
+            quote::quote!(::peg_runtime)
+        };
         loop {
             let attrs = input.call(Attribute::parse_outer)?;
             let vis: Visibility = input.parse()?;
@@ -203,9 +217,10 @@ impl Parse for Grammars {
             };
             let body;
             syn::braced!(body in input);
-            let own = parse_body(&body, Grammar { attrs, vis, name, krate: quote::quote!(::peg_runtime), root: Vec::new(), rules: Vec::new() })?;
+            let own =
+                parse_body(&body, Grammar { attrs, vis, name, krate: default_krate.clone(), root: Vec::new(), rules: Vec::new(), custom_tags: Vec::new() })?;
             out.push(match base {
-                Some(base) => own.extending(base),
+                Some(base) => own.extending(base, &default_krate),
                 None => own,
             });
             if input.is_empty() {
@@ -218,7 +233,7 @@ impl Parse for Grammars {
 impl Grammar {
     /// `self extends base`: base's rules with those `self` defines again replaced in place,
     /// then `self`'s new rules; `self`'s root and crate path when it has them.
-    fn extending(self, base: &Grammar) -> Grammar {
+    fn extending(self, base: &Grammar, default_krate: &TokenStream) -> Grammar {
         let mut rules: Vec<Rule> = base.rules.clone();
         let mut replaced = vec![false; rules.len()];
         for rule in self.rules {
@@ -231,7 +246,9 @@ impl Grammar {
                 _ => rules.push(rule),
             }
         }
-        let own_krate = self.krate.to_string() != quote::quote!(::peg_runtime).to_string();
+        let own_krate = self.krate.to_string() != default_krate.to_string();
+        let mut custom_tags = base.custom_tags.clone();
+        custom_tags.extend(self.custom_tags);
         Grammar {
             attrs: self.attrs,
             vis: self.vis,
@@ -239,6 +256,7 @@ impl Grammar {
             krate: if own_krate { self.krate } else { base.krate.clone() },
             root: if self.root.is_empty() { base.root.clone() } else { self.root },
             rules,
+            custom_tags,
         }
     }
 }
@@ -254,6 +272,19 @@ fn parse_body(body: ParseStream, mut grammar: Grammar) -> syn::Result<Grammar> {
             let path: Path = body.parse()?;
             body.parse::<Token![;]>()?;
             grammar.krate = quote::quote!(#path);
+        } else if body.peek(kw::custom_tags) {
+            body.parse::<kw::custom_tags>()?;
+            body.parse::<Token![=]>()?;
+            let list;
+            bracketed!(list in body);
+            while !list.is_empty() {
+                let tag = if list.peek(LitStr) { list.parse::<LitStr>()?.value() } else { list.call(Ident::parse_any)?.unraw().to_string() };
+                grammar.custom_tags.push(tag);
+                if !list.is_empty() {
+                    list.parse::<Token![,]>()?;
+                }
+            }
+            body.parse::<Token![;]>()?;
         } else if body.peek(kw::root) {
             let kw: kw::root = body.parse()?;
             body.parse::<Token![=]>()?;
@@ -275,7 +306,7 @@ fn parse_body(body: ParseStream, mut grammar: Grammar) -> syn::Result<Grammar> {
             body.parse::<Token![;]>()?;
             grammar.rules.push(Rule { name, trigger, expr });
         } else {
-            return Err(body.error("expected `root = ...;`, `rule name = ...;`, `trigger rule name = ...;` or `crate = path;`"));
+            return Err(body.error("expected `root = ...;`, `rule name = ...;`, `trigger rule name = ...;`, `custom_tags = [...];` or `crate = path;`"));
         }
     }
     Ok(grammar)

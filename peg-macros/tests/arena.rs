@@ -61,6 +61,11 @@ fn gbnf_constants_match_runtime_generation() {
     let g = Grammar::parse(&text).unwrap();
     assert!(g.accepts("<think>x</think>Hi<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}</tool_call>"));
     assert!(!g.accepts("Hi<tool_call>{\"name\": \"get_time\", \"arguments\": {}}</tool_call>"));
-    let lazy_text = hermes::gbnf(&tools, true).unwrap();
-    assert!(lazy_text.starts_with("root ::= tool-call\n"));
+    // The lazy grammar runs from the first trigger word to the end: every call after it.
+    assert_eq!(hermes::TRIGGERS, ["<tool_call>"]);
+    assert!(kitchen_sink::TRIGGERS.is_empty());
+    let lazy = Grammar::parse(&hermes::gbnf(&tools, true).unwrap()).unwrap();
+    let call = "<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}</tool_call>";
+    assert!(lazy.accepts(call) && lazy.accepts(&format!("{call}\n{call} {call}\n")));
+    assert!(!lazy.accepts(&format!("{call} more text")));
 }

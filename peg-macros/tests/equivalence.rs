@@ -203,6 +203,7 @@ fn grammars_really_match() {
 peg_macros::chat_peg! {
     /// Recursion through rules: nested brackets with a rule per level.
     grammar nested {
+        custom_tags = [leaf];
         root = value end;
         rule value = "[" _ (item _)* "]" / #leaf(["0-9"]+);
         rule item = value ","?;

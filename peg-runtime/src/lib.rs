@@ -61,6 +61,7 @@ mod outcome;
 #[doc(hidden)]
 pub mod parse;
 pub mod python;
+mod resume;
 #[cfg(feature = "schema")]
 pub mod schema;
 mod session;
@@ -71,4 +72,5 @@ pub use builder::{Builder, IntoParser, Parser};
 pub use chars::CharClass;
 pub use error::{Error, ErrorKind};
 pub use parse::{Outcome, ParseOptions, ParseOutput, ParseResult};
+pub use resume::Resume;
 pub use session::Session;

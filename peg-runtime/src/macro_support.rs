@@ -141,6 +141,20 @@ pub fn scan(scanner: &mut Scanner, input: &[u8], partial: bool) -> Res {
     leaf::scan(scanner, input, partial).into()
 }
 
+/// [`scan`] resumed on partial input with the scanner's state machine inlined into the caller:
+/// a generated session's per-chunk step while the input ends inside one JSON/Python value.
+#[inline(always)]
+pub fn resume_partial(scanner: &mut Scanner, input: &[u8]) -> Res {
+    let r = scanner.run_partial_inline(input);
+    Res::new(r.outcome, r.end, r.invalid_utf8)
+}
+
+/// Appends a chunk to a generated session's input, as the runtime's `Session::push` does.
+#[inline(always)]
+pub fn push(input: &mut Vec<u8>, chunk: &[u8]) {
+    crate::session::append(input, chunk);
+}
+
 /// A JSON value of `kind`.
 #[inline]
 pub fn json(input: &[u8], partial: bool, pos: usize, kind: JsonKind) -> Res {
@@ -167,9 +181,11 @@ pub struct AstBuf {
 }
 
 impl AstBuf {
-    /// A buffer sized for an input of `len` bytes (bounded, so huge inputs do not over-reserve).
+    /// A buffer sized for an input of `len` bytes. Bounded low: a long input is often one long
+    /// value (few nodes), and a session parses from the root many times, so a large reservation
+    /// per parse costs fresh pages each time; more nodes grow the buffer by doubling.
     pub fn for_input(len: usize) -> AstBuf {
-        let n = (len / 32).clamp(8, 1024);
+        let n = (len / 32).clamp(8, 128);
         AstBuf { nodes: Vec::with_capacity(n), out: Vec::with_capacity(n) }
     }
 
@@ -222,6 +238,11 @@ fn canonical(mut nodes: Vec<AstNode>, roots: &[AstId]) -> Ast {
         }
     }
     ast
+}
+
+/// The output before any parse: failed, empty.
+pub fn empty_output() -> ParseOutput {
+    ParseOutput { result: ParseResult { outcome: Outcome::Fail, start: 0, end: 0 }, ast: Ast::default() }
 }
 
 /// The error of a parse nesting deeper than `max` rule calls.

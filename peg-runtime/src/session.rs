@@ -108,20 +108,7 @@ impl Session {
     /// Appends a chunk of input.
     #[inline(always)]
     pub fn push(&mut self, chunk: &[u8]) {
-        // Token-sized chunks: copies of a constant size compile to a move, not a `memcpy` call.
-        macro_rules! small {
-            ($($n:literal)*) => {
-                match chunk.len() {
-                    $($n => if let Ok(a) = <&[u8; $n]>::try_from(chunk) {
-                        self.input.extend_from_slice(a);
-                        return;
-                    },)*
-                    _ => {}
-                }
-            };
-        }
-        small!(1 2 3 4 5 6 7 8);
-        self.input.extend_from_slice(chunk);
+        append(&mut self.input, chunk);
     }
 
     /// All input pushed so far.
@@ -327,6 +314,25 @@ impl Session {
         }
         Ok(output)
     }
+}
+
+/// Appends a chunk to a session's input (this one's, and the sessions `chat_peg!` generates).
+#[inline(always)]
+pub(crate) fn append(input: &mut Vec<u8>, chunk: &[u8]) {
+    // Token-sized chunks: copies of a constant size compile to a move, not a `memcpy` call.
+    macro_rules! small {
+        ($($n:literal)*) => {
+            match chunk.len() {
+                $($n => if let Ok(a) = <&[u8; $n]>::try_from(chunk) {
+                    input.extend_from_slice(a);
+                    return;
+                },)*
+                _ => {}
+            }
+        };
+    }
+    small!(1 2 3 4 5 6 7 8);
+    input.extend_from_slice(chunk);
 }
 
 fn empty_output() -> ParseOutput {

@@ -1,8 +1,23 @@
-//! Real model output formats written with [`chat_peg!`](peg_macros::chat_peg): each module is
-//! a specialized parser, its equivalent runtime arena and its GBNF (see the `peg-macros` docs
-//! for the generated items). The grammars tag the chat AST shapes (`peg_runtime::chat`), so
-//! the chat parser maps their parses to messages. These are the one hand-written definition of
-//! each format in the workspace.
+//! Real model output formats written with [`chat_peg!`](crate::chat_peg): each module is
+//! a specialized parser, its equivalent runtime arena, its GBNF and trigger words, and `Chat`,
+//! its parses mapped to messages and streamed deltas (see the `peg-macros` docs for the
+//! generated items). The grammars tag the chat AST shapes (`peg_runtime::chat`). These are the
+//! one hand-written definition of each format in the workspace.
+//!
+//! ```
+//! use chat_peg::formats::kimi_k2;
+//! use chat_peg::peg_runtime::chat::{ChatParseOptions, ToolSpec};
+//! let tools = vec![ToolSpec::new("get_weather", serde_json::json!({"type": "object"}))];
+//! let chat = kimi_k2::Chat::new(ChatParseOptions { tools, ..Default::default() }).unwrap();
+//! let output = "<|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{\"city\": \"Paris\"}<|tool_call_end|>";
+//! let mut stream = chat.stream();
+//! for token in ["<|tool_call_begin|>func", "tions.get_", "weather:0<|tool_call_argument_begin|>{\"ci", "ty\": \"Paris\"}<|tool_call_end|>"] {
+//!     stream.push(token).unwrap();
+//! }
+//! let call = &stream.finish().unwrap().1.message.tool_calls[0];
+//! assert_eq!((call.id.as_str(), call.name.as_str()), ("functions.get_weather:0", "get_weather"));
+//! assert_eq!(kimi_k2::TRIGGERS, ["<|tool_call_begin|>"]);
+//! ```
 //!
 //! ```
 //! use chat_peg::formats::hermes;
@@ -14,23 +29,25 @@
 //! assert_eq!(out, hermes::arena(&tools).unwrap().parse(input, false).unwrap());
 //! ```
 
-use peg_macros::chat_peg;
+use crate::chat_peg;
 
-/// The assistant turn header of the formats' templates (Hermes, Qwen3-Coder).
-const TURN_HEADER: &str = "<|im_start|>assistant\n";
+/// The assistant turn headers of the formats' templates: ChatML (Hermes, Qwen3-Coder), Kimi K2,
+/// DeepSeek. Mistral's templates write none.
+const TURN_HEADERS: [&str; 3] = ["<|im_start|>assistant\n", "<|im_assistant|>assistant<|im_middle|>", "<｜Assistant｜>"];
 
 /// The prefill of a request (`ChatParseOptions::prefill`): the part of the rendered generation
 /// prompt that already belongs to the model's message, i.e. the prompt after the assistant
 /// turn header. Empty for a plain generation prompt; when a final assistant message is
-/// continued, the text the template wrote of it.
+/// continued, or the template opens a reasoning block, the text the template wrote of it.
 ///
 /// ```
 /// use chat_peg::formats::prefill;
 /// assert_eq!(prefill("<|im_start|>assistant\n"), "");
 /// assert_eq!(prefill("<|im_start|>assistant\nHello, "), "Hello, ");
+/// assert_eq!(prefill("<｜Assistant｜><think>"), "<think>");
 /// ```
 pub fn prefill(generation_prompt: &str) -> &str {
-    generation_prompt.strip_prefix(TURN_HEADER).unwrap_or(generation_prompt)
+    TURN_HEADERS.iter().find_map(|h| generation_prompt.strip_prefix(h)).unwrap_or(generation_prompt)
 }
 
 chat_peg! {
@@ -61,6 +78,80 @@ chat_peg! {
                     #tool_arg_close("</parameter>")
                 )) _)*
             ) #tool_close("</function>" (_ "</tool_call>")?)
+        );
+    }
+}
+
+chat_peg! {
+    /// Mistral Small 3.2 / Devstral: content, then `[TOOL_CALLS]NAME[ARGS]{...}` per call, an
+    /// optional `[CALL_ID]ID` before the arguments.
+    pub grammar mistral {
+        root = answer;
+        rule answer = #content(until("[TOOL_CALLS]")) (tool_call _)* end;
+        trigger rule tool_call = #tool(
+            #tool_open("[TOOL_CALLS]") each_tool(
+                #tool_name(tool_name) ("[CALL_ID]" #tool_id(["a-zA-Z0-9"]+))? "[ARGS]" #tool_args(tool_schema(json))
+            )
+        );
+    }
+
+    /// Ministral 3 reasoning models: [`mistral`] after an optional `[THINK]...[/THINK]` block
+    /// (for requests that separate reasoning; otherwise [`mistral`] keeps it in the content).
+    pub grammar mistral_reasoning extends mistral {
+        root = reasoning? answer;
+        rule reasoning = "[THINK]" #reasoning(until("[/THINK]")) "[/THINK]";
+    }
+
+    /// [`mistral_reasoning`] for a request with a response schema: the answer is one JSON value,
+    /// bare or in a fenced `json` code block; the content is the value.
+    #[allow(deprecated)] // The calls of `mistral` are unreachable: such a request has none.
+    pub grammar mistral_reasoning_json extends mistral_reasoning {
+        rule answer = _ ("```json" _ #content(json) _ "```" / #content(json)) _ end;
+    }
+
+    /// Mistral NeMo: content, then `[TOOL_CALLS]` and a JSON array of
+    /// `{"name": ..., "arguments": {...}, "id": ...}` calls.
+    pub grammar mistral_nemo {
+        root = #content(until("[TOOL_CALLS]")) tool_calls? _ end;
+        trigger rule tool_calls = "[TOOL_CALLS]" _ "[" _ tool_call (_ "," _ tool_call)* _ "]";
+        rule tool_call = #tool(
+            #tool_open("{") _ each_tool(
+                json_member("name", "\"" #tool_name(tool_name) "\"") _ "," _
+                json_member("arguments", #tool_args(tool_schema(json)))
+            ) (_ "," _ json_member("id", "\"" #tool_id(["a-zA-Z0-9"]+) "\""))? _ #tool_close("}")
+        );
+    }
+}
+
+chat_peg! {
+    /// DeepSeek V3.1: reasoning closed by `</think>` (the prompt opens it, or closes it at
+    /// once), content, then one `<｜tool▁calls▁begin｜>` section of calls
+    /// `<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}<｜tool▁call▁end｜>`. A second `<think>`
+    /// (the template writes one before a continued message's own) is a recovery.
+    pub grammar deepseek_v3_1 {
+        root = ("<think>" #"recovered.reasoning_marker"("<think>")? #reasoning(until("</think>")) "</think>")? #content(until("<｜tool▁calls▁begin｜>")) tool_calls? _ end;
+        trigger rule tool_calls = "<｜tool▁calls▁begin｜>" _ (tool_call _)+ "<｜tool▁calls▁end｜>";
+        rule tool_call = #tool(
+            #tool_open("<｜tool▁call▁begin｜>") each_tool(
+                #tool_name(tool_name) "<｜tool▁sep｜>" #tool_args(tool_schema(json))
+            ) _ #tool_close("<｜tool▁call▁end｜>")
+        );
+    }
+}
+
+chat_peg! {
+    /// Kimi K2: optional reasoning, content, then calls
+    /// `<|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{...}<|tool_call_end|>`
+    /// whose id is `functions.NAME:IDX` (the name tag nests in the id tag). The section markers
+    /// around the calls, a call's end marker and the reasoning's close may be missing.
+    pub grammar kimi_k2 {
+        root = ("<think>" #reasoning(until("</think>", "<|tool_calls_section_begin|>", "<|tool_call_begin|>")) "</think>"?)?
+            #content(until("<|tool_calls_section_begin|>", "<|tool_call_begin|>"))
+            ("<|tool_calls_section_begin|>" _)? (tool_call _)* ("<|tool_calls_section_end|>" _)? end;
+        trigger rule tool_call = #tool(
+            #tool_open("<|tool_call_begin|>") each_tool(
+                #tool_id("functions." #tool_name(tool_name) ":" ["0-9"]+) "<|tool_call_argument_begin|>" #tool_args(tool_schema(json))
+            ) _ #tool_close("<|tool_call_end|>"?)
         );
     }
 }

@@ -33,6 +33,7 @@ chat_peg! {
 chat_peg! {
     /// Every combinator at least once.
     pub grammar kitchen_sink {
+        custom_tags = [json];
         root = start (item / other)* end;
         rule item = &"<" !"<<" marker _ / ["0-9"]*<1,3> "." ["0-9"]+ / "x"*<2> / "y"*<,2> "z"*<1,>;
         rule other = atomic(#json(json)) / python / json_string_content / "'" any / eps "#" rest

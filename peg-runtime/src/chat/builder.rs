@@ -63,6 +63,34 @@ pub mod tags {
     pub const TOOL_ARG_ELEMENT_ARRAY: &str = "tool_arg_element_array";
     /// The name of a member element: a JSON key.
     pub const TOOL_ARG_ELEMENT_KEY: &str = "tool_arg_element_key";
+
+    /// Every tag above; with the recovery tags (`RecoveryKind::tag`), all the mapper reads.
+    pub const ALL: &[&str] = &[
+        REASONING,
+        CONTENT,
+        TOOL,
+        TOOL_OPEN,
+        TOOL_CLOSE,
+        TOOL_ID,
+        TOOL_NAME,
+        TOOL_ARGS,
+        TOOL_ARGS_STRING,
+        TOOL_ARG,
+        TOOL_ARG_OPEN,
+        TOOL_ARG_CLOSE,
+        TOOL_ARG_NAME,
+        TOOL_ARG_STRING_VALUE,
+        TOOL_ARG_JSON_VALUE,
+        TOOL_ARG_LITERAL_STRING,
+        TOOL_ARG_LITERAL_TOKEN,
+        TOOL_ARG_ELEMENT_OBJECT,
+        TOOL_ARG_ELEMENT_ARRAY,
+        TOOL_ARG_ELEMENT_KEY,
+    ];
+
+    /// The tags of text the mapper reads as a whole: tags inside them are never read.
+    pub const TEXT: &[&str] =
+        &[REASONING, CONTENT, TOOL_ARGS, TOOL_ARGS_STRING, TOOL_ARG_STRING_VALUE, TOOL_ARG_JSON_VALUE, TOOL_ARG_LITERAL_STRING, TOOL_ARG_LITERAL_TOKEN];
 }
 
 macro_rules! tag_methods {

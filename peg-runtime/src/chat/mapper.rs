@@ -130,6 +130,9 @@ impl Walk<'_> {
         };
         match n.tag.as_deref() {
             Some(tags::TOOL_NAME) | Some(tags::TOOL_ID) | Some(tags::TOOL_ARG_NAME) | Some(tags::TOOL_ARG_ELEMENT_KEY) => {
+                // After the children: a node nested in it (a name inside an id) is sealed
+                // first, so the events of a partial parse stay a prefix of a later one's.
+                children(in_tool, out);
                 if sealed {
                     out.push(ev(match n.tag.as_deref() {
                         Some(tags::TOOL_NAME) => Kind::ToolName,
@@ -138,7 +141,6 @@ impl Walk<'_> {
                         _ => Kind::ArgName,
                     }));
                 }
-                children(in_tool, out);
             }
             Some(tags::TOOL_ARG_LITERAL_TOKEN) => {
                 if sealed {

@@ -9,13 +9,23 @@ use crate::chat::parser::{fold_parse, no_recovery_if_strict, ChatParser, Diagnos
 use crate::chat::predict::{string_growth, until_extends_with, Growth};
 use crate::chat::recovery::Recovery;
 use crate::error::{Error, ErrorKind};
+use crate::resume::Resume;
 use crate::session::Session;
 
 impl ChatParser {
     /// A streaming parser: feed chunks, get deltas. (Here, so the parser does not depend on
     /// the stream that is built from it.)
     pub fn stream(&self) -> ChatStream {
-        ChatStream::new(self.inner.clone())
+        ChatStream::new(self.inner.clone(), Session::new(self.inner.arena.clone()))
+    }
+
+    /// A streaming parser whose parses come from `session`, a new incremental parser of the
+    /// same grammar as this parser's arena, such as the `Session` of a parser `chat_peg!`
+    /// generates (its `Chat::stream` calls this). The deltas equal those of
+    /// [`stream`](ChatParser::stream). (Input the session already holds would be read as
+    /// output written before the prefill.)
+    pub fn stream_with<S: Resume>(&self, session: S) -> ChatStream<S> {
+        ChatStream::new(self.inner.clone(), session)
     }
 }
 
@@ -33,8 +43,9 @@ enum State {
 
 /// A streaming parse made by [`ChatParser::stream`](crate::chat::ChatParser::stream).
 ///
-/// Each [`push`](ChatStream::push) re-parses incrementally with the runtime's [`Session`] and
-/// folds only what is new: text already emitted is never retracted, a suffix that could still
+/// Each [`push`](ChatStream::push) re-parses incrementally with a [`Resume`]: the runtime's
+/// [`Session`] over the parser's arena (the default), or the session of a parser `chat_peg!`
+/// generates ([`ChatParser::stream_with`]). It folds only what is new: text already emitted is never retracted, a suffix that could still
 /// be the start of a marker is held back, tool argument text streams as it arrives. All deltas
 /// of a stream add up to the one-shot [`parse`](crate::chat::ChatParser::parse) of the whole
 /// output.
@@ -45,9 +56,9 @@ enum State {
 /// a table lookup per byte and a few copies, so a long tool argument streams at a few times
 /// the cost of parsing it in one shot, whatever the chunk size.
 #[derive(Debug)]
-pub struct ChatStream {
+pub struct ChatStream<S = Session> {
     inner: Arc<Inner>,
-    session: Session,
+    session: S,
     driver: Driver,
     message: ChatMessage,
     state: State,
@@ -91,9 +102,8 @@ const STOP: u8 = 2;
 /// A byte of a multi-byte character (passes unless also `STOP`).
 const HIGH: u8 = 4;
 
-impl ChatStream {
-    pub(crate) fn new(inner: Arc<Inner>) -> ChatStream {
-        let mut session = Session::new(inner.arena.clone());
+impl<S: Resume> ChatStream<S> {
+    fn new(inner: Arc<Inner>, mut session: S) -> ChatStream<S> {
         session.push(inner.options.prefill.as_bytes());
         ChatStream {
             inner,

@@ -60,8 +60,11 @@ pub fn generate(arena: &Arena, options: &GbnfOptions) -> Result<String, Error> {
         if triggers.is_empty() {
             return Err(Error::new(ErrorKind::Grammar, "a lazy grammar needs at least one trigger rule"));
         }
-        let names: Vec<String> = triggers.into_iter().map(|t| g.rule_name(t)).collect();
-        names.join(" | ")
+        match g.tail_after_trigger(arena.root(), &mut Vec::new())? {
+            Some(tail) => tail,
+            // The root reaches no trigger: the triggers stand alone.
+            None => triggers.into_iter().map(|t| g.rule_name(t)).collect::<Vec<_>>().join(" | "),
+        }
     } else {
         g.expr(arena.root())?
     };
@@ -132,6 +135,24 @@ struct Gen<'a> {
     queue: Vec<NodeId>,
 }
 
+/// The alternation of `alts`; `None` for none.
+fn alternation(mut alts: Vec<String>) -> Option<String> {
+    match alts.len() {
+        0 => None,
+        1 => alts.pop(),
+        _ => Some(format!("({})", alts.join(" | "))),
+    }
+}
+
+/// `e` as an item of a sequence: an alternation needs parentheses.
+fn seq_item(e: String) -> String {
+    if e.contains('|') {
+        atom(&e)
+    } else {
+        e
+    }
+}
+
 /// Wraps `e` in parentheses unless it is already a single element.
 fn atom(e: &str) -> String {
     if is_atom(e) {
@@ -170,6 +191,76 @@ impl Gen<'_> {
         self.b.add_rule("nothing", "\"\\x00\" nothing")
     }
 
+    /// What a lazy grammar constrains of a match of `id`: from the first trigger rule in it to
+    /// its end, i.e. the trigger and everything the node matches after it (later calls of a
+    /// repetition, the whitespace and closing markers that follow). `None` when `id` reaches no
+    /// trigger. `rules`: the rules being expanded, to refuse a trigger behind recursion (its
+    /// tail has no finite expression this way).
+    fn tail_after_trigger(&mut self, id: NodeId, rules: &mut Vec<NodeId>) -> Result<Option<String>, Error> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(Error::new(ErrorKind::Grammar, format!("the arena nests deeper than {MAX_DEPTH} nodes within one rule")));
+        }
+        let r = self.tail_after_trigger_inner(id, rules);
+        self.depth -= 1;
+        r
+    }
+
+    fn tail_after_trigger_inner(&mut self, id: NodeId, rules: &mut Vec<NodeId>) -> Result<Option<String>, Error> {
+        let arena = self.arena;
+        let id = arena.resolve(id);
+        Ok(match arena.node(id) {
+            Node::Rule { trigger: true, .. } => Some(self.rule_name(id)),
+            Node::Rule { name, child, .. } => {
+                if rules.contains(&id) {
+                    return Err(Error::new(
+                        ErrorKind::Grammar,
+                        format!("rule `{name}` reaches a trigger rule through recursion; a lazy grammar cannot start inside it"),
+                    ));
+                }
+                rules.push(id);
+                let tail = self.tail_after_trigger(*child, rules);
+                rules.pop();
+                tail?
+            }
+            Node::Sequence { children } => {
+                let mut alts = Vec::new();
+                for (i, &c) in children.iter().enumerate() {
+                    let Some(tail) = self.tail_after_trigger(c, rules)? else { continue };
+                    let mut parts = vec![seq_item(tail)];
+                    for &after in &children[i + 1..] {
+                        let e = self.expr(after)?;
+                        if !e.is_empty() {
+                            parts.push(seq_item(e));
+                        }
+                    }
+                    alts.push(parts.join(" "));
+                }
+                alternation(alts)
+            }
+            Node::Choice { children } => {
+                let mut alts = Vec::new();
+                for &c in children {
+                    alts.extend(self.tail_after_trigger(c, rules)?);
+                }
+                alternation(alts)
+            }
+            // The iteration holding the first trigger, then the iterations after it (a superset
+            // for `min` > 1: the free text before the trigger may have held some).
+            Node::Repeat { child, max, .. } if *max != Some(0) => match self.tail_after_trigger(*child, rules)? {
+                Some(tail) => {
+                    let more = self.expr(*child)?;
+                    let more = if more.is_empty() || *max == Some(1) { String::new() } else { repetition(&atom(&more), 0, max.map(|m| m - 1)) };
+                    Some(if more.is_empty() { tail } else { format!("{} {more}", seq_item(tail)) })
+                }
+                None => None,
+            },
+            Node::Atomic { child } | Node::Tag { child, .. } => self.tail_after_trigger(*child, rules)?,
+            // Leaves, lookahead (matches no text), and nodes that emit a grammar of their own.
+            _ => None,
+        })
+    }
+
     /// The expression for node `id`; an empty string stands for the empty match.
     fn expr(&mut self, id: NodeId) -> Result<String, Error> {
         self.depth += 1;
@@ -193,7 +284,7 @@ impl Gen<'_> {
                 for &c in children {
                     let e = self.expr(c)?;
                     if !e.is_empty() {
-                        parts.push(if e.contains('|') { atom(&e) } else { e });
+                        parts.push(seq_item(e));
                     }
                 }
                 parts.join(" ")
@@ -561,12 +652,36 @@ mod tests {
         })
         .unwrap();
         let lazy = generate(&arena, &GbnfOptions { lazy: true, ..Default::default() }).unwrap();
-        assert!(lazy.starts_with("root ::= call-a | call-b\n"), "{lazy}");
+        assert!(lazy.starts_with("root ::= (call-a | call-b)\n"), "{lazy}");
         assert!(!lazy.contains("unused") && !lazy.contains("until"), "{lazy}");
         let g = Grammar::parse(&lazy).unwrap();
         assert!(g.accepts("<a>{\"k\": [1]}</a>") && g.accepts("<b>-1.5e3</b>") && !g.accepts("x<b>1</b>"));
         let none = Arena::build(|p| p.rest()).unwrap();
         assert!(generate(&none, &GbnfOptions { lazy: true, ..Default::default() }).is_err());
+    }
+
+    /// A lazy grammar accepts what the parser accepts from the first trigger on: every later
+    /// call of a repetition, what lies between and after them, a section's closing marker.
+    #[test]
+    fn lazy_grammar_runs_from_the_first_trigger_to_the_end() {
+        let arena = Arena::build(|p| {
+            let call = p.trigger_rule("call", "<call>" + p.json_object() + "</call>");
+            let section = p.rule("section", "<calls>" + p.one_or_more(call + p.space()) + "</calls>");
+            p.until("<") + p.zero_or_more(call + p.space()) + p.optional(section) + p.end()
+        })
+        .unwrap();
+        let g = Grammar::parse(&generate(&arena, &GbnfOptions { lazy: true, ..Default::default() }).unwrap()).unwrap();
+        for text in [r#"<call>{}</call>"#, "<call>{}</call>\n<call>{\"a\": 1}</call> ", "<call>{}</call><calls><call>{}</call> <call>{}</call></calls>"] {
+            assert!(arena.parse(format!("hi {text}").as_bytes(), false).unwrap().result.end == text.len() + 3, "{text}");
+            assert!(g.accepts(text), "{text}");
+        }
+        assert!(!g.accepts("<call>{}</call> hi") && !g.accepts("<calls><call>{}</call>") && !g.accepts("<call>{}</call><calls></calls>"));
+        let recursive = Arena::build(|p| {
+            let call = p.trigger_rule("call", "<call>" + p.json_object() + "</call>");
+            p.rule("calls", call + p.optional(p.rule_ref("calls")))
+        })
+        .unwrap();
+        assert_eq!(generate(&recursive, &GbnfOptions { lazy: true, ..Default::default() }).unwrap_err().kind(), ErrorKind::Grammar);
     }
 
     #[test]

@@ -1,0 +1,47 @@
+//! [`Resume`]: what a stream needs of an incremental parser, so that a
+//! [`ChatStream`](crate::chat::ChatStream) can be driven by the runtime [`Session`] over an
+//! arena or by the session of a parser `chat_peg!` generates.
+
+use crate::error::Error;
+use crate::parse::ParseOutput;
+use crate::session::Session;
+
+/// An incremental parse of input that only grows: push chunks, parse what there is so far as
+/// partial input, or as complete input at the end. Its outputs must equal one-shot parses of
+/// the same grammar (`Arena::parse(input, partial)`) of the input so far.
+pub trait Resume {
+    /// Appends a chunk of input.
+    fn push(&mut self, chunk: &[u8]);
+    /// All input pushed so far.
+    fn input(&self) -> &[u8];
+    /// Parses all input so far as partial input; the output is kept and borrowed.
+    fn update(&mut self) -> Result<&ParseOutput, Error>;
+    /// Parses all input so far as complete input; the output is kept and borrowed. Pushing
+    /// more input afterwards continues the stream.
+    fn finish(&mut self) -> Result<&ParseOutput, Error>;
+    /// The output of the last [`update`](Resume::update) or [`finish`](Resume::finish).
+    fn output(&self) -> &ParseOutput;
+}
+
+impl Resume for Session {
+    #[inline]
+    fn push(&mut self, chunk: &[u8]) {
+        Session::push(self, chunk);
+    }
+    #[inline]
+    fn input(&self) -> &[u8] {
+        Session::input(self)
+    }
+    #[inline]
+    fn update(&mut self) -> Result<&ParseOutput, Error> {
+        Session::update(self)
+    }
+    fn finish(&mut self) -> Result<&ParseOutput, Error> {
+        Session::finish(self)?;
+        Ok(Session::output(self))
+    }
+    #[inline]
+    fn output(&self) -> &ParseOutput {
+        Session::output(self)
+    }
+}
