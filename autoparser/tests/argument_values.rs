@@ -32,6 +32,7 @@ const CORPUS_TESTS: &[&str] = &[
     "nullable_strings_read_null_and_strings (the shared templates)",
     "raw_values_follow_their_schema_in_the_grammar (the shared templates)",
     "parts_opened_by_the_prompt (the shared templates)",
+    "broken_python_escapes_give_valid_json_arguments (the shared templates)",
 ];
 
 /// Where a template of a test comes from.
@@ -315,6 +316,39 @@ fn python_values_follow_their_schema_in_the_grammar() {
             let m = parser.parse(&out, peg_runtime::chat::ParseMode::Complete).unwrap();
             assert_eq!(m.diagnostic, None, "{name}: {out}");
             assert_eq!(m.message.tool_calls.len(), 1, "{name}: {out}");
+        }
+    }
+}
+
+/// A string escape the model breaks off (`'\uZZ'`, `'\x4'`, a `\U` past the last code point)
+/// stays text in the arguments, which are valid JSON one-shot and in every chunking.
+#[test]
+fn broken_python_escapes_give_valid_json_arguments() {
+    let tools = r#"[{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"s": {"type": "string"}}}}}]"#;
+    let written = [
+        (r"s='\uZZ'", "\\uZZ"),
+        (r"s='\x4 and \x41'", "\\x4 and A"),
+        (r#"s="\U0011FFFF\U0001F600""#, "\\U0011FFFF\u{1F600}"),
+        (r"s='ends in \u12'", "ends in \\u12"),
+    ];
+    for (source, open, close) in PYTHON {
+        let Some((_, _, parser)) = generated(source, tools) else { continue };
+        let name = source.name();
+        for (args, want) in written {
+            let out = format!("{open}[f({args})]{close}");
+            let one_shot = parser.parse(&out, peg_runtime::chat::ParseMode::Complete).unwrap().message;
+            let call = one_shot.tool_calls.first().unwrap_or_else(|| panic!("{name}: no call in {out}"));
+            let value: Value = serde_json::from_str(&call.arguments).unwrap_or_else(|e| panic!("{name}: {out}: {e}"));
+            // LFM2.5 writes strings raw (a backslash is text), the fixture as Python literals.
+            if matches!(source, Fixture(_)) {
+                assert_eq!(value["s"], want, "{name}: {out}");
+            } else {
+                assert!(value["s"].is_string(), "{name}: {out}: {value}");
+            }
+            for chunk in [1, 2, 3, 5] {
+                let streamed = stream_message(&parser, &out, false, chunk).unwrap();
+                assert_eq!(streamed.tool_calls, one_shot.tool_calls, "{name}: {out} in chunks of {chunk}");
+            }
         }
     }
 }

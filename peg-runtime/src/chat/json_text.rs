@@ -33,17 +33,17 @@ pub(crate) fn escape_into(out: &mut String, s: &str) {
 }
 
 /// Appends, inside a JSON string, what the escape `\` `c` of a Python (or JSON) string
-/// means, as valid JSON: `\x41` opens `\u0041` (its digits follow as they are), `\a`, `\v`
-/// and `\0` become `\u` escapes, `\'` a quote, a backslash before a line break continues
-/// the line; an escape Python does not know keeps its backslash (`\€` is a backslash and `€`).
+/// means, as valid JSON: `\a`, `\v` and `\0` become `\u` escapes, `\'` a quote, a backslash
+/// before a line break continues the line; an escape Python does not know keeps its backslash
+/// (`\€` is a backslash and `€`). Escapes with hex digits (`\x`, `\u`, `\U`) are
+/// [`push_hex_escape`]'s, once their digits are in.
 pub(crate) fn push_python_escape(out: &mut String, c: char) {
     match c {
-        '"' | '\\' | '/' | 'b' | 'f' | 'n' | 'r' | 't' | 'u' => {
+        '"' | '\\' | '/' | 'b' | 'f' | 'n' | 'r' | 't' => {
             out.push('\\');
             out.push(c);
         }
         '\'' => out.push('\''),
-        'x' => out.push_str("\\u00"),
         'a' => out.push_str("\\u0007"),
         'v' => out.push_str("\\u000b"),
         '0' => out.push_str("\\u0000"),
@@ -51,6 +51,45 @@ pub(crate) fn push_python_escape(out: &mut String, c: char) {
         _ => {
             out.push_str("\\\\");
             escape_into(out, c.encode_utf8(&mut [0; 4]));
+        }
+    }
+}
+
+/// How many hex digits the escape `\` `c` takes (`\x41`, `\u00e9`, `\U0001F600`).
+fn hex_digits(c: char) -> Option<usize> {
+    match c {
+        'x' => Some(2),
+        'u' => Some(4),
+        'U' => Some(8),
+        _ => None,
+    }
+}
+
+/// Appends the hex escape `\` `letter` `digits` as valid JSON meaning what Python reads:
+/// `digits` holds as many hex digits as the escape takes, or fewer when the text broke it off,
+/// and then the escape is text (a backslash, the letter, the digits), as JSON cannot hold it.
+fn push_hex_escape(out: &mut String, letter: char, digits: &str) {
+    let complete = hex_digits(letter) == Some(digits.len());
+    match letter {
+        'u' if complete => {
+            out.push_str("\\u");
+            out.push_str(digits);
+        }
+        'x' if complete => {
+            out.push_str("\\u00");
+            out.push_str(digits);
+        }
+        'U' if complete => match u32::from_str_radix(digits, 16).ok().and_then(char::from_u32) {
+            Some(c) => escape_into(out, c.encode_utf8(&mut [0; 4])),
+            None => {
+                out.push_str("\\\\U");
+                out.push_str(digits);
+            }
+        },
+        _ => {
+            out.push_str("\\\\");
+            out.push(letter);
+            out.push_str(digits);
         }
     }
 }
@@ -106,6 +145,11 @@ enum PyState {
     DqEsc,
     Sq,
     SqEsc,
+    /// Inside a hex escape (`PyToJson::hex` holds its letter and digits so far), in a string
+    /// quoted with `'` if `sq`.
+    Hex {
+        sq: bool,
+    },
 }
 
 /// Rewrites a Python literal (`{'a': True, 'b': None}`) into JSON text as it streams in.
@@ -122,6 +166,9 @@ pub(crate) struct PyToJson {
     held: String,
     /// A raw control character inside a string was escaped (the text was not valid JSON).
     pub(crate) escaped_control: bool,
+    /// The letter and the digits so far of a hex escape (`PyState::Hex`): written once all
+    /// its digits are in, so a broken one (`\uZZ`) never reaches the JSON text.
+    hex: String,
 }
 
 impl PyToJson {
@@ -161,14 +208,20 @@ impl PyToJson {
                 }
                 _ => 0,
             };
-            // A JSON escape passes through as written (`push_python_escape` keeps it): the run
+            // A JSON escape passes through as written (the escape functions keep it): the run
             // goes on past it.
-            if self.state == PyState::Dq
-                && b.get(i) == Some(&b'\\')
-                && b.get(i + 1).is_some_and(|&n| matches!(n, b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' | b'u'))
-            {
-                i += 2;
-                continue;
+            if self.state == PyState::Dq && b.get(i) == Some(&b'\\') {
+                match b.get(i + 1) {
+                    Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => {
+                        i += 2;
+                        continue;
+                    }
+                    Some(b'u') if b.get(i + 2..i + 6).is_some_and(|d| d.iter().all(u8::is_ascii_hexdigit)) => {
+                        i += 6;
+                        continue;
+                    }
+                    _ => {}
+                }
             }
             let Some(c) = s.get(i..).and_then(|t| t.chars().next()) else { break };
             out.push_str(&s[run..i]);
@@ -226,9 +279,33 @@ impl PyToJson {
                 }
                 _ => out.push(c),
             },
-            PyState::DqEsc => {
-                self.state = PyState::Dq;
+            PyState::DqEsc | PyState::SqEsc => {
+                let sq = self.state == PyState::SqEsc;
+                if hex_digits(c).is_some() {
+                    self.state = PyState::Hex { sq };
+                    self.hex.push(c);
+                    return;
+                }
+                self.state = if sq { PyState::Sq } else { PyState::Dq };
                 push_python_escape(out, c);
+            }
+            PyState::Hex { sq } => {
+                let letter = self.hex.chars().next().unwrap_or('u');
+                let need = hex_digits(letter).unwrap_or(0);
+                let complete = c.is_ascii_hexdigit() && self.hex.len() == need;
+                if c.is_ascii_hexdigit() && !complete {
+                    self.hex.push(c);
+                    return;
+                }
+                if complete {
+                    self.hex.push(c);
+                }
+                push_hex_escape(out, letter, &self.hex[1..]);
+                self.hex.clear();
+                self.state = if sq { PyState::Sq } else { PyState::Dq };
+                if !complete {
+                    self.step(c, out);
+                }
             }
             PyState::Sq => match c {
                 '\\' => self.state = PyState::SqEsc,
@@ -238,10 +315,6 @@ impl PyToJson {
                 }
                 _ => escape_into(out, c.encode_utf8(&mut [0; 4])),
             },
-            PyState::SqEsc => {
-                self.state = PyState::Sq;
-                push_python_escape(out, c);
-            }
         }
     }
 
@@ -264,6 +337,10 @@ impl PyToJson {
         }
         if matches!(self.state, PyState::DqEsc | PyState::SqEsc) {
             out.push_str("\\\\");
+        }
+        if let Some(letter) = self.hex.chars().next() {
+            push_hex_escape(out, letter, &self.hex[1..]);
+            self.hex.clear();
         }
         self.state = PyState::Normal;
     }
@@ -821,6 +898,11 @@ mod tests {
             (r#""\/\"\b""#, "/\"\u{8}"),
             ("'line\\\ncontinued'", "linecontinued"),
             (r"'it\'s'", "it's"),
+            (r"'\uZZ and \u12'", "\\uZZ and \\u12"),
+            (r#""\u00e9\u12""#, "é\\u12"),
+            (r"'\xZ\x4'", "\\xZ\\x4"),
+            (r"'\U0001F600 \U0011FFFF \Ug'", "😀 \\U0011FFFF \\Ug"),
+            (r#""\ud83d\ude00""#, "😀"),
         ] {
             let whole = py_to_json(python);
             let mut stepped = String::new();
@@ -843,6 +925,7 @@ mod tests {
             "{\"a\": \"tab\there, raw\u{1}control, \\é escaped é, \\' kept\"}",
             r#"{'q': 'say "hi" \' and \x41 ünïcødé', 'l': [False, None, 'a',  ], 'long': 'abcdefghijklmnopqrstuvwxyz0123456789'}"#,
             "[\"ends in a backslash \\",
+            r#"{"a": "\u12G \uABCD \x4 \u00e9nd", 'b': '\U0001F600\U0011ffff\u', "c": "\u"#,
         ];
         for text in texts {
             let mut reference = PyToJson::default();
