@@ -246,9 +246,10 @@ impl ChatParser {
     {
         let partial = mode == ParseMode::Partial;
         let inner = &*self.inner;
-        let mut input = String::with_capacity(inner.options.prefill.len() + output.len());
-        input.push_str(&inner.options.prefill);
-        input.push_str(output);
+        // Without a prefill the output is the input: copying a long output costs a fresh
+        // allocation of its size, whose page faults outweigh the whole parse.
+        let input: std::borrow::Cow<'_, str> =
+            if inner.options.prefill.is_empty() { output.into() } else { [inner.options.prefill.as_str(), output].concat().into() };
         let bytes = input.as_bytes();
         let mut driver = Driver::default();
         let mut sink = MessageSink::default();
