@@ -38,6 +38,16 @@ pub struct Builder {
 }
 
 /// A handle to a node being built. Cheap to copy; combine with `+`, `|` and `<<`.
+///
+/// ```
+/// use peg_runtime::{Builder, Node};
+/// let b = Builder::new();
+/// let answer = b.literal("yes") | "no"; // `+` sequence, `|` ordered choice, `<<` spaced sequence
+/// let Node::Choice { children } = b.node(answer.id()) else { panic!() };
+/// assert_eq!(b.node(children[1]), Node::Literal { text: "no".into() });
+/// let arena = b.finish(answer.id()).unwrap();
+/// assert_eq!(arena.parse(b"no", false).unwrap().result.end, 2);
+/// ```
 #[derive(Clone, Copy)]
 pub struct Parser<'a> {
     id: NodeId,
@@ -63,6 +73,16 @@ impl<'a> Parser<'a> {
 }
 
 /// Anything that can stand where a parser is expected: a [`Parser`], `&str`, `String`, `char`.
+///
+/// ```
+/// use peg_runtime::{Arena, Builder, IntoParser, Parser};
+/// // A helper taking a parser or a plain string.
+/// fn bracketed<'a>(b: &'a Builder, inner: impl IntoParser<'a>) -> Parser<'a> {
+///     "[" + inner.into_parser(b) + ']'
+/// }
+/// let arena = Arena::build(|p| bracketed(p, "TOOL_CALLS") + bracketed(p, p.until("]"))).unwrap();
+/// assert_eq!(arena.parse(b"[TOOL_CALLS][x]", false).unwrap().result.end, 15);
+/// ```
 pub trait IntoParser<'a> {
     /// Converts into a node of `builder`.
     fn into_parser(self, builder: &'a Builder) -> Parser<'a>;
