@@ -12,6 +12,17 @@ use crate::builder::{Builder, IntoParser, Parser};
 use crate::error::Error;
 
 /// The semantic tag names the mapper understands.
+///
+/// ```
+/// use peg_runtime::chat::{tags, ChatParser, ParseMode, SimpleBuilder};
+/// use peg_runtime::Arena;
+/// // The shape builders' methods wrap a parser in these tags, as `Builder::tag` does.
+/// let tagged = Arena::build(|p| p.tag(tags::REASONING, p.until("\n")) + "\n" + p.tag(tags::CONTENT, p.rest())).unwrap();
+/// let shaped = SimpleBuilder::build(|p| p.reasoning(p.until("\n")) + "\n" + p.content(p.rest())).unwrap();
+/// assert_eq!(tagged, shaped);
+/// let m = ChatParser::new(tagged.into(), Default::default()).parse("Hmm.\nHi!", ParseMode::Complete).unwrap().message;
+/// assert_eq!((m.reasoning_content.as_str(), m.content.as_str()), ("Hmm.", "Hi!"));
+/// ```
 pub mod tags {
     /// Reasoning text (`reasoning_content`).
     ///

@@ -55,6 +55,27 @@ enum State {
 /// itself (JSON-escaped in an argument), and the next parse resumes over it. Such a push costs
 /// a table lookup per byte and a few copies, so a long tool argument streams at a few times
 /// the cost of parsing it in one shot, whatever the chunk size.
+///
+/// ```
+/// use peg_runtime::chat::{ChatDelta, ChatMessage, ChatParser, NativeBuilder, ParseMode};
+/// let arena = NativeBuilder::build(|p| {
+///     let call = p.tool(p.tool_name(p.chars("[a-z]", 1, None)) + " " + p.tool_args(p.json()));
+///     p.content(p.until("<call>")) + p.zero_or_more("<call>" + call + "</call>") + p.end()
+/// })
+/// .unwrap();
+/// let parser = ChatParser::new(arena.into(), Default::default());
+/// let mut stream = parser.stream();
+/// let mut deltas = Vec::new();
+/// for chunk in ["Sure.<ca", "ll>now {\"tz", "\": \"UTC\"}</call>"] {
+///     deltas.extend(stream.push(chunk).unwrap());
+/// }
+/// assert_eq!(deltas[0], ChatDelta::content("Sure."));
+/// assert_eq!(stream.message().tool_calls[0].name, "now");
+/// let (last, parsed) = stream.finish().unwrap();
+/// deltas.extend(last);
+/// assert_eq!(ChatMessage::from_deltas(&deltas), parsed.message);
+/// assert_eq!(parsed, parser.parse("Sure.<call>now {\"tz\": \"UTC\"}</call>", ParseMode::Complete).unwrap());
+/// ```
 #[derive(Debug)]
 pub struct ChatStream<S = Session> {
     inner: Arc<Inner>,
