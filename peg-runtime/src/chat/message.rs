@@ -196,6 +196,13 @@ impl ChatMessage {
     }
 
     /// The message all `deltas` add up to.
+    ///
+    /// ```
+    /// use peg_runtime::chat::{ChatDelta, ChatMessage, ToolCallDelta};
+    /// let deltas = [ChatDelta::reasoning("Hm."), ChatDelta::tool_call(ToolCallDelta::header(0, "call_0", "now")), ChatDelta::tool_call(ToolCallDelta::arguments(0, "{}"))];
+    /// let m = ChatMessage::from_deltas(&deltas);
+    /// assert_eq!((m.reasoning_content.as_str(), m.tool_calls[0].arguments.as_str()), ("Hm.", "{}"));
+    /// ```
     pub fn from_deltas<'d>(deltas: impl IntoIterator<Item = &'d ChatDelta>) -> ChatMessage {
         let mut m = ChatMessage::default();
         for d in deltas {

@@ -38,6 +38,12 @@ pub struct ToolSpec {
 
 impl ToolSpec {
     /// A tool with a name and a parameters schema.
+    ///
+    /// ```
+    /// use peg_runtime::chat::ToolSpec;
+    /// let tool = ToolSpec::new("get_time", serde_json::json!({"type": "object"}));
+    /// assert_eq!(tool, ToolSpec::from_openai(&serde_json::json!({"type": "function", "function": {"name": "get_time"}})).unwrap());
+    /// ```
     pub fn new(name: impl Into<String>, parameters: serde_json::Value) -> ToolSpec {
         ToolSpec { name: name.into(), parameters }
     }
@@ -236,6 +242,13 @@ pub struct ChatParser {
 
 impl ChatParser {
     /// A parser over `arena` (built with one of the shape builders).
+    ///
+    /// ```
+    /// use peg_runtime::chat::{ChatParseOptions, ChatParser, ParseMode, SimpleBuilder};
+    /// let arena = SimpleBuilder::build(|p| p.content(p.rest())).unwrap();
+    /// let parser = ChatParser::new(arena.into(), ChatParseOptions::default());
+    /// assert_eq!(parser.parse(" Hi ", ParseMode::Complete).unwrap().message.content, "Hi");
+    /// ```
     pub fn new(arena: Arc<Arena>, options: ChatParseOptions) -> ChatParser {
         let has_tag = |names: &[&str]| arena.nodes().iter().any(|n| matches!(n, Node::Tag { tag, .. } if names.contains(&tag.as_str())));
         let mut cx = Context {
@@ -274,6 +287,17 @@ impl ChatParser {
     /// does not fit the grammar is kept as content and a [`Diagnostic`] says where, and what
     /// was recovered is reported in [`ParsedMessage::recoveries`]; strict mode returns an
     /// [`ErrorKind::ParseFailed`] error instead.
+    ///
+    /// ```
+    /// use peg_runtime::chat::{ChatParser, NativeBuilder, ParseMode};
+    /// let arena = NativeBuilder::build(|p| p.tool(p.tool_name(p.chars("[a-z]", 1, None)) + p.tool_args(p.json()))).unwrap();
+    /// let parser = ChatParser::new(arena.into(), Default::default());
+    /// let whole = parser.parse(r#"now{"tz": "UTC"}"#, ParseMode::Complete).unwrap().message;
+    /// assert_eq!(whole.tool_calls[0].arguments, r#"{"tz": "UTC"}"#);
+    /// let prefix = parser.parse(r#"now{"tz": "U"#, ParseMode::Partial).unwrap().message;
+    /// assert_eq!(prefix.tool_calls[0].arguments, r#"{"tz": "U"#); // the raw text so far
+    /// assert!(whole.extends(&prefix));
+    /// ```
     pub fn parse(&self, output: &str, mode: ParseMode) -> Result<ParsedMessage, Error> {
         let arena = &self.inner.arena;
         self.parse_with(output, mode, |input, partial| arena.parse(input, partial))

@@ -155,6 +155,13 @@ impl PartialEq for Grammar {
 impl Grammar {
     /// Parses and checks GBNF text. Errors have kind [`ErrorKind::Grammar`](crate::ErrorKind::Grammar)
     /// and name the line and column.
+    ///
+    /// ```
+    /// use peg_runtime::gbnf::Grammar;
+    /// assert!(Grammar::parse(r#"root ::= [a-z]+ ("," [a-z]+)*"#).unwrap().accepts("a,bc"));
+    /// let err = Grammar::parse("root ::= \"a\"\nroot-x ::= root-x \"b\"").unwrap_err();
+    /// assert!(err.to_string().contains("left recursi"), "{err}");
+    /// ```
     pub fn parse(text: &str) -> Result<Grammar, Error> {
         let rules = parse::parse(text)?;
         let index = rules.iter().enumerate().map(|(i, r)| (r.name.clone(), i)).collect();
@@ -179,6 +186,14 @@ impl Grammar {
     /// Rewrites the grammar smaller: a group written at several places becomes one rule
     /// (`group-N`), and adjacent runs of the same bounded whitespace rule merge into one.
     /// [`generate`] does this unless [`GbnfOptions::compact`] is off.
+    ///
+    /// ```
+    /// use peg_runtime::gbnf::Grammar;
+    /// let mut g = Grammar::parse("root ::= lat \",\" lon\nlat ::= [0-9]+ \".\" [0-9]+\nlon ::= [0-9]+ \".\" [0-9]+").unwrap();
+    /// g.compact(); // identical rules merge
+    /// assert_eq!(g.to_string(), "root ::= lat \",\" lat\nlat ::= [0-9]+ \".\" [0-9]+\n");
+    /// assert!(g.accepts("48.85,2.35"));
+    /// ```
     pub fn compact(&mut self) {
         compact::compact(&mut self.rules);
         self.index = self.rules.iter().enumerate().map(|(i, r)| (r.name.clone(), i)).collect();
@@ -191,6 +206,13 @@ impl Grammar {
     }
 
     /// Whether `input` can still be completed into a string `root` accepts.
+    ///
+    /// ```
+    /// use peg_runtime::gbnf::Grammar;
+    /// let g = Grammar::parse(r#"root ::= "<call>" [a-z]+ "</call>""#).unwrap();
+    /// assert!(g.accepts_prefix("<call>now</") && !g.accepts("<call>now</"));
+    /// assert!(!g.accepts_prefix("<call>NOW"));
+    /// ```
     pub fn accepts_prefix(&self, input: &str) -> bool {
         self.recognizer().accepts_prefix(input)
     }
