@@ -127,6 +127,19 @@ impl Model {
     }
 
     /// A model from a cached analysis of this template (skips analyzing it again).
+    ///
+    /// ```
+    /// use autoparser::{format::TemplateAnalysis, template::ChatTemplate, Model, Request};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let src = "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}<|end|>{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}";
+    /// let cached = Model::analyze(ChatTemplate::from_source(src, "", "")?)?.analysis().to_json();
+    /// // Later, or in another process:
+    /// let model = Model::from_analysis(ChatTemplate::from_source(src, "", "")?, TemplateAnalysis::from_json(&cached)?);
+    /// let request = Request::from_json(&serde_json::json!({"messages": [{"role": "user", "content": "Hi"}]}))?;
+    /// assert_eq!(model.prepare(&request)?.prompt, "<|user|>Hi<|end|><|assistant|>");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn from_analysis(template: ChatTemplate, analysis: TemplateAnalysis) -> Model {
         Model { template, analysis: Arc::new(analysis), cache: Arc::default() }
     }

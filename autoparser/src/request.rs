@@ -235,6 +235,15 @@ impl Request {
     /// Checks what the types alone do not: every message is an object with a string `role`,
     /// every tool an object naming its function, with object `parameters` if any.
     /// [`Model::prepare`](crate::Model::prepare) checks each request it is given.
+    ///
+    /// ```
+    /// use autoparser::{ErrorKind, Request};
+    /// let mut request = Request::default();
+    /// request.messages.push(serde_json::json!({"content": "Hi"})); // no role
+    /// assert_eq!(request.validate().unwrap_err().kind(), ErrorKind::InvalidRequest);
+    /// request.messages[0]["role"] = "user".into();
+    /// assert!(request.validate().is_ok());
+    /// ```
     pub fn validate(&self) -> Result<(), crate::Error> {
         for (i, m) in self.messages.iter().enumerate() {
             let Some(m) = m.as_object() else { return Err(invalid(format!("messages[{i}]: a message must be an object, not {m}"))) };

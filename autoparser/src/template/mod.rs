@@ -105,6 +105,16 @@ impl ChatTemplate {
     /// Compile a template source with explicit resource limits for rendering.
     ///
     /// A source nesting deeper than [`Limits::expression_depth`] is refused before compiling.
+    ///
+    /// ```
+    /// use autoparser::template::{ChatTemplate, Limits};
+    /// use autoparser::Limit;
+    /// let deep = format!("{{{{ {} }}}}", ["1"; 30].join(" + ")); // {{ 1 + 1 + ... }}
+    /// let limits = Limits { expression_depth: 10, ..Limits::default() };
+    /// let err = ChatTemplate::with_limits(&deep, "", "", limits).unwrap_err();
+    /// assert_eq!((err.limit(), err.line()), (Some(Limit::ExpressionDepth), Some(1)));
+    /// assert!(ChatTemplate::with_limits(&deep, "", "", Limits::default()).is_ok());
+    /// ```
     pub fn with_limits(source: &str, bos_token: &str, eos_token: &str, limits: Limits) -> Result<ChatTemplate, Error> {
         let mut env = env::build_env(&limits);
         let prepared = env::strip_generation_tags(source).into_owned();

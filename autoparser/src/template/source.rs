@@ -56,6 +56,13 @@ pub struct TemplateSource {
 
 impl TemplateSource {
     /// A bare Jinja source with no special tokens.
+    ///
+    /// ```
+    /// use autoparser::template::TemplateSource;
+    /// let source = TemplateSource::from_jinja("{{ messages[0].content }}");
+    /// let t = source.default_template().unwrap().compile("", "").unwrap();
+    /// assert_eq!(t.render(&serde_json::json!({"messages": [{"content": "Hi"}]})).unwrap(), "Hi");
+    /// ```
     pub fn from_jinja(source: &str) -> TemplateSource {
         TemplateSource { templates: vec![NamedTemplate { name: "default".into(), source: source.into() }], ..Default::default() }
     }
