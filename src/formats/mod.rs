@@ -83,7 +83,8 @@ chat_peg! {
     /// ```
     /// use chat_peg::formats::qwen3_coder;
     /// use chat_peg::peg_runtime::chat::{ChatParseOptions, ParseMode, ToolSpec};
-    /// let tools = vec![ToolSpec::new("get_weather", serde_json::json!({"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}))];
+    /// let schema = serde_json::json!({"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}});
+    /// let tools = vec![ToolSpec::new("get_weather", schema)];
     /// let chat = qwen3_coder::Chat::new(ChatParseOptions { tools, ..Default::default() }).unwrap();
     /// // Raw values are typed by the schema: `days` is an integer.
     /// let output = "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>";
@@ -197,7 +198,8 @@ chat_peg! {
     /// let tools = vec![ToolSpec::new("get_weather", serde_json::json!({"type": "object"}))];
     /// let chat = deepseek_v3_1::Chat::new(ChatParseOptions { tools, prefill: "<think>".into(), ..Default::default() }).unwrap();
     /// // The prompt opened the reasoning.
-    /// let output = "Paris.</think>Checking.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Paris\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>";
+    /// let output = "Paris.</think>Checking.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>\
+    ///               {\"city\": \"Paris\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>";
     /// let m = chat.parse(output, ParseMode::Complete).unwrap().message;
     /// assert_eq!((m.reasoning_content.as_str(), m.content.as_str()), ("Paris.", "Checking."));
     /// assert_eq!(m.tool_calls[0].name, "get_weather");

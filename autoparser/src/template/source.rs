@@ -13,7 +13,11 @@ use crate::error::{Error, ErrorKind};
 ///
 /// ```
 /// use autoparser::template::TemplateSource;
-/// let source = TemplateSource::from_tokenizer_config(r#"{"chat_template": [{"name": "default", "template": "{{ messages[0].content }}"}, {"name": "tool_use", "template": "{{ tools | length }}"}], "bos_token": {"content": "<s>"}}"#).unwrap();
+/// let config = r#"{"chat_template": [
+///     {"name": "default", "template": "{{ messages[0].content }}"},
+///     {"name": "tool_use", "template": "{{ tools | length }}"}
+/// ], "bos_token": {"content": "<s>"}}"#;
+/// let source = TemplateSource::from_tokenizer_config(config).unwrap();
 /// let tool_use = source.get("tool_use").unwrap();
 /// assert_eq!(tool_use.source, "{{ tools | length }}");
 /// let t = tool_use.compile(&source.bos_token, &source.eos_token).unwrap();
@@ -38,7 +42,11 @@ impl NamedTemplate {
 ///
 /// ```
 /// use autoparser::{template::TemplateSource, ErrorKind};
-/// let source = TemplateSource::from_tokenizer_config(r#"{"chat_template": [{"name": "default", "template": "{{ messages[0].content }}"}, {"name": "tool_use", "template": "{{ tools | length }}"}], "bos_token": {"content": "<s>"}}"#).unwrap();
+/// let config = r#"{"chat_template": [
+///     {"name": "default", "template": "{{ messages[0].content }}"},
+///     {"name": "tool_use", "template": "{{ tools | length }}"}
+/// ], "bos_token": {"content": "<s>"}}"#;
+/// let source = TemplateSource::from_tokenizer_config(config).unwrap();
 /// assert_eq!(source.templates.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["default", "tool_use"]);
 /// assert_eq!((source.bos_token.as_str(), source.eos_token.as_str()), ("<s>", ""));
 /// assert_eq!(source.default_template().unwrap().name, "default");
@@ -244,7 +252,11 @@ pub fn load(path: &Path) -> Result<TemplateSource, Error> {
 /// ```
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let path = std::env::temp_dir().join(format!("autoparser-load-named-{}.json", std::process::id()));
-/// std::fs::write(&path, r#"{"chat_template": [{"name": "default", "template": "{{ messages[0].content }}"}, {"name": "tool_use", "template": "{{ tools | length }}"}], "bos_token": {"content": "<s>"}}"#)?;
+/// let config = r#"{"chat_template": [
+///     {"name": "default", "template": "{{ messages[0].content }}"},
+///     {"name": "tool_use", "template": "{{ tools | length }}"}
+/// ], "bos_token": {"content": "<s>"}}"#;
+/// std::fs::write(&path, config)?;
 /// let t = autoparser::template::load_named(&path, Some("tool_use"))?;
 /// # std::fs::remove_file(&path)?;
 /// assert_eq!((t.source(), t.bos_token()), ("{{ tools | length }}", "<s>"));

@@ -179,7 +179,8 @@ pub mod tags {
     /// # fn name(p: &peg_runtime::Builder) -> peg_runtime::Parser<'_> { p.chars("[a-z]", 1, None) }
     /// // `<call NAME><ARG>value</ARG>...</call>`: each `tool_arg` is one member of the arguments.
     /// let arena = Arena::build(|p| {
-    ///     let arg = p.tag(tags::TOOL_ARG, "<" + p.tag(tags::TOOL_ARG_NAME, name(p)) + ">" + p.tag(tags::TOOL_ARG_STRING_VALUE, p.until("</")) + "</" + name(p) + ">");
+    ///     let value = p.tag(tags::TOOL_ARG_STRING_VALUE, p.until("</"));
+    ///     let arg = p.tag(tags::TOOL_ARG, "<" + p.tag(tags::TOOL_ARG_NAME, name(p)) + ">" + value + "</" + name(p) + ">");
     ///     p.tag(tags::TOOL, "<call " + p.tag(tags::TOOL_NAME, name(p)) + ">" + p.zero_or_more(arg) + "</call>")
     /// })?;
     /// let m = ChatParser::new(arena.into(), Default::default()).parse("<call weather><city>Paris</city><unit>C</unit></call>", ParseMode::Complete)?.message;
@@ -218,7 +219,8 @@ pub mod tags {
     /// // The closing marker of an argument, or (a recovery) nothing before the next argument.
     /// let arena = Arena::build(|p| {
     ///     let close = p.tag(tags::TOOL_ARG_CLOSE, "</arg>" | p.tag(RecoveryKind::MissingClose.tag(), p.peek("<arg ") | p.end()));
-    ///     let arg = p.tag(tags::TOOL_ARG, "<arg " + p.tag(tags::TOOL_ARG_NAME, name(p)) + ">" + p.tag(tags::TOOL_ARG_STRING_VALUE, p.until_one_of(["</arg>", "<arg "])) + close);
+    ///     let value = p.tag(tags::TOOL_ARG_STRING_VALUE, p.until_one_of(["</arg>", "<arg "]));
+    ///     let arg = p.tag(tags::TOOL_ARG, "<arg " + p.tag(tags::TOOL_ARG_NAME, name(p)) + ">" + value + close);
     ///     p.tag(tags::TOOL, p.tag(tags::TOOL_NAME, name(p)) + ":" + p.zero_or_more(arg))
     /// })?;
     /// let parsed = ChatParser::new(arena.into(), Default::default()).parse("f:<arg a>1<arg b>2</arg>", ParseMode::Complete)?;

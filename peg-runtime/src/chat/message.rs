@@ -199,7 +199,11 @@ impl ChatMessage {
     ///
     /// ```
     /// use peg_runtime::chat::{ChatDelta, ChatMessage, ToolCallDelta};
-    /// let deltas = [ChatDelta::reasoning("Hm."), ChatDelta::tool_call(ToolCallDelta::header(0, "call_0", "now")), ChatDelta::tool_call(ToolCallDelta::arguments(0, "{}"))];
+    /// let deltas = [
+    ///     ChatDelta::reasoning("Hm."),
+    ///     ChatDelta::tool_call(ToolCallDelta::header(0, "call_0", "now")),
+    ///     ChatDelta::tool_call(ToolCallDelta::arguments(0, "{}")),
+    /// ];
     /// let m = ChatMessage::from_deltas(&deltas);
     /// assert_eq!((m.reasoning_content.as_str(), m.tool_calls[0].arguments.as_str()), ("Hm.", "{}"));
     /// ```

@@ -164,7 +164,11 @@ impl Default for ChatParseOptions {
 ///
 /// ```
 /// use peg_runtime::chat::{ChatParser, NativeBuilder, ParseMode};
-/// let arena = NativeBuilder::build(|p| p.content(p.until("<call>")) + p.optional("<call>" + p.tool(p.tool_name(p.literal("f")) + p.tool_args(p.json())) + "</call>")).unwrap();
+/// let arena = NativeBuilder::build(|p| {
+///     let call = p.tool(p.tool_name(p.literal("f")) + p.tool_args(p.json()));
+///     p.content(p.until("<call>")) + p.optional("<call>" + call + "</call>")
+/// })
+/// .unwrap();
 /// let parser = ChatParser::new(arena.into(), Default::default());
 /// let parsed = parser.parse("Sure.<call>g{}</call>", ParseMode::Complete).unwrap();
 /// let diagnostic = parsed.diagnostic.unwrap();
