@@ -5,6 +5,13 @@ use std::fmt;
 use std::sync::Arc;
 
 /// What went wrong.
+///
+/// ```
+/// use autoparser::{template::ChatTemplate, ErrorKind, Model, Request};
+/// assert_eq!(ChatTemplate::from_source("{% if %}", "", "").unwrap_err().kind(), ErrorKind::TemplateSyntax);
+/// assert_eq!(Model::load("no/such/template.jinja").unwrap_err().kind(), ErrorKind::Io);
+/// assert_eq!(Request::from_json(&serde_json::json!({"tools": [1]})).unwrap_err().kind(), ErrorKind::InvalidRequest);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ErrorKind {
@@ -40,6 +47,15 @@ pub enum ErrorKind {
 
 /// Which resource bound an untrusted template ran into (the bounds are
 /// [`Limits`](crate::template::Limits)).
+///
+/// ```
+/// use autoparser::template::{ChatTemplate, Limits};
+/// use autoparser::{ErrorKind, Limit};
+/// let endless = "{% for i in range(1000) %}{% for j in range(1000) %}.{% endfor %}{% endfor %}";
+/// let t = ChatTemplate::with_limits(endless, "", "", Limits { fuel: 100_000, ..Limits::default() }).unwrap();
+/// let err = t.render(&serde_json::json!({})).unwrap_err();
+/// assert_eq!((err.kind(), err.limit()), (ErrorKind::LimitExceeded, Some(Limit::Fuel)));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Limit {
@@ -72,6 +88,14 @@ impl fmt::Display for Limit {
 }
 
 /// An error of template loading, rendering, analysis or generation.
+///
+/// ```
+/// use autoparser::template::ChatTemplate;
+/// let t = ChatTemplate::from_source("{% if not messages %}\n{{ raise_exception('no messages') }}{% endif %}", "", "").unwrap();
+/// let err = t.render(&serde_json::json!({"messages": []})).unwrap_err();
+/// assert!(err.is_raised()); // the template refused the input
+/// assert_eq!((err.detail(), err.line()), ("no messages", Some(2)));
+/// ```
 #[derive(Debug, Clone)]
 pub struct Error {
     kind: ErrorKind,

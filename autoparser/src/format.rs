@@ -3,10 +3,32 @@
 //! only, so the registry can adjust it without depending on either.
 //!
 //! Field names follow the reference analysis dumps (`corpus/analysis/*.json`) where sensible.
+//!
+//! ```
+//! use autoparser::format::{ContentMode, ReasoningMode, ToolFormat};
+//! use autoparser::{analysis::analyze, template::ChatTemplate};
+//! let src = "{% for m in messages %}<|{{ m.role }}|>{% if m.reasoning_content %}<think>{{ m.reasoning_content }}</think>{% endif %}\
+//!            {{ m.content }}{% for c in m.tool_calls or [] %}<call>{{ c.function | tojson }}</call>{% endfor %}<|end|>{% endfor %}\
+//!            {% if add_generation_prompt %}<|assistant|>{% endif %}";
+//! let a = analyze(&ChatTemplate::from_source(src, "", "").unwrap()).unwrap();
+//! assert_eq!((a.reasoning.mode, a.content.mode, a.tools.format.mode), (ReasoningMode::TagBased, ContentMode::Plain, ToolFormat::JsonNative));
+//! assert_eq!((a.tools.format.per_call_start.as_str(), a.end_of_turn.as_str()), ("<call>", "<|end|>"));
+//! ```
 
 use serde::{Deserialize, Serialize};
 
 /// How the model writes reasoning.
+///
+/// ```
+/// use autoparser::format::ReasoningMode;
+/// use autoparser::{analysis::analyze, template::ChatTemplate};
+/// let src = "{% for m in messages %}<|{{ m.role }}|>{% if m.reasoning_content %}<think>{{ m.reasoning_content }}</think>{% endif %}\
+///            {{ m.content }}{% for c in m.tool_calls or [] %}<call>{{ c.function | tojson }}</call>{% endfor %}<|end|>{% endfor %}\
+///            {% if add_generation_prompt %}<|assistant|>{% endif %}";
+/// let a = analyze(&ChatTemplate::from_source(src, "", "").unwrap()).unwrap();
+/// assert_eq!(a.reasoning.mode, ReasoningMode::TagBased);
+/// assert_eq!(serde_json::to_value(a.reasoning.mode).unwrap(), "TAG_BASED"); // as cached
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ReasoningMode {
@@ -20,6 +42,15 @@ pub enum ReasoningMode {
 }
 
 /// How the model wraps its content.
+///
+/// ```
+/// use autoparser::format::ContentMode;
+/// use autoparser::{analysis::analyze, template::ChatTemplate};
+/// let src = "{% for m in messages %}<|{{ m.role }}|>{% if m.role == 'assistant' %}<response>{{ m.content }}</response>\
+///            {% else %}{{ m.content }}{% endif %}<|end|>{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}";
+/// let a = analyze(&ChatTemplate::from_source(src, "", "").unwrap()).unwrap();
+/// assert_eq!((a.content.mode, a.content.start.as_str()), (ContentMode::AlwaysWrapped, "<response>"));
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ContentMode {
@@ -33,6 +64,17 @@ pub enum ContentMode {
 }
 
 /// How the model writes tool calls.
+///
+/// ```
+/// use autoparser::format::ToolFormat;
+/// use autoparser::{analysis::analyze, template::ChatTemplate};
+/// let src = "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% for c in m.tool_calls or [] %}<function={{ c.function.name }}>\
+///            {% for k, v in c.function.arguments | items %}<parameter={{ k }}>{{ v }}</parameter>{% endfor %}</function>{% endfor %}\
+///            <|end|>{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}";
+/// let a = analyze(&ChatTemplate::from_source(src, "", "").unwrap()).unwrap();
+/// // Name and each argument in markers.
+/// assert_eq!(a.tools.format.mode, ToolFormat::TagWithTagged);
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ToolFormat {
@@ -48,6 +90,17 @@ pub enum ToolFormat {
 }
 
 /// Where a call id sits in a tag-based call.
+///
+/// ```
+/// use autoparser::format::CallIdPosition;
+/// use autoparser::{analysis::analyze, template::ChatTemplate};
+/// let src = "{% for m in messages %}{% if m.role == 'user' %}[INST]{{ m.content }}[/INST]{% elif m.role == 'assistant' %}{{ m.content }}\
+///            {% for c in m.tool_calls or [] %}[TOOL_CALLS]{{ c.function.name }}[CALL_ID]{{ c.id }}[ARGS]{{ c.function.arguments | tojson }}\
+///            {% endfor %}</s>{% endif %}{% endfor %}";
+/// let a = analyze(&ChatTemplate::from_source(src, "", "").unwrap()).unwrap();
+/// // `[TOOL_CALLS]NAME[CALL_ID]ID[ARGS]{...}`
+/// assert_eq!(a.tools.call_id.pos, CallIdPosition::BetweenFuncAndArgs);
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum CallIdPosition {
@@ -63,6 +116,16 @@ pub enum CallIdPosition {
 }
 
 /// What the template supports, found by rendering probes.
+///
+/// ```
+/// use autoparser::{analysis::analyze, template::ChatTemplate};
+/// let src = "{% if tools %}Tools: {{ tools | tojson }}\n{% endif %}{% for m in messages %}<|{{ m.role }}|>{{ m.content }}\
+///            {% if m.tool_calls %}<call>{{ m.tool_calls[0].function | tojson }}</call>{% endif %}<|end|>{% endfor %}\
+///            {% if add_generation_prompt %}<|assistant|>{% endif %}";
+/// let a = analyze(&ChatTemplate::from_source(src, "", "").unwrap()).unwrap();
+/// assert!(a.caps.supports_tools && a.caps.supports_tool_calls);
+/// assert!(!a.caps.supports_parallel_tool_calls); // only the first call is rendered
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Capabilities {
     /// Tool definitions change the prompt.
@@ -80,6 +143,16 @@ pub struct Capabilities {
 }
 
 /// Reasoning markers.
+///
+/// ```
+/// use autoparser::{analysis::analyze, template::ChatTemplate};
+/// let src = "{% for m in messages %}<|{{ m.role }}|>{% if m.reasoning_content %}<think>{{ m.reasoning_content }}</think>{% endif %}\
+///            {{ m.content }}{% for c in m.tool_calls or [] %}<call>{{ c.function | tojson }}</call>{% endfor %}<|end|>{% endfor %}\
+///            {% if add_generation_prompt %}<|assistant|>{% endif %}";
+/// let a = analyze(&ChatTemplate::from_source(src, "", "").unwrap()).unwrap();
+/// assert_eq!((a.reasoning.start.as_str(), a.reasoning.end.as_str()), ("<think>", "</think>"));
+/// assert_eq!(a.reasoning.end_marker(), "</think>");
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReasoningAnalysis {
     /// The mode.
@@ -102,6 +175,15 @@ impl ReasoningAnalysis {
 }
 
 /// Content markers.
+///
+/// ```
+/// use autoparser::{analysis::analyze, template::ChatTemplate};
+/// let src = "{% for m in messages %}<|{{ m.role }}|>{% if m.role == 'assistant' %}<response>{{ m.content }}</response>\
+///            {% else %}{{ m.content }}{% endif %}<|end|>{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}";
+/// let a = analyze(&ChatTemplate::from_source(src, "", "").unwrap()).unwrap();
+/// assert_eq!(a.content.start, "<response>");
+/// assert!(!a.content.requires_nonnull_content);
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ContentAnalysis {
     /// The mode.
@@ -115,6 +197,18 @@ pub struct ContentAnalysis {
 }
 
 /// Markers and JSON fields of the tool-call section.
+///
+/// ```
+/// use autoparser::{analysis::analyze, template::ChatTemplate};
+/// let src = "{% for m in messages %}<|{{ m.role }}|>{% if m.reasoning_content %}<think>{{ m.reasoning_content }}</think>{% endif %}\
+///            {{ m.content }}{% for c in m.tool_calls or [] %}<call>{{ c.function | tojson }}</call>{% endfor %}<|end|>{% endfor %}\
+///            {% if add_generation_prompt %}<|assistant|>{% endif %}";
+/// let a = analyze(&ChatTemplate::from_source(src, "", "").unwrap()).unwrap();
+/// let f = &a.tools.format;
+/// assert_eq!((f.per_call_start.as_str(), f.per_call_end.as_str()), ("<call>", "</call>"));
+/// assert_eq!((f.name_field.as_str(), f.args_field.as_str()), ("name", "arguments"));
+/// assert!(!f.args_as_string && !f.tools_array_wrapped);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolFormatAnalysis {
     /// The format.
@@ -187,6 +281,16 @@ impl Default for ToolFormatAnalysis {
 }
 
 /// Markers around the function name.
+///
+/// ```
+/// use autoparser::{analysis::analyze, template::ChatTemplate};
+/// let src = "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% for c in m.tool_calls or [] %}<function={{ c.function.name }}>\
+///            {% for k, v in c.function.arguments | items %}<parameter={{ k }}>{{ v }}</parameter>{% endfor %}</function>{% endfor %}\
+///            <|end|>{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}";
+/// let a = analyze(&ChatTemplate::from_source(src, "", "").unwrap()).unwrap();
+/// let f = &a.tools.function;
+/// assert_eq!((f.name_prefix.as_str(), f.name_suffix.as_str(), f.close.as_str()), ("<function=", ">", "</function>"));
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolFunctionAnalysis {
     /// Before the name, e.g. `<function=`.
@@ -201,6 +305,17 @@ pub struct ToolFunctionAnalysis {
 }
 
 /// Markers of the arguments.
+///
+/// ```
+/// use autoparser::{analysis::analyze, template::ChatTemplate};
+/// let src = "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% for c in m.tool_calls or [] %}<function={{ c.function.name }}>\
+///            {% for k, v in c.function.arguments | items %}<parameter={{ k }}>{{ v }}</parameter>{% endfor %}</function>{% endfor %}\
+///            <|end|>{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}";
+/// let a = analyze(&ChatTemplate::from_source(src, "", "").unwrap()).unwrap();
+/// let args = &a.tools.arguments;
+/// assert_eq!((args.name_prefix.as_str(), args.name_suffix.as_str(), args.value_suffix.as_str()), ("<parameter=", ">", "</parameter>"));
+/// assert!(args.value_syntax.is_json());
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolArgumentsAnalysis {
     /// Opens the arguments container (tag formats), e.g. `<arguments>`.
@@ -240,9 +355,21 @@ pub struct ToolArgumentsAnalysis {
 
 /// Stands for the name of what a marker closes (`</` [`NAME_SLOT`] `>` is `</alpha>` after
 /// argument `alpha`): in `value_suffix` and `function.close` of element-style formats.
+///
+/// ```
+/// use autoparser::format::{with_name, NAME_SLOT};
+/// let value_suffix = format!("</{NAME_SLOT}>");
+/// assert_eq!(with_name(&value_suffix, "alpha"), "</alpha>");
+/// ```
 pub const NAME_SLOT: &str = "\u{E001}";
 
 /// Puts `name` into a marker holding [`NAME_SLOT`].
+///
+/// ```
+/// use autoparser::format::with_name;
+/// assert_eq!(with_name("</\u{E001}>\n", "city"), "</city>\n");
+/// assert_eq!(with_name("</parameter>", "city"), "</parameter>"); // no slot: unchanged
+/// ```
 pub fn with_name(marker: &str, name: &str) -> String {
     marker.replace(NAME_SLOT, name)
 }
@@ -375,6 +502,16 @@ impl ValueSyntax {
 }
 
 /// Call id markers.
+///
+/// ```
+/// use autoparser::{analysis::analyze, template::ChatTemplate};
+/// let src = "{% for m in messages %}{% if m.role == 'user' %}[INST]{{ m.content }}[/INST]{% elif m.role == 'assistant' %}{{ m.content }}\
+///            {% for c in m.tool_calls or [] %}[TOOL_CALLS]{{ c.function.name }}[CALL_ID]{{ c.id }}[ARGS]{{ c.function.arguments | tojson }}\
+///            {% endfor %}</s>{% endif %}{% endfor %}";
+/// let a = analyze(&ChatTemplate::from_source(src, "", "").unwrap()).unwrap();
+/// let id = &a.tools.call_id;
+/// assert_eq!((id.prefix.as_str(), id.suffix.as_str()), ("[CALL_ID]", "[ARGS]"));
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolCallIdAnalysis {
     /// Position.
@@ -386,6 +523,18 @@ pub struct ToolCallIdAnalysis {
 }
 
 /// Everything about tool calls.
+///
+/// ```
+/// use autoparser::format::{CallIdPosition, ToolFormat};
+/// use autoparser::{analysis::analyze, template::ChatTemplate};
+/// let src = "{% for m in messages %}{% if m.role == 'user' %}[INST]{{ m.content }}[/INST]{% elif m.role == 'assistant' %}{{ m.content }}\
+///            {% for c in m.tool_calls or [] %}[TOOL_CALLS]{{ c.function.name }}[CALL_ID]{{ c.id }}[ARGS]{{ c.function.arguments | tojson }}\
+///            {% endfor %}</s>{% endif %}{% endfor %}";
+/// let a = analyze(&ChatTemplate::from_source(src, "", "").unwrap()).unwrap();
+/// let tools = &a.tools;
+/// assert_eq!((tools.format.mode, tools.format.per_call_start.as_str()), (ToolFormat::TagWithJson, "[TOOL_CALLS]"));
+/// assert_eq!(tools.call_id.pos, CallIdPosition::BetweenFuncAndArgs);
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolAnalysis {
     /// Section, per-call markers and JSON fields.
@@ -435,6 +584,17 @@ impl AddressedParts {
 }
 
 /// The result of analyzing one template. Cheap to clone, serializable, cached per template.
+///
+/// ```
+/// use autoparser::format::TemplateAnalysis;
+/// use autoparser::{analysis::analyze, template::ChatTemplate};
+/// let src = "{% for m in messages %}<|{{ m.role }}|>{% if m.reasoning_content %}<think>{{ m.reasoning_content }}</think>{% endif %}\
+///            {{ m.content }}{% for c in m.tool_calls or [] %}<call>{{ c.function | tojson }}</call>{% endfor %}<|end|>{% endfor %}\
+///            {% if add_generation_prompt %}<|assistant|>{% endif %}";
+/// let a = analyze(&ChatTemplate::from_source(src, "", "").unwrap()).unwrap();
+/// assert_eq!(a.preserved_tokens, ["<think>", "</think>", "<call>", "</call>"]);
+/// assert_eq!(TemplateAnalysis::from_json(&a.to_json()).unwrap(), a); // a cache round trip
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TemplateAnalysis {
     /// A registered model-specific builder that handles this template, if any.

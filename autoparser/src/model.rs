@@ -13,6 +13,24 @@ use crate::verify::{verify, VerifyOptions, VerifyReport};
 
 /// A chat template and what analysis learned of its output format.
 ///
+/// ```
+/// use autoparser::format::TemplateAnalysis;
+/// use autoparser::template::ChatTemplate;
+/// use autoparser::Model;
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let src = "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}\
+///            {% for c in m.tool_calls or [] %}<call>{{ c.function | tojson }}</call>{% endfor %}<|end|>{% endfor %}\
+///            {% if add_generation_prompt %}<|assistant|>{% endif %}";
+/// let model = Model::analyze(ChatTemplate::from_source(src, "", "")?)?;
+/// assert_eq!(model.analysis().tools.format.per_call_start, "<call>");
+/// // Cache the analysis; later, rebuild the model without analyzing again.
+/// let cached = model.analysis().to_json();
+/// let again = Model::from_analysis(ChatTemplate::from_source(src, "", "")?, TemplateAnalysis::from_json(&cached)?);
+/// assert_eq!(again.analysis(), model.analysis());
+/// # Ok(())
+/// # }
+/// ```
+///
 /// Analyze once per template (tens of milliseconds), then [`prepare`](Model::prepare) every
 /// request from it. Cheap to clone (shared, immutable); the analysis serializes
 /// ([`TemplateAnalysis::to_json`]) so a server can cache it and rebuild the model with
@@ -78,17 +96,50 @@ impl ConstraintCache {
 impl Model {
     /// Loads the default template of a `.jinja`, `tokenizer_config.json` or `.gguf` file and
     /// analyzes it.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let path = std::env::temp_dir().join(format!("autoparser-load-{}.json", std::process::id()));
+    /// std::fs::write(&path, r#"{"chat_template": "{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}", "eos_token": "</s>"}"#)?;
+    /// let model = autoparser::Model::load(&path)?;
+    /// # std::fs::remove_file(&path)?;
+    /// assert_eq!(model.template().eos_token(), "</s>");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn load(path: impl AsRef<Path>) -> Result<Model, Error> {
         Model::analyze(ChatTemplate::load(path.as_ref())?)
     }
 
     /// Analyzes a compiled template.
+    ///
+    /// ```
+    /// use autoparser::{format::ReasoningMode, template::ChatTemplate, Model};
+    /// let src = "{% for m in messages %}<|{{ m.role }}|>{% if m.reasoning_content %}<think>{{ m.reasoning_content }}</think>{% endif %}\
+    ///            {{ m.content }}<|end|>{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}";
+    /// let model = Model::analyze(ChatTemplate::from_source(src, "", "").unwrap()).unwrap();
+    /// let reasoning = &model.analysis().reasoning;
+    /// assert_eq!((reasoning.mode, reasoning.start.as_str(), reasoning.end.as_str()), (ReasoningMode::TagBased, "<think>", "</think>"));
+    /// ```
     pub fn analyze(template: ChatTemplate) -> Result<Model, Error> {
         let analysis = crate::analysis::analyze(&template)?;
         Ok(Model::from_analysis(template, analysis))
     }
 
     /// A model from a cached analysis of this template (skips analyzing it again).
+    ///
+    /// ```
+    /// use autoparser::{format::TemplateAnalysis, template::ChatTemplate, Model, Request};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let src = "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}<|end|>{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}";
+    /// let cached = Model::analyze(ChatTemplate::from_source(src, "", "")?)?.analysis().to_json();
+    /// // Later, or in another process:
+    /// let model = Model::from_analysis(ChatTemplate::from_source(src, "", "")?, TemplateAnalysis::from_json(&cached)?);
+    /// let request = Request::from_json(&serde_json::json!({"messages": [{"role": "user", "content": "Hi"}]}))?;
+    /// assert_eq!(model.prepare(&request)?.prompt, "<|user|>Hi<|end|><|assistant|>");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn from_analysis(template: ChatTemplate, analysis: TemplateAnalysis) -> Model {
         Model { template, analysis: Arc::new(analysis), cache: Arc::default() }
     }
@@ -107,6 +158,27 @@ impl Model {
     /// stops, and the parser of the model's output (the request's tools read once).
     ///
     /// The renders share one budget ([`Limits::total_fuel`](crate::template::Limits::total_fuel)).
+    ///
+    /// ```
+    /// use autoparser::{template::ChatTemplate, GrammarTrigger, Model, Request};
+    /// use peg_runtime::chat::{ParseMode, Strictness};
+    /// # fn main() -> Result<(), autoparser::Error> {
+    /// let src = "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}\
+    ///            {% for c in m.tool_calls or [] %}<call>{{ c.function | tojson }}</call>{% endfor %}<|end|>{% endfor %}\
+    ///            {% if add_generation_prompt %}<|assistant|>{% endif %}";
+    /// let model = Model::analyze(ChatTemplate::from_source(src, "", "")?)?;
+    /// let request = Request::from_json(&serde_json::json!({
+    ///     "messages": [{"role": "user", "content": "Time?"}],
+    ///     "tools": [{"type": "function", "function": {"name": "now", "parameters": {"type": "object"}}}],
+    /// }))?;
+    /// let prepared = model.prepare(&request)?;
+    /// assert_eq!(prepared.prompt, "<|user|>Time?<|end|><|assistant|>");
+    /// assert_eq!(prepared.grammar_triggers, [GrammarTrigger::Word("<call>".into())]);
+    /// let parsed = prepared.parser(Strictness::Strict).parse(r#"<call>{"name": "now", "arguments": {}}</call>"#, ParseMode::Complete)?;
+    /// assert_eq!(parsed.message.tool_calls[0].name, "now");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn prepare(&self, request: &Request) -> Result<PreparedRequest, Error> {
         request.validate()?;
         let metered = Metered::new(&self.template);
@@ -117,6 +189,14 @@ impl Model {
 
     /// Checks this model's parser and grammar against the template's own renders of seeded
     /// messages (the check for a template nobody has seen; see [`crate::verify`]).
+    ///
+    /// ```
+    /// use autoparser::{template::ChatTemplate, verify::VerifyOptions, Model};
+    /// let src = "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}<|end|>{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}";
+    /// let model = Model::analyze(ChatTemplate::from_source(src, "", "").unwrap()).unwrap();
+    /// let report = model.verify(&VerifyOptions { cases: 2, ..VerifyOptions::default() });
+    /// assert!(report.passed(), "{}", report.text());
+    /// ```
     pub fn verify(&self, options: &VerifyOptions) -> VerifyReport {
         verify(&self.template, &self.analysis, options)
     }

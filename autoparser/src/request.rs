@@ -6,6 +6,14 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
 /// `tool_choice` of a request.
+///
+/// ```
+/// use autoparser::{Request, ToolChoice};
+/// let choice = |v: serde_json::Value| Request::from_json(&serde_json::json!({"tool_choice": v})).unwrap().tool_choice;
+/// assert_eq!(choice("none".into()), ToolChoice::None);
+/// assert_eq!(choice(serde_json::json!({"type": "function", "function": {"name": "now"}})), ToolChoice::Required);
+/// assert_eq!(choice(serde_json::Value::Null), ToolChoice::Auto);
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolChoice {
@@ -35,6 +43,23 @@ impl<'de> Deserialize<'de> for ToolChoice {
 }
 
 /// Where reasoning goes.
+///
+/// ```
+/// use autoparser::{template::ChatTemplate, Model, ReasoningFormat, Request};
+/// use peg_runtime::chat::{ParseMode, Strictness};
+/// let src = "{% for m in messages %}<|{{ m.role }}|>{% if m.reasoning_content %}<think>{{ m.reasoning_content }}</think>{% endif %}\
+///            {{ m.content }}<|end|>{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}";
+/// let model = Model::analyze(ChatTemplate::from_source(src, "", "").unwrap()).unwrap();
+/// let mut request = Request::from_json(&serde_json::json!({"messages": [{"role": "user", "content": "Hi"}]})).unwrap();
+/// let parse = |request: &Request| {
+///     let parser = model.prepare(request).unwrap().parser(Strictness::Lenient);
+///     parser.parse("<think>Hm.</think>Hello", ParseMode::Complete).unwrap().message
+/// };
+/// let m = parse(&request);
+/// assert_eq!((m.reasoning_content.as_str(), m.content.as_str()), ("Hm.", "Hello"));
+/// request.reasoning_format = ReasoningFormat::None;
+/// assert_eq!(parse(&request).content, "<think>Hm.</think>Hello");
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ReasoningFormat {
@@ -57,6 +82,19 @@ impl<'de> Deserialize<'de> for ReasoningFormat {
 }
 
 /// Whether the final (assistant) message is continued by the model.
+///
+/// ```
+/// use autoparser::{template::ChatTemplate, ContinueFinal, Request};
+/// let t = ChatTemplate::from_source("{% for m in messages %}<|{{ m.role }}|>{{ m.content }}<|end|>{% endfor %}\
+///                                    {% if add_generation_prompt %}<|assistant|>{% endif %}", "", "").unwrap();
+/// let request = Request::from_json(&serde_json::json!({
+///     "messages": [{"role": "user", "content": "Count"}, {"role": "assistant", "content": "1, 2,"}],
+///     "continue_final_message": true,
+/// })).unwrap();
+/// assert_eq!(request.continue_final_message, ContinueFinal::Content);
+/// let rendered = t.apply(&request).unwrap();
+/// assert_eq!(rendered.prompt, "<|user|>Count<|end|><|assistant|>1, 2,"); // the model goes on from there
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ContinueFinal {
@@ -197,6 +235,15 @@ impl Request {
     /// Checks what the types alone do not: every message is an object with a string `role`,
     /// every tool an object naming its function, with object `parameters` if any.
     /// [`Model::prepare`](crate::Model::prepare) checks each request it is given.
+    ///
+    /// ```
+    /// use autoparser::{ErrorKind, Request};
+    /// let mut request = Request::default();
+    /// request.messages.push(serde_json::json!({"content": "Hi"})); // no role
+    /// assert_eq!(request.validate().unwrap_err().kind(), ErrorKind::InvalidRequest);
+    /// request.messages[0]["role"] = "user".into();
+    /// assert!(request.validate().is_ok());
+    /// ```
     pub fn validate(&self) -> Result<(), crate::Error> {
         for (i, m) in self.messages.iter().enumerate() {
             let Some(m) = m.as_object() else { return Err(invalid(format!("messages[{i}]: a message must be an object, not {m}"))) };

@@ -226,6 +226,26 @@ mod grammar;
 mod lower;
 
 /// Compiles a grammar into a module; see the crate docs for the syntax.
+///
+/// ```
+/// use peg_runtime::chat::ParseMode;
+/// peg_macros::chat_peg! {
+///     /// Optional reasoning, then the answer.
+///     pub grammar answer {
+///         root = reasoning? _ #content(rest);
+///         rule reasoning = "<think>" #reasoning(until("</think>")) "</think>";
+///     }
+///     /// The same, reasoning required.
+///     pub grammar thinking extends answer {
+///         root = reasoning _ #content(rest);
+///     }
+/// }
+/// let chat = answer::Chat::new(Default::default()).unwrap();
+/// let m = chat.parse("<think>Easy.</think> 4", ParseMode::Complete).unwrap().message;
+/// assert_eq!((m.reasoning_content.as_str(), m.content.as_str()), ("Easy.", "4"));
+/// assert_eq!(answer::parse(b"4", false).unwrap().result.outcome, peg_runtime::Outcome::Success);
+/// assert_eq!(thinking::parse(b"4", false).unwrap().result.outcome, peg_runtime::Outcome::Fail);
+/// ```
 #[proc_macro]
 pub fn chat_peg(input: TokenStream) -> TokenStream {
     let grammars = syn::parse_macro_input!(input as grammar::Grammars);

@@ -15,6 +15,14 @@ pub use crate::kinds::{JsonKind, PythonKind};
 use crate::leaf::Delimiters;
 
 /// Index of a node in its [`Arena`].
+///
+/// ```
+/// use peg_runtime::{Arena, Node};
+/// let arena = Arena::build(|p| p.rule("greeting", "hi")).unwrap();
+/// let id = arena.rule("greeting").unwrap();
+/// assert_eq!(&arena.nodes()[id.index()], arena.node(id));
+/// assert!(matches!(arena.node(id), Node::Rule { name, .. } if name == "greeting"));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct NodeId(pub u32);
@@ -28,6 +36,14 @@ impl NodeId {
 }
 
 /// One parser in the arena. Combinators refer to children by [`NodeId`].
+///
+/// ```
+/// use peg_runtime::{Arena, Node};
+/// let arena = Arena::build(|p| p.literal("a") | "b").unwrap();
+/// let Node::Choice { children } = arena.node(arena.root()) else { panic!() };
+/// assert_eq!(arena.node(children[1]), &Node::Literal { text: "b".into() });
+/// assert_eq!(arena.node(arena.root()).children(), &children[..]);
+/// ```
 // Each variant's doc describes its fields.
 #[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -118,6 +134,18 @@ fn delimiter_search(delimiters: &[String]) -> Result<Delimiters, Error> {
 }
 
 /// The serialized form of an arena: nodes, rules by name, root.
+///
+/// ```
+/// use peg_runtime::{Arena, ArenaData, Node, NodeId, Outcome};
+/// let data = ArenaData {
+///     nodes: vec![Node::Literal { text: "hi".into() }, Node::Rule { name: "root".into(), child: NodeId(0), trigger: false }],
+///     rules: vec![("root".into(), NodeId(1))],
+///     root: NodeId(1),
+/// };
+/// let arena = Arena::from_data(data.clone()).unwrap();
+/// assert_eq!(arena.data(), &data);
+/// assert_eq!(arena.parse(b"hi", false).unwrap().result.outcome, Outcome::Success);
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ArenaData {
     /// All nodes; a node's id is its index.
@@ -156,6 +184,12 @@ impl PartialEq for Arena {
 
 impl Arena {
     /// Validates `data` and precomputes what parsing needs.
+    ///
+    /// ```
+    /// use peg_runtime::{Arena, ArenaData, ErrorKind, Node, NodeId};
+    /// let data = ArenaData { nodes: vec![Node::Ref { name: "missing".into() }], rules: vec![], root: NodeId(0) };
+    /// assert_eq!(Arena::from_data(data).unwrap_err().kind(), ErrorKind::UndefinedRule);
+    /// ```
     pub fn from_data(data: ArenaData) -> Result<Arena, Error> {
         let n = data.nodes.len();
         let check = |id: NodeId| -> Result<(), Error> {
@@ -226,6 +260,14 @@ impl Arena {
     }
 
     /// Builds an arena with the [`Builder`](crate::Builder) DSL; the closure returns the root.
+    ///
+    /// ```
+    /// use peg_runtime::{Arena, Outcome};
+    /// let arena = Arena::build(|p| p.rule("word", p.chars("[a-z]", 1, None)) << p.rule_ref("word")).unwrap();
+    /// let out = arena.parse(b"hello  world", false).unwrap();
+    /// assert_eq!((out.result.outcome, out.result.end), (Outcome::Success, 12));
+    /// assert_eq!(arena.rules()[0].0, "word");
+    /// ```
     pub fn build<'b, F>(f: F) -> Result<Arena, Error>
     where
         F: for<'a> FnOnce(&'a crate::Builder) -> crate::Parser<'a>,

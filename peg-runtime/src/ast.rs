@@ -7,11 +7,29 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 /// Index of a node in its [`Ast`].
+///
+/// ```
+/// use peg_runtime::{Arena, AstId};
+/// let arena = Arena::build(|p| p.tag("a", "x") + p.tag("b", "y")).unwrap();
+/// let out = arena.parse(b"xy", false).unwrap();
+/// assert_eq!(out.ast.roots, [AstId(0), AstId(1)]);
+/// assert_eq!(out.ast.node(AstId(1)).tag.as_deref(), Some("b"));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct AstId(pub u32);
 
 /// One AST node. Created by `tag` nodes (with `tag` set) and `rule` nodes (with `rule` set).
+///
+/// ```
+/// use peg_runtime::Arena;
+/// let arena = Arena::build(|p| p.rule("call", "<" + p.tag("name", p.until(">")) + ">")).unwrap();
+/// let out = arena.parse(b"<get_time", true).unwrap();
+/// let call = out.ast.node(out.ast.roots[0]);
+/// assert_eq!((call.rule.as_deref(), call.tag.as_deref()), (Some("call"), None));
+/// let name = out.ast.node(call.children[0]);
+/// assert_eq!((name.tag.as_deref(), name.start, name.end, name.partial), (Some("name"), 1, 9, true));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AstNode {
     /// The semantic tag (`reasoning`, `tool_name`, ...), for nodes made by `tag`.
@@ -31,6 +49,18 @@ pub struct AstNode {
 }
 
 /// What a visitor tells [`Ast::visit`] to do next.
+///
+/// ```
+/// use peg_runtime::{Arena, Visit};
+/// let arena = Arena::build(|p| p.tag("outer", p.tag("inner", "a")) + p.tag("next", "b")).unwrap();
+/// let out = arena.parse(b"ab", false).unwrap();
+/// let mut seen = Vec::new();
+/// out.ast.visit(|_, node, _| {
+///     seen.push(node.tag.as_deref().unwrap().to_owned());
+///     Visit::Skip // not into `outer`'s children
+/// });
+/// assert_eq!(seen, ["outer", "next"]);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Visit {
     /// Visit this node's children.
@@ -42,6 +72,16 @@ pub enum Visit {
 }
 
 /// The nodes of one parse; top-level nodes in [`Ast::roots`].
+///
+/// ```
+/// use peg_runtime::Arena;
+/// let arena = Arena::build(|p| p.tag("call", "<" + p.tag("name", p.until(">")) + ">")).unwrap();
+/// let input = b"<get_time>";
+/// let ast = arena.parse(input, false).unwrap().ast;
+/// let name = ast.find_by_tag("name")[0];
+/// assert_eq!(ast.text(name, input), "get_time");
+/// assert_eq!(ast.dump(input), "#call 0..10 \"<get_time>\"\n  #name 1..9 \"get_time\"\n");
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Ast {
     /// All nodes; an [`AstId`] indexes here.

@@ -38,6 +38,16 @@ pub struct Builder {
 }
 
 /// A handle to a node being built. Cheap to copy; combine with `+`, `|` and `<<`.
+///
+/// ```
+/// use peg_runtime::{Builder, Node};
+/// let b = Builder::new();
+/// let answer = b.literal("yes") | "no"; // `+` sequence, `|` ordered choice, `<<` spaced sequence
+/// let Node::Choice { children } = b.node(answer.id()) else { panic!() };
+/// assert_eq!(b.node(children[1]), Node::Literal { text: "no".into() });
+/// let arena = b.finish(answer.id()).unwrap();
+/// assert_eq!(arena.parse(b"no", false).unwrap().result.end, 2);
+/// ```
 #[derive(Clone, Copy)]
 pub struct Parser<'a> {
     id: NodeId,
@@ -63,6 +73,16 @@ impl<'a> Parser<'a> {
 }
 
 /// Anything that can stand where a parser is expected: a [`Parser`], `&str`, `String`, `char`.
+///
+/// ```
+/// use peg_runtime::{Arena, Builder, IntoParser, Parser};
+/// // A helper taking a parser or a plain string.
+/// fn bracketed<'a>(b: &'a Builder, inner: impl IntoParser<'a>) -> Parser<'a> {
+///     "[" + inner.into_parser(b) + ']'
+/// }
+/// let arena = Arena::build(|p| bracketed(p, "TOOL_CALLS") + bracketed(p, p.until("]"))).unwrap();
+/// assert_eq!(arena.parse(b"[TOOL_CALLS][x]", false).unwrap().result.end, 15);
+/// ```
 pub trait IntoParser<'a> {
     /// Converts into a node of `builder`.
     fn into_parser(self, builder: &'a Builder) -> Parser<'a>;
@@ -130,6 +150,17 @@ impl Builder {
     }
 
     /// Validates and produces the arena with `root` as its entry point, leaving the builder empty.
+    /// The first error of any call (a bad character class, a duplicate rule) surfaces here.
+    ///
+    /// ```
+    /// use peg_runtime::{Builder, ErrorKind};
+    /// let b = Builder::new();
+    /// let root = b.rule_ref("answer"); // defined below: references resolve here
+    /// b.rule("answer", b.literal("yes") | "no");
+    /// assert!(b.finish(root.id()).is_ok());
+    /// let root = b.rule_ref("missing");
+    /// assert_eq!(b.finish(root.id()).unwrap_err().kind(), ErrorKind::UndefinedRule);
+    /// ```
     pub fn finish(&self, root: NodeId) -> Result<Arena, Error> {
         let d = std::mem::take(&mut *self.data.borrow_mut());
         if let Some(e) = d.first_error {
@@ -329,10 +360,26 @@ impl Builder {
         self.add(Node::Ref { name: name.to_owned() })
     }
     /// Defines rule `name` as `p` and returns a reference to it.
+    ///
+    /// ```
+    /// use peg_runtime::Arena;
+    /// let arena = Arena::build(|p| p.zero_or_more(p.rule("word", p.chars("[a-z]", 1, None)) + " ")).unwrap();
+    /// let out = arena.parse(b"a bc ", false).unwrap();
+    /// let words: Vec<_> = out.ast.roots.iter().map(|&id| out.ast.node(id).rule.as_deref().unwrap()).collect();
+    /// assert_eq!(words, ["word", "word"]); // each match an AST node named after the rule
+    /// ```
     pub fn rule<'a>(&'a self, name: &str, p: impl IntoParser<'a>) -> Parser<'a> {
         self.define_rule(name, p, false)
     }
     /// Defines a trigger rule: an entry point of lazy grammars.
+    ///
+    /// ```
+    /// use peg_runtime::gbnf::{generate, GbnfOptions};
+    /// use peg_runtime::Arena;
+    /// let arena = Arena::build(|p| p.until("<call>") + p.optional(p.trigger_rule("call", "<call>" + p.json()))).unwrap();
+    /// let lazy = generate(&arena, &GbnfOptions { lazy: true, ..Default::default() }).unwrap();
+    /// assert!(lazy.starts_with("root ::= call\n"));
+    /// ```
     pub fn trigger_rule<'a>(&'a self, name: &str, p: impl IntoParser<'a>) -> Parser<'a> {
         self.define_rule(name, p, true)
     }
@@ -386,6 +433,13 @@ impl Builder {
         self.add(Node::Atomic { child })
     }
     /// An AST node tagged `tag` around what `p` matches.
+    ///
+    /// ```
+    /// use peg_runtime::Arena;
+    /// let arena = Arena::build(|p| "[" + p.tag("id", p.chars("[0-9]", 1, None)) + "]").unwrap();
+    /// let out = arena.parse(b"[42]", false).unwrap();
+    /// assert_eq!(out.ast.text(out.ast.find_by_tag("id")[0], b"[42]"), "42");
+    /// ```
     pub fn tag<'a>(&'a self, tag: &str, p: impl IntoParser<'a>) -> Parser<'a> {
         let child = p.into_parser(self).id;
         self.add(Node::Tag { tag: tag.to_owned(), child })

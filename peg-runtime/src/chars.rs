@@ -26,6 +26,14 @@ impl CharClass {
     ///
     /// Escapes: `\n \r \t \\ \] \[ \- \^ \xHH \uHHHH`, and the shorthands
     /// `\d \w \s` (ASCII digits, word characters, whitespace).
+    ///
+    /// ```
+    /// use peg_runtime::{CharClass, ErrorKind};
+    /// let hex = CharClass::parse("0-9a-fA-F").unwrap(); // brackets optional
+    /// assert!(hex.matches('c') && !hex.matches('g'));
+    /// assert!(CharClass::parse(r"[\d_]").unwrap().matches('7'));
+    /// assert_eq!(CharClass::parse("[z-a]").unwrap_err().kind(), ErrorKind::InvalidCharClass);
+    /// ```
     pub fn parse(spec: &str) -> Result<CharClass, Error> {
         let invalid = |msg: &str| Error::new(ErrorKind::InvalidCharClass, format!("{msg} in `{spec}`"));
         let body = match spec.strip_prefix('[') {

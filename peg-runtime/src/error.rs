@@ -4,6 +4,16 @@ use std::fmt;
 use std::sync::Arc;
 
 /// What went wrong.
+///
+/// ```
+/// use peg_runtime::{Builder, ErrorKind};
+/// let b = Builder::new();
+/// let root = b.rule("x", "a") + b.rule("x", "b");
+/// assert_eq!(b.finish(root.id()).unwrap_err().kind(), ErrorKind::DuplicateRule);
+/// let b = Builder::new();
+/// let root = b.chars("[z-a]", 1, None);
+/// assert_eq!(b.finish(root.id()).unwrap_err().kind(), ErrorKind::InvalidCharClass);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ErrorKind {

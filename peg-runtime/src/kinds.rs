@@ -4,6 +4,14 @@
 use serde::{Deserialize, Serialize};
 
 /// Which JSON value a [`Node::Json`](crate::Node::Json) node accepts.
+///
+/// ```
+/// use peg_runtime::{Arena, JsonKind, Node, Outcome};
+/// let arena = Arena::build(|p| p.json_object()).unwrap();
+/// assert_eq!(arena.node(arena.root()), &Node::Json { kind: JsonKind::Object });
+/// assert_eq!(arena.parse(br#"{"a": [1, null]}"#, false).unwrap().result.outcome, Outcome::Success);
+/// assert_eq!(arena.parse(b"[1]", false).unwrap().result.outcome, Outcome::Fail);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum JsonKind {
@@ -24,6 +32,14 @@ pub enum JsonKind {
 }
 
 /// Which Python literal a [`Node::Python`](crate::Node::Python) node accepts.
+///
+/// ```
+/// use peg_runtime::{Arena, Outcome, PythonKind};
+/// let arena = Arena::build(|p| p.python_kind(PythonKind::Dict)).unwrap();
+/// let out = arena.parse(b"{'city': 'Paris', 'metric': True}", false).unwrap();
+/// assert_eq!((out.result.outcome, out.result.end), (Outcome::Success, 33));
+/// assert_eq!(arena.parse(b"'Paris'", false).unwrap().result.outcome, Outcome::Fail);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PythonKind {

@@ -33,6 +33,12 @@ pub fn scan(input: &[u8], kind: PythonKind, partial: bool) -> ScanResult {
 ///
 /// The one whole-text converter of the crate; the chat stream rewrites arguments as they
 /// arrive with its own incremental rewriter, but converts whole values here.
+///
+/// ```
+/// use peg_runtime::python::to_json;
+/// assert_eq!(to_json(" {'n': 1_000, 1: .5, 'ok': False} ").unwrap(), r#"{"n":1000,"1":0.5,"ok":false}"#);
+/// assert_eq!(to_json(r"'\ud800'").unwrap_err().kind(), peg_runtime::ErrorKind::ParseFailed);
+/// ```
 pub fn to_json(text: &str) -> Result<String, Error> {
     let bytes = text.as_bytes();
     let start = bytes.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(bytes.len());

@@ -9,6 +9,23 @@ use crate::session::Session;
 /// An incremental parse of input that only grows: push chunks, parse what there is so far as
 /// partial input, or as complete input at the end. Its outputs must equal one-shot parses of
 /// the same grammar (`Arena::parse(input, partial)`) of the input so far.
+///
+/// ```
+/// use peg_runtime::{Arena, Outcome, Resume, Session};
+/// // Any incremental parser: the runtime's `Session`, or one `chat_peg!` generates.
+/// fn feed<R: Resume>(parser: &mut R, chunks: &[&str]) -> Outcome {
+///     for chunk in chunks {
+///         parser.push(chunk.as_bytes());
+///         assert_eq!(parser.update().unwrap().result.outcome, Outcome::NeedMoreInput);
+///     }
+///     parser.finish().unwrap().result.outcome
+/// }
+/// let arena = Arena::build(|p| "[" + p.json() + "]").unwrap();
+/// let mut session = Session::new(arena.into());
+/// assert_eq!(feed(&mut session, &["[{\"a\"", ": 1}"]), Outcome::Fail); // no closing `]`
+/// session.push(b"]");
+/// assert_eq!(Resume::finish(&mut session).unwrap().result.outcome, Outcome::Success);
+/// ```
 pub trait Resume {
     /// Appends a chunk of input.
     fn push(&mut self, chunk: &[u8]);

@@ -91,6 +91,14 @@ struct JsonFront {
 
 impl Session {
     /// A session over an empty input.
+    ///
+    /// ```
+    /// use peg_runtime::{Arena, Outcome, Session};
+    /// let mut s = Session::new(Arena::build(|p| p.json()).unwrap().into());
+    /// assert_eq!(s.output().result.outcome, Outcome::Fail); // nothing parsed yet
+    /// s.push(b"[1, 2");
+    /// assert_eq!(s.parse().unwrap().result.outcome, Outcome::NeedMoreInput);
+    /// ```
     pub fn new(arena: Arc<Arena>) -> Session {
         Session::with_options(arena, ParseOptions::default())
     }
@@ -106,6 +114,14 @@ impl Session {
     }
 
     /// Appends a chunk of input.
+    ///
+    /// ```
+    /// use peg_runtime::{Arena, Session};
+    /// let mut s = Session::new(Arena::build(|p| p.rest()).unwrap().into());
+    /// s.push(b"Hel");
+    /// s.push(b"lo");
+    /// assert_eq!(s.input(), b"Hello");
+    /// ```
     #[inline(always)]
     pub fn push(&mut self, chunk: &[u8]) {
         append(&mut self.input, chunk);
@@ -173,6 +189,15 @@ impl Session {
 
     /// Parses all input so far as complete input; equals `arena.parse(self.input(), false)`.
     /// The session stays usable: pushing more input afterwards continues the stream.
+    ///
+    /// ```
+    /// use peg_runtime::{Arena, Outcome, Session};
+    /// let mut s = Session::new(Arena::build(|p| p.literal("a") + p.end()).unwrap().into());
+    /// s.push(b"a");
+    /// assert_eq!(s.finish().unwrap().result.outcome, Outcome::Success);
+    /// s.push(b"b"); // the stream goes on
+    /// assert_eq!(s.finish().unwrap().result.outcome, Outcome::Fail);
+    /// ```
     pub fn finish(&mut self) -> Result<ParseOutput, Error> {
         let out = self.run(false)?;
         self.last = out.clone();

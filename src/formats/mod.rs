@@ -53,6 +53,17 @@ pub fn prefill(generation_prompt: &str) -> &str {
 chat_peg! {
     /// Hermes 2 Pro / Hermes 3 / Qwen 2.5: content, then `<tool_call>` blocks holding one JSON
     /// object `{"name": ..., "arguments": {...}}` each.
+    ///
+    /// ```
+    /// use chat_peg::formats::hermes;
+    /// use chat_peg::peg_runtime::chat::{ChatParseOptions, ParseMode, ToolSpec};
+    /// let tools = vec![ToolSpec::new("get_weather", serde_json::json!({"type": "object"}))];
+    /// let chat = hermes::Chat::new(ChatParseOptions { tools, ..Default::default() }).unwrap();
+    /// let output = "Sure.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
+    /// let m = chat.parse(output, ParseMode::Complete).unwrap().message;
+    /// assert_eq!((m.content.as_str(), m.tool_calls[0].arguments.as_str()), ("Sure.", r#"{"city": "Paris"}"#));
+    /// assert_eq!(hermes::TRIGGERS, ["<tool_call>"]);
+    /// ```
     pub grammar hermes {
         root = #content(until("<tool_call>")) (tool_call _)* end;
         trigger rule tool_call = #tool(
@@ -68,6 +79,18 @@ chat_peg! {
     /// Qwen3-Coder: XML-style calls, one `<parameter=NAME>` element per argument, values raw
     /// (the chat mapper converts them by the argument's schema type). The opening
     /// `<tool_call>` is optional, as the model sometimes omits it.
+    ///
+    /// ```
+    /// use chat_peg::formats::qwen3_coder;
+    /// use chat_peg::peg_runtime::chat::{ChatParseOptions, ParseMode, ToolSpec};
+    /// let schema = serde_json::json!({"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}});
+    /// let tools = vec![ToolSpec::new("get_weather", schema)];
+    /// let chat = qwen3_coder::Chat::new(ChatParseOptions { tools, ..Default::default() }).unwrap();
+    /// // Raw values are typed by the schema: `days` is an integer.
+    /// let output = "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>";
+    /// let m = chat.parse(output, ParseMode::Complete).unwrap().message;
+    /// assert_eq!(m.tool_calls[0].arguments, r#"{"city": "Paris", "days": 3}"#);
+    /// ```
     pub grammar qwen3_coder {
         root = #content(until("<tool_call>", "<function=")) (tool_call _)* end;
         trigger rule tool_call = #tool(
@@ -85,6 +108,15 @@ chat_peg! {
 chat_peg! {
     /// Mistral Small 3.2 / Devstral: content, then `[TOOL_CALLS]NAME[ARGS]{...}` per call, an
     /// optional `[CALL_ID]ID` before the arguments.
+    ///
+    /// ```
+    /// use chat_peg::formats::mistral;
+    /// use chat_peg::peg_runtime::chat::{ChatParseOptions, ParseMode, ToolSpec};
+    /// let tools = vec![ToolSpec::new("get_weather", serde_json::json!({"type": "object"}))];
+    /// let chat = mistral::Chat::new(ChatParseOptions { tools, ..Default::default() }).unwrap();
+    /// let m = chat.parse(r#"[TOOL_CALLS]get_weather[CALL_ID]a1B2c3D4e[ARGS]{"city": "Paris"}"#, ParseMode::Complete).unwrap().message;
+    /// assert_eq!((m.tool_calls[0].id.as_str(), m.tool_calls[0].name.as_str()), ("a1B2c3D4e", "get_weather"));
+    /// ```
     pub grammar mistral {
         root = answer;
         rule answer = #content(until("[TOOL_CALLS]")) (tool_call _)* end;
@@ -97,6 +129,17 @@ chat_peg! {
 
     /// Ministral 3 reasoning models: [`mistral`] after an optional `[THINK]...[/THINK]` block
     /// (for requests that separate reasoning; otherwise [`mistral`] keeps it in the content).
+    ///
+    /// ```
+    /// use chat_peg::formats::mistral_reasoning;
+    /// use chat_peg::peg_runtime::chat::{ChatParseOptions, ParseMode, ToolSpec};
+    /// let tools = vec![ToolSpec::new("get_weather", serde_json::json!({"type": "object"}))];
+    /// let chat = mistral_reasoning::Chat::new(ChatParseOptions { tools, ..Default::default() }).unwrap();
+    /// let output = r#"[THINK]Paris, then.[/THINK]Checking.[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}"#;
+    /// let m = chat.parse(output, ParseMode::Complete).unwrap().message;
+    /// assert_eq!((m.reasoning_content.as_str(), m.content.as_str()), ("Paris, then.", "Checking."));
+    /// assert_eq!(m.tool_calls[0].arguments, r#"{"city": "Paris"}"#);
+    /// ```
     pub grammar mistral_reasoning extends mistral {
         root = reasoning? answer;
         rule reasoning = "[THINK]" #reasoning(until("[/THINK]")) "[/THINK]";
@@ -104,6 +147,16 @@ chat_peg! {
 
     /// [`mistral_reasoning`] for a request with a response schema: the answer is one JSON value,
     /// bare or in a fenced `json` code block; the content is the value.
+    ///
+    /// ```
+    /// use chat_peg::formats::mistral_reasoning_json;
+    /// use chat_peg::peg_runtime::chat::{ChatParseOptions, ParseMode, ToolSpec};
+    /// let tools = vec![ToolSpec::new("get_weather", serde_json::json!({"type": "object"}))];
+    /// let chat = mistral_reasoning_json::Chat::new(ChatParseOptions { tools, ..Default::default() }).unwrap();
+    /// let output = "[THINK]A number.[/THINK]```json\n{\"n\": 7}\n```";
+    /// let m = chat.parse(output, ParseMode::Complete).unwrap().message;
+    /// assert_eq!((m.reasoning_content.as_str(), m.content.as_str()), ("A number.", r#"{"n": 7}"#));
+    /// ```
     #[allow(deprecated)] // The calls of `mistral` are unreachable: such a request has none.
     pub grammar mistral_reasoning_json extends mistral_reasoning {
         rule answer = _ ("```json" _ #content(json) _ "```" / #content(json)) _ end;
@@ -111,6 +164,16 @@ chat_peg! {
 
     /// Mistral NeMo: content, then `[TOOL_CALLS]` and a JSON array of
     /// `{"name": ..., "arguments": {...}, "id": ...}` calls.
+    ///
+    /// ```
+    /// use chat_peg::formats::mistral_nemo;
+    /// use chat_peg::peg_runtime::chat::{ChatParseOptions, ParseMode, ToolSpec};
+    /// let tools = vec![ToolSpec::new("get_weather", serde_json::json!({"type": "object"}))];
+    /// let chat = mistral_nemo::Chat::new(ChatParseOptions { tools, ..Default::default() }).unwrap();
+    /// let output = r#"[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "a1B2c3D4e"}]"#;
+    /// let call = &chat.parse(output, ParseMode::Complete).unwrap().message.tool_calls[0];
+    /// assert_eq!((call.id.as_str(), call.arguments.as_str()), ("a1B2c3D4e", r#"{"city": "Paris"}"#));
+    /// ```
     pub grammar mistral_nemo {
         root = #content(until("[TOOL_CALLS]")) tool_calls? _ end;
         trigger rule tool_calls = "[TOOL_CALLS]" _ "[" _ tool_call (_ "," _ tool_call)* _ "]";
@@ -128,6 +191,19 @@ chat_peg! {
     /// once), content, then one `<｜tool▁calls▁begin｜>` section of calls
     /// `<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}<｜tool▁call▁end｜>`. A second `<think>`
     /// (the template writes one before a continued message's own) is a recovery.
+    ///
+    /// ```
+    /// use chat_peg::formats::deepseek_v3_1;
+    /// use chat_peg::peg_runtime::chat::{ChatParseOptions, ParseMode, ToolSpec};
+    /// let tools = vec![ToolSpec::new("get_weather", serde_json::json!({"type": "object"}))];
+    /// let chat = deepseek_v3_1::Chat::new(ChatParseOptions { tools, prefill: "<think>".into(), ..Default::default() }).unwrap();
+    /// // The prompt opened the reasoning.
+    /// let output = "Paris.</think>Checking.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>\
+    ///               {\"city\": \"Paris\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>";
+    /// let m = chat.parse(output, ParseMode::Complete).unwrap().message;
+    /// assert_eq!((m.reasoning_content.as_str(), m.content.as_str()), ("Paris.", "Checking."));
+    /// assert_eq!(m.tool_calls[0].name, "get_weather");
+    /// ```
     pub grammar deepseek_v3_1 {
         root = ("<think>" #"recovered.reasoning_marker"("<think>")? #reasoning(until("</think>")) "</think>")? #content(until("<｜tool▁calls▁begin｜>")) tool_calls? _ end;
         trigger rule tool_calls = "<｜tool▁calls▁begin｜>" _ (tool_call _)+ "<｜tool▁calls▁end｜>";
@@ -144,6 +220,17 @@ chat_peg! {
     /// `<|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{...}<|tool_call_end|>`
     /// whose id is `functions.NAME:IDX` (the name tag nests in the id tag). The section markers
     /// around the calls, a call's end marker and the reasoning's close may be missing.
+    ///
+    /// ```
+    /// use chat_peg::formats::kimi_k2;
+    /// use chat_peg::peg_runtime::chat::{ChatParseOptions, ParseMode, ToolSpec};
+    /// let tools = vec![ToolSpec::new("get_weather", serde_json::json!({"type": "object"}))];
+    /// let chat = kimi_k2::Chat::new(ChatParseOptions { tools, ..Default::default() }).unwrap();
+    /// // Without the reasoning's close and the call's end marker.
+    /// let output = "<think>Paris.<|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{\"city\": \"Paris\"}";
+    /// let m = chat.parse(output, ParseMode::Complete).unwrap().message;
+    /// assert_eq!((m.reasoning_content.as_str(), m.tool_calls[0].id.as_str()), ("Paris.", "functions.get_weather:0"));
+    /// ```
     pub grammar kimi_k2 {
         root = ("<think>" #reasoning(until("</think>", "<|tool_calls_section_begin|>", "<|tool_call_begin|>")) "</think>"?)?
             #content(until("<|tool_calls_section_begin|>", "<|tool_call_begin|>"))

@@ -37,6 +37,16 @@
 //! The result, [`TemplateAnalysis`], is computed once per template, serializes to JSON, and
 //! feeds [`crate::generator`] per request. Formats the diff cannot express are handled by
 //! builders registered in the registry, matched on the template's own renders.
+//!
+//! ```
+//! use autoparser::{analysis::analyze, format::ToolFormat, template::ChatTemplate};
+//! let src = "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% for c in m.tool_calls or [] %}<function={{ c.function.name }}>\
+//!            {{ c.function.arguments | tojson }}</function>{% endfor %}<|end|>{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}";
+//! let a = analyze(&ChatTemplate::from_source(src, "", "").unwrap()).unwrap();
+//! assert_eq!(a.tools.format.mode, ToolFormat::TagWithJson); // the name in markers, JSON arguments
+//! assert_eq!((a.tools.function.name_prefix.as_str(), a.tools.function.name_suffix.as_str()), ("<function=", ">"));
+//! assert_eq!(a.tools.function.close, "</function>");
+//! ```
 
 pub(crate) mod diff;
 mod probe;

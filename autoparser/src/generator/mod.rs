@@ -1,5 +1,19 @@
 //! Generation for a request: the parser arena, prefill, grammar triggers, preserved tokens and
 //! prompts, from a cached [`TemplateAnalysis`].
+//!
+//! ```
+//! use autoparser::{analysis::analyze, generator::generate, template::ChatTemplate, Request};
+//! # fn main() -> Result<(), autoparser::Error> {
+//! let t = ChatTemplate::from_source("{% for m in messages %}<|{{ m.role }}|>{% if m.reasoning_content %}<think>{{ m.reasoning_content }}</think>\
+//!                                    {% endif %}{{ m.content }}<|end|>{% endfor %}{% if add_generation_prompt %}<|assistant|><think>{% endif %}", "", "")?;
+//! let analysis = analyze(&t)?; // once per template
+//! let g = generate(&t, &analysis, &Request::from_json(&serde_json::json!({"messages": [{"role": "user", "content": "Hi"}]}))?)?;
+//! assert_eq!(g.prompt, "<|user|>Hi<|end|><|assistant|><think>");
+//! assert_eq!(g.prefill, "<think>"); // the prompt opened the model's reasoning
+//! assert!(g.grammar.is_none()); // no tools, no response schema: nothing to constrain
+//! # Ok(())
+//! # }
+//! ```
 
 mod arena;
 mod literal;
@@ -21,6 +35,14 @@ pub use arena::build_grammar_arena;
 pub(crate) use arena::parse_arena;
 
 /// What starts the constrained part of a lazy grammar.
+///
+/// ```
+/// use autoparser::GrammarTrigger;
+/// let word = GrammarTrigger::Word("<tool_call>".into());
+/// assert_eq!(serde_json::to_value(&word).unwrap(), serde_json::json!({"type": "word", "value": "<tool_call>"}));
+/// let pattern: GrammarTrigger = serde_json::from_str(r#"{"type": "pattern", "value": "\\s*[\\[{]"}"#).unwrap();
+/// assert_eq!(pattern, GrammarTrigger::Pattern(r"\s*[\[{]".into()));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", content = "value", rename_all = "snake_case")]
 pub enum GrammarTrigger {
@@ -31,6 +53,26 @@ pub enum GrammarTrigger {
 }
 
 /// Everything a server needs for one request.
+///
+/// ```
+/// use autoparser::{template::ChatTemplate, Model, Request};
+/// use peg_runtime::{chat::{ParseMode, Strictness}, gbnf::Grammar};
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let src = "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}<|end|>{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}";
+/// let model = Model::analyze(ChatTemplate::from_source(src, "", "")?)?;
+/// let request = Request::from_json(&serde_json::json!({
+///     "messages": [{"role": "user", "content": "Pick a number"}],
+///     "json_schema": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+/// }))?;
+/// let prepared = model.prepare(&request)?;
+/// assert_eq!(prepared.generation_prompt, "<|assistant|>");
+/// let grammar = Grammar::parse(prepared.grammar.as_deref().unwrap())?; // the whole output
+/// assert!(!prepared.grammar_lazy && grammar.accepts(r#"{"n": 7}"#) && !grammar.accepts("Seven"));
+/// let parsed = prepared.parser(Strictness::Strict).parse(r#"{"n": 7}"#, ParseMode::Complete)?;
+/// assert_eq!(parsed.message.content, r#"{"n": 7}"#);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone)]
 pub struct PreparedRequest {
     /// The parser: tags per the chat shapes.
@@ -62,6 +104,18 @@ pub struct PreparedRequest {
 
 impl PreparedRequest {
     /// The chat parser of the request's output: this arena, prefill and tools.
+    ///
+    /// ```
+    /// use autoparser::{template::ChatTemplate, Model, Request};
+    /// use peg_runtime::chat::{ParseMode, Strictness};
+    /// let src = "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}<|end|>{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}";
+    /// let model = Model::analyze(ChatTemplate::from_source(src, "", "").unwrap()).unwrap();
+    /// let prepared = model.prepare(&Request::from_json(&serde_json::json!({"messages": [{"role": "user", "content": "Hi"}]})).unwrap()).unwrap();
+    /// let mut stream = prepared.parser(Strictness::Lenient).stream();
+    /// stream.push("Hel").unwrap();
+    /// stream.push("lo!").unwrap();
+    /// assert_eq!(stream.finish().unwrap().1.message.content, "Hello!");
+    /// ```
     pub fn parser(&self, strictness: Strictness) -> ChatParser {
         let options = ChatParseOptions { tools: self.tools.clone(), strictness, prefill: self.prefill.clone(), ..ChatParseOptions::default() };
         ChatParser::new(self.arena.clone(), options)
@@ -322,6 +376,16 @@ fn context(req: &Request, messages: &[serde_json::Value], add_generation_prompt:
 
 /// Renders `req`'s conversation exactly as [`generate`] renders its prompt (same context), with
 /// or without the generation prompt: the text a finished turn has in a later prompt.
+///
+/// ```
+/// use autoparser::{analysis::analyze, generator::render_conversation, template::ChatTemplate, Request};
+/// let t = ChatTemplate::from_source("{% for m in messages %}<|{{ m.role }}|>{{ m.content }}<|end|>{% endfor %}\
+///                                    {% if add_generation_prompt %}<|assistant|>{% endif %}", "", "").unwrap();
+/// let analysis = analyze(&t).unwrap();
+/// let req = Request::from_json(&serde_json::json!({"messages": [
+///     {"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"}]})).unwrap();
+/// assert_eq!(render_conversation(&t, &analysis, &req, false).unwrap(), "<|user|>Hi<|end|><|assistant|>Hello!<|end|>");
+/// ```
 pub fn render_conversation(r: &dyn Render, a: &TemplateAnalysis, req: &Request, add_generation_prompt: bool) -> Result<String, Error> {
     let lenient = Lenient(r);
     let req = template_request(&lenient, a, req);

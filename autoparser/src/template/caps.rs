@@ -9,6 +9,15 @@ use serde_json::{json, Value as Json};
 use super::{ChatTemplate, Metered, Render};
 
 /// What a chat template can express, detected by rendering probes.
+///
+/// ```
+/// use autoparser::template::ChatTemplate;
+/// let t = ChatTemplate::from_source("{% for m in messages %}{% if m.role == 'system' %}{{ raise_exception('no system role') }}{% endif %}\
+///                                    <|{{ m.role }}|>{{ m.content }}{% endfor %}", "", "").unwrap();
+/// let caps = t.capabilities();
+/// assert!(!caps.supports_system_role && !caps.supports_tools && caps.supports_string_content);
+/// assert_eq!(caps.get("supports_system_role"), Some(false));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
 pub struct Capabilities {
     /// A leading `system` message is rendered.

@@ -8,6 +8,14 @@ use crate::error::{Error, ErrorKind};
 use crate::request::{ContinueFinal, Request};
 
 /// Tags a model wraps its reasoning in (e.g. `<think>` / `</think>`).
+///
+/// ```
+/// use autoparser::template::{ChatTemplate, ReasoningTags};
+/// let t = ChatTemplate::from_source("{% for m in messages %}{{ m.content }}{% endfor %}", "", "").unwrap();
+/// assert!(t.reasoning_tags().is_none()); // not a family the crate knows
+/// let t = t.with_reasoning_tags(Some(ReasoningTags { start: "<think>".into(), end: "</think>".into() }));
+/// assert_eq!(t.reasoning_tags().unwrap().end, "</think>");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReasoningTags {
     /// Opens the reasoning block.
@@ -21,6 +29,15 @@ pub struct ReasoningTags {
 /// Without `continue_final_message`, `generation_prompt` is what `add_generation_prompt`
 /// appends (computed even when the request did not ask for it); when continuing, it is the
 /// tail of the prompt from the start of the final assistant turn.
+///
+/// ```
+/// use autoparser::{template::ChatTemplate, Request};
+/// let t = ChatTemplate::from_source("{% for m in messages %}<|{{ m.role }}|>{{ m.content }}<|end|>{% endfor %}\
+///                                    {% if add_generation_prompt %}<|assistant|>{% endif %}", "", "").unwrap();
+/// let request = Request::from_json(&serde_json::json!({"messages": [{"role": "user", "content": "Hi"}]})).unwrap();
+/// let rendered = t.apply(&request).unwrap();
+/// assert_eq!((rendered.prompt.as_str(), rendered.generation_prompt.as_str()), ("<|user|>Hi<|end|><|assistant|>", "<|assistant|>"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RenderedPrompt {
     /// The full prompt sent to the model.

@@ -20,6 +20,16 @@ pub(crate) const NOW_KEY: &str = "__chat_peg_now__";
 /// Fuel is minijinja's measure of work: one per instruction executed, and about one per 64 bytes
 /// of data a render creates (output, strings, lists) or a filter processes. It is deterministic:
 /// the same template and context always use the same fuel.
+///
+/// ```
+/// use autoparser::template::{ChatTemplate, Limits};
+/// use autoparser::Limit;
+/// let limits = Limits { output_bytes: 64, ..Limits::default() };
+/// let t = ChatTemplate::with_limits("{% for m in messages %}{{ m.content }}{% endfor %}", "", "", limits).unwrap();
+/// assert_eq!(t.limits().output_bytes, 64);
+/// let long = serde_json::json!({"messages": [{"role": "user", "content": "x".repeat(100)}]});
+/// assert_eq!(t.render(&long).unwrap_err().limit(), Some(Limit::OutputSize));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     /// The fuel of one render ([`Limit::Fuel`](crate::Limit::Fuel)). It bounds the render's time

@@ -19,6 +19,28 @@ const MAX_KV: u64 = 1 << 20;
 const MAX_ARRAY_DEPTH: usize = 4;
 
 /// A metadata value.
+///
+/// ```
+/// use autoparser::template::{read_gguf_metadata, GgufValue};
+/// # // GGUF v3 with no tensors and string metadata (value type 8).
+/// # fn gguf(kv: &[(&str, &str)]) -> Vec<u8> {
+/// #     let mut b = b"GGUF".to_vec();
+/// #     b.extend(3u32.to_le_bytes());
+/// #     b.extend(0u64.to_le_bytes());
+/// #     b.extend((kv.len() as u64).to_le_bytes());
+/// #     let mut string = |b: &mut Vec<u8>, s: &str| { b.extend((s.len() as u64).to_le_bytes()); b.extend(s.as_bytes()); };
+/// #     for (k, v) in kv {
+/// #         string(&mut b, k);
+/// #         b.extend(8u32.to_le_bytes());
+/// #         string(&mut b, v);
+/// #     }
+/// #     b
+/// # }
+/// let meta = read_gguf_metadata(std::io::Cursor::new(gguf(&[("general.name", "Tiny")]))).unwrap();
+/// let name = &meta.kv["general.name"];
+/// assert_eq!((name, name.as_str(), name.as_u64()), (&GgufValue::String("Tiny".into()), Some("Tiny"), None));
+/// assert_eq!(GgufValue::I64(7).as_u64(), Some(7));
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub enum GgufValue {
     /// Any unsigned integer type.
@@ -64,6 +86,28 @@ impl GgufValue {
 }
 
 /// The metadata key/value section of a GGUF file.
+///
+/// ```
+/// use autoparser::template::read_gguf_metadata;
+/// # // GGUF v3 with no tensors and string metadata (value type 8).
+/// # fn gguf(kv: &[(&str, &str)]) -> Vec<u8> {
+/// #     let mut b = b"GGUF".to_vec();
+/// #     b.extend(3u32.to_le_bytes());
+/// #     b.extend(0u64.to_le_bytes());
+/// #     b.extend((kv.len() as u64).to_le_bytes());
+/// #     let mut string = |b: &mut Vec<u8>, s: &str| { b.extend((s.len() as u64).to_le_bytes()); b.extend(s.as_bytes()); };
+/// #     for (k, v) in kv {
+/// #         string(&mut b, k);
+/// #         b.extend(8u32.to_le_bytes());
+/// #         string(&mut b, v);
+/// #     }
+/// #     b
+/// # }
+/// let bytes = gguf(&[("general.architecture", "llama"), ("tokenizer.chat_template", "{{ messages[0].content }}")]);
+/// let meta = read_gguf_metadata(std::io::Cursor::new(bytes)).unwrap();
+/// assert_eq!(meta.version, 3);
+/// assert_eq!(meta.kv.keys().collect::<Vec<_>>(), ["general.architecture", "tokenizer.chat_template"]);
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct GgufMetadata {
     /// File format version (2 or 3).
@@ -215,6 +259,28 @@ impl<R: Read + Seek> Cursor<R> {
 }
 
 /// Read a GGUF file's header and metadata (tensor data is never read).
+///
+/// ```
+/// use autoparser::{template::read_gguf_metadata, ErrorKind};
+/// # // GGUF v3 with no tensors and string metadata (value type 8).
+/// # fn gguf(kv: &[(&str, &str)]) -> Vec<u8> {
+/// #     let mut b = b"GGUF".to_vec();
+/// #     b.extend(3u32.to_le_bytes());
+/// #     b.extend(0u64.to_le_bytes());
+/// #     b.extend((kv.len() as u64).to_le_bytes());
+/// #     let mut string = |b: &mut Vec<u8>, s: &str| { b.extend((s.len() as u64).to_le_bytes()); b.extend(s.as_bytes()); };
+/// #     for (k, v) in kv {
+/// #         string(&mut b, k);
+/// #         b.extend(8u32.to_le_bytes());
+/// #         string(&mut b, v);
+/// #     }
+/// #     b
+/// # }
+/// let meta = read_gguf_metadata(std::io::Cursor::new(gguf(&[("tokenizer.chat_template", "{{ bos_token }}")]))).unwrap();
+/// assert_eq!(meta.kv["tokenizer.chat_template"].as_str(), Some("{{ bos_token }}"));
+/// let truncated = &gguf(&[("a", "b")])[..30];
+/// assert_eq!(read_gguf_metadata(std::io::Cursor::new(truncated)).unwrap_err().kind(), ErrorKind::InvalidSource);
+/// ```
 pub fn read_gguf_metadata<R: Read + Seek>(r: R) -> Result<GgufMetadata, Error> {
     read_inner(r).map(|(m, _)| m)
 }

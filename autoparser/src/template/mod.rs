@@ -60,6 +60,15 @@ const TEMPLATE_NAME: &str = "chat_template";
 const FIRST_FUEL: u64 = 1 << 12;
 
 /// A compiled chat template with its special tokens. Cheap to clone and to render many times.
+///
+/// ```
+/// use autoparser::template::ChatTemplate;
+/// let t = ChatTemplate::from_source("{{ bos_token }}{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}", "<s>", "</s>").unwrap();
+/// // The Hugging Face kwargs as they are.
+/// let prompt = t.render(&serde_json::json!({"messages": [{"role": "user", "content": "Hi"}]})).unwrap();
+/// assert_eq!(prompt, "<s>user: Hi\n");
+/// assert!(t.variables(false).contains("messages"));
+/// ```
 #[derive(Clone)]
 pub struct ChatTemplate {
     /// The compiled template in environments of increasing fuel, the last with [`Limits::fuel`].
@@ -81,6 +90,14 @@ impl std::fmt::Debug for ChatTemplate {
 
 impl ChatTemplate {
     /// Compile a template source with default [`Limits`].
+    ///
+    /// ```
+    /// use autoparser::{template::ChatTemplate, ErrorKind};
+    /// let t = ChatTemplate::from_source("{{ bos_token }}{{ messages[0].content }}", "<s>", "</s>").unwrap();
+    /// assert_eq!((t.bos_token(), t.eos_token()), ("<s>", "</s>"));
+    /// let err = ChatTemplate::from_source("{% for m in messages %}", "", "").unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::TemplateSyntax);
+    /// ```
     pub fn from_source(source: &str, bos_token: &str, eos_token: &str) -> Result<ChatTemplate, Error> {
         Self::with_limits(source, bos_token, eos_token, Limits::default())
     }
@@ -88,6 +105,16 @@ impl ChatTemplate {
     /// Compile a template source with explicit resource limits for rendering.
     ///
     /// A source nesting deeper than [`Limits::expression_depth`] is refused before compiling.
+    ///
+    /// ```
+    /// use autoparser::template::{ChatTemplate, Limits};
+    /// use autoparser::Limit;
+    /// let deep = format!("{{{{ {} }}}}", ["1"; 30].join(" + ")); // {{ 1 + 1 + ... }}
+    /// let limits = Limits { expression_depth: 10, ..Limits::default() };
+    /// let err = ChatTemplate::with_limits(&deep, "", "", limits).unwrap_err();
+    /// assert_eq!((err.limit(), err.line()), (Some(Limit::ExpressionDepth), Some(1)));
+    /// assert!(ChatTemplate::with_limits(&deep, "", "", Limits::default()).is_ok());
+    /// ```
     pub fn with_limits(source: &str, bos_token: &str, eos_token: &str, limits: Limits) -> Result<ChatTemplate, Error> {
         let mut env = env::build_env(&limits);
         let prepared = env::strip_generation_tags(source).into_owned();
@@ -121,6 +148,17 @@ impl ChatTemplate {
     /// Load the default template of a `.jinja`, `tokenizer_config.json` or `.gguf` file.
     ///
     /// Use [`load`] to see every named variant.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let path = std::env::temp_dir().join(format!("autoparser-template-{}.jinja", std::process::id()));
+    /// std::fs::write(&path, "{% for m in messages %}{{ m.content }}{% endfor %}")?;
+    /// let t = autoparser::template::ChatTemplate::load(&path)?;
+    /// # std::fs::remove_file(&path)?;
+    /// assert_eq!(t.render(&serde_json::json!({"messages": [{"role": "user", "content": "Hi"}]}))?, "Hi");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn load(path: &std::path::Path) -> Result<ChatTemplate, Error> {
         let src = load(path)?;
         src.default_template()?.compile(&src.bos_token, &src.eos_token)
@@ -162,6 +200,13 @@ impl ChatTemplate {
     /// `bos_token`/`eos_token` default to this template's tokens when the context omits them.
     /// A numeric `now` key (Unix seconds, UTC) is the clock `strftime_now` reads; without it the
     /// clock is the Unix epoch (rendering never reads the system clock).
+    ///
+    /// ```
+    /// use autoparser::template::ChatTemplate;
+    /// let t = ChatTemplate::from_source("{{ bos_token }}Today: {{ strftime_now('%Y-%m-%d') }}{{ extra }}", "<s>", "").unwrap();
+    /// let ctx = serde_json::json!({"now": 1_700_000_000, "extra": "!"});
+    /// assert_eq!(t.render(&ctx).unwrap(), "<s>Today: 2023-11-14!");
+    /// ```
     pub fn render(&self, ctx: &serde_json::Value) -> Result<String, Error> {
         self.render_value(self.context(ctx)?)
     }
@@ -212,6 +257,15 @@ impl ChatTemplate {
 
     /// Render an OpenAI-style request: the prompt, and the generation prompt (what the
     /// template appends for the assistant turn the model continues).
+    ///
+    /// ```
+    /// use autoparser::{template::ChatTemplate, Request};
+    /// let t = ChatTemplate::from_source("{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% endfor %}\
+    ///                                    {% if add_generation_prompt %}<|assistant|>{% endif %}", "", "").unwrap();
+    /// let request = Request::from_json(&serde_json::json!({"messages": [{"role": "user", "content": [{"type": "text", "text": "Hi"}]}]})).unwrap();
+    /// // Typed content parts are rendered as their text.
+    /// assert_eq!(t.apply(&request).unwrap().prompt, "<|user|>Hi<|assistant|>");
+    /// ```
     pub fn apply(&self, req: &crate::Request) -> Result<RenderedPrompt, Error> {
         context::apply(self, req)
     }

@@ -7,6 +7,24 @@ use crate::error::{Error, Limit};
 /// Something that renders a chat-template context (the Hugging Face kwargs: `messages`,
 /// `tools`, `add_generation_prompt`, ...). [`ChatTemplate`](super::ChatTemplate) is one; a test
 /// or another engine can be another.
+///
+/// ```
+/// use std::cell::Cell;
+/// use autoparser::template::{ChatTemplate, Render};
+/// // A renderer wrapping a template, counting the renders analysis makes.
+/// struct Counted(ChatTemplate, Cell<usize>);
+/// impl Render for Counted {
+///     fn render(&self, ctx: &serde_json::Value) -> Result<String, autoparser::Error> {
+///         self.1.set(self.1.get() + 1);
+///         self.0.render(ctx)
+///     }
+/// }
+/// let src = "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}<|end|>{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}";
+/// let counted = Counted(ChatTemplate::from_source(src, "", "").unwrap(), Cell::new(0));
+/// let analysis = autoparser::analysis::analyze(&counted).unwrap();
+/// assert_eq!(analysis.end_of_turn, "<|end|>");
+/// assert!(counted.1.get() > 10);
+/// ```
 pub trait Render {
     /// Renders `ctx`.
     fn render(&self, ctx: &serde_json::Value) -> Result<String, Error>;
@@ -39,6 +57,19 @@ pub trait Render {
 
 /// Fuel shared by many renders (one analysis, one prepared request): each render is bounded by
 /// its own fuel, and this bounds how many of them a template can make expensive.
+///
+/// ```
+/// use autoparser::template::{Budget, ChatTemplate};
+/// use autoparser::Limit;
+/// let t = ChatTemplate::from_source("{% for i in range(100) %}{{ i }}{% endfor %}", "", "").unwrap();
+/// let budget = Budget::new(1_000_000);
+/// t.render_metered(&serde_json::json!({}), &budget).unwrap();
+/// assert!(budget.spent() > 0 && budget.left() < 1_000_000);
+/// let small = Budget::new(10);
+/// t.render_metered(&serde_json::json!({}), &small).unwrap(); // spends it all
+/// assert!(small.exhausted());
+/// assert_eq!(t.render_metered(&serde_json::json!({}), &small).unwrap_err().limit(), Some(Limit::TotalFuel));
+/// ```
 #[derive(Debug)]
 pub struct Budget {
     total: u64,

@@ -10,6 +10,19 @@ use super::ChatTemplate;
 use crate::error::{Error, ErrorKind};
 
 /// One chat template of a source (`default`, `tool_use`, `rag`...).
+///
+/// ```
+/// use autoparser::template::TemplateSource;
+/// let config = r#"{"chat_template": [
+///     {"name": "default", "template": "{{ messages[0].content }}"},
+///     {"name": "tool_use", "template": "{{ tools | length }}"}
+/// ], "bos_token": {"content": "<s>"}}"#;
+/// let source = TemplateSource::from_tokenizer_config(config).unwrap();
+/// let tool_use = source.get("tool_use").unwrap();
+/// assert_eq!(tool_use.source, "{{ tools | length }}");
+/// let t = tool_use.compile(&source.bos_token, &source.eos_token).unwrap();
+/// assert_eq!(t.render(&serde_json::json!({"tools": [1, 2]})).unwrap(), "2");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NamedTemplate {
     /// The template's name; a single unnamed template is called `default`.
@@ -26,6 +39,19 @@ impl NamedTemplate {
 }
 
 /// Every template a source holds, with its BOS/EOS tokens.
+///
+/// ```
+/// use autoparser::{template::TemplateSource, ErrorKind};
+/// let config = r#"{"chat_template": [
+///     {"name": "default", "template": "{{ messages[0].content }}"},
+///     {"name": "tool_use", "template": "{{ tools | length }}"}
+/// ], "bos_token": {"content": "<s>"}}"#;
+/// let source = TemplateSource::from_tokenizer_config(config).unwrap();
+/// assert_eq!(source.templates.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["default", "tool_use"]);
+/// assert_eq!((source.bos_token.as_str(), source.eos_token.as_str()), ("<s>", ""));
+/// assert_eq!(source.default_template().unwrap().name, "default");
+/// assert_eq!(source.get("rag").unwrap_err().kind(), ErrorKind::NotFound);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct TemplateSource {
     /// Named templates, the default first when there is one.
@@ -38,12 +64,27 @@ pub struct TemplateSource {
 
 impl TemplateSource {
     /// A bare Jinja source with no special tokens.
+    ///
+    /// ```
+    /// use autoparser::template::TemplateSource;
+    /// let source = TemplateSource::from_jinja("{{ messages[0].content }}");
+    /// let t = source.default_template().unwrap().compile("", "").unwrap();
+    /// assert_eq!(t.render(&serde_json::json!({"messages": [{"content": "Hi"}]})).unwrap(), "Hi");
+    /// ```
     pub fn from_jinja(source: &str) -> TemplateSource {
         TemplateSource { templates: vec![NamedTemplate { name: "default".into(), source: source.into() }], ..Default::default() }
     }
 
     /// Parse a `tokenizer_config.json`: `chat_template` as a string or a list of
     /// `{"name", "template"}`; `bos_token`/`eos_token` as strings or `{"content": ..}` objects.
+    ///
+    /// ```
+    /// use autoparser::{template::TemplateSource, ErrorKind};
+    /// let source = TemplateSource::from_tokenizer_config(r#"{"chat_template": "{{ messages }}", "eos_token": "</s>"}"#).unwrap();
+    /// assert_eq!((source.templates[0].name.as_str(), source.eos_token.as_str()), ("default", "</s>"));
+    /// let err = TemplateSource::from_tokenizer_config(r#"{"eos_token": "</s>"}"#).unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::InvalidSource);
+    /// ```
     pub fn from_tokenizer_config(json: &str) -> Result<TemplateSource, Error> {
         let cfg: Json =
             serde_json::from_str(json).map_err(|e| Error::new(ErrorKind::InvalidSource, format!("tokenizer_config.json is not valid JSON: {e}")))?;
@@ -85,6 +126,27 @@ impl TemplateSource {
     }
 
     /// Read templates and special tokens from GGUF bytes.
+    ///
+    /// ```
+    /// use autoparser::template::TemplateSource;
+    /// # // GGUF v3 with no tensors and string metadata (value type 8).
+    /// # fn gguf(kv: &[(&str, &str)]) -> Vec<u8> {
+    /// #     let mut b = b"GGUF".to_vec();
+    /// #     b.extend(3u32.to_le_bytes());
+    /// #     b.extend(0u64.to_le_bytes());
+    /// #     b.extend((kv.len() as u64).to_le_bytes());
+    /// #     let mut string = |b: &mut Vec<u8>, s: &str| { b.extend((s.len() as u64).to_le_bytes()); b.extend(s.as_bytes()); };
+    /// #     for (k, v) in kv {
+    /// #         string(&mut b, k);
+    /// #         b.extend(8u32.to_le_bytes());
+    /// #         string(&mut b, v);
+    /// #     }
+    /// #     b
+    /// # }
+    /// let bytes = gguf(&[("tokenizer.chat_template", "{{ messages[0].content }}"), ("tokenizer.chat_template.rag", "{{ documents }}")]);
+    /// let source = TemplateSource::from_gguf_bytes(&bytes).unwrap();
+    /// assert_eq!(source.templates.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["default", "rag"]);
+    /// ```
     pub fn from_gguf_bytes(bytes: &[u8]) -> Result<TemplateSource, Error> {
         super::gguf::templates_from_gguf(std::io::Cursor::new(bytes)).map(TemplateSource::from_gguf)
     }
@@ -136,6 +198,20 @@ fn special_token(v: Option<&Json>, field: &str) -> Result<String, Error> {
 
 /// Load every template of a file: `.gguf` (or GGUF magic), `.json` (a `tokenizer_config.json`;
 /// when it has no `chat_template`, a sibling `chat_template.jinja` is used), else Jinja.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let dir = std::env::temp_dir().join(format!("autoparser-load-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// std::fs::write(dir.join("tokenizer_config.json"), r#"{"eos_token": "</s>"}"#)?;
+/// std::fs::write(dir.join("chat_template.jinja"), "{% for m in messages %}{{ m.content }}{{ eos_token }}{% endfor %}")?;
+/// let source = autoparser::template::load(&dir.join("tokenizer_config.json"))?;
+/// # std::fs::remove_dir_all(&dir)?;
+/// assert_eq!(source.eos_token, "</s>");
+/// assert!(source.default_template()?.source.contains("eos_token"));
+/// # Ok(())
+/// # }
+/// ```
 pub fn load(path: &Path) -> Result<TemplateSource, Error> {
     let io_err = |e: std::io::Error| Error::new(ErrorKind::Io, format!("{}: {e}", path.display())).with_source(e);
     let mut f = File::open(path).map_err(io_err)?;
@@ -172,6 +248,21 @@ pub fn load(path: &Path) -> Result<TemplateSource, Error> {
 }
 
 /// Load and compile one template of a file: `name` or the default.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let path = std::env::temp_dir().join(format!("autoparser-load-named-{}.json", std::process::id()));
+/// let config = r#"{"chat_template": [
+///     {"name": "default", "template": "{{ messages[0].content }}"},
+///     {"name": "tool_use", "template": "{{ tools | length }}"}
+/// ], "bos_token": {"content": "<s>"}}"#;
+/// std::fs::write(&path, config)?;
+/// let t = autoparser::template::load_named(&path, Some("tool_use"))?;
+/// # std::fs::remove_file(&path)?;
+/// assert_eq!((t.source(), t.bos_token()), ("{{ tools | length }}", "<s>"));
+/// # Ok(())
+/// # }
+/// ```
 pub fn load_named(path: &Path, name: Option<&str>) -> Result<ChatTemplate, Error> {
     let src = load(path)?;
     let t = match name {

@@ -111,6 +111,19 @@ pub fn first_trigger(triggers: &[GrammarTrigger], a: &TemplateAnalysis, prefill:
 }
 
 /// Checks that `g`'s grammar accepts `output` under the lazy rule. `Ok` when there is no grammar.
+///
+/// ```
+/// use autoparser::{template::ChatTemplate, verify::check_grammar, ErrorKind, Model, Request};
+/// let src = "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% for c in m.tool_calls or [] %}<call>{{ c.function | tojson }}</call>\
+///            {% endfor %}<|end|>{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}";
+/// let model = Model::analyze(ChatTemplate::from_source(src, "", "").unwrap()).unwrap();
+/// let prepared = model.prepare(&Request::from_json(&serde_json::json!({"messages": [{"role": "user", "content": "Time?"}],
+///     "tools": [{"type": "function", "function": {"name": "now", "parameters": {"type": "object"}}}]})).unwrap()).unwrap();
+/// // Lazy: free text, then from the first `<call>` on what the grammar allows.
+/// assert!(check_grammar(&prepared, model.analysis(), r#"Sure. <call>{"name": "now", "arguments": {}}</call>"#).is_ok());
+/// let err = check_grammar(&prepared, model.analysis(), r#"<call>{"name": "later", "arguments": {}}</call>"#).unwrap_err();
+/// assert_eq!(err.kind(), ErrorKind::Mismatch);
+/// ```
 pub fn check_grammar(g: &PreparedRequest, a: &TemplateAnalysis, output: &str) -> Result<(), Error> {
     check(g, a, output).map_err(|detail| Error::new(ErrorKind::Mismatch, detail))
 }
@@ -142,6 +155,13 @@ fn check(g: &PreparedRequest, a: &TemplateAnalysis, output: &str) -> Result<(), 
 }
 
 /// A char-boundary window of `radius` bytes around `at` in `s`, for failure snippets.
+///
+/// ```
+/// use autoparser::verify::window;
+/// let s = "abc→def";
+/// assert_eq!(window(s, 3, 2), (1, 6)); // `→` is 3 bytes: the end moves to its boundary
+/// assert_eq!(&s[1..6], "bc→");
+/// ```
 pub fn window(s: &str, at: usize, radius: usize) -> (usize, usize) {
     let mut lo = at.saturating_sub(radius).min(s.len());
     while !s.is_char_boundary(lo) {

@@ -59,6 +59,16 @@ pub fn compare_messages(got: &ChatMessage, want: &ChatMessage) -> Result<(), Err
 /// Feeds `output` to a stream in chunks of `chunk` bytes: no push may fail, and the deltas
 /// must add up to the stream's final message (for a complete output; a partial one is never
 /// finished). Returns the message the deltas add up to.
+///
+/// ```
+/// use autoparser::verify::stream_message;
+/// use peg_runtime::chat::{ChatParser, ParseMode, SimpleBuilder};
+/// let arena = SimpleBuilder::build(|p| "<think>" + p.reasoning(p.until("</think>")) + "</think>" + p.content(p.rest())).unwrap();
+/// let parser = ChatParser::new(arena.into(), Default::default());
+/// let output = "<think>Hm.</think>Hello!";
+/// let streamed = stream_message(&parser, output, false, 3).unwrap(); // 3-byte chunks
+/// assert_eq!(streamed, parser.parse(output, ParseMode::Complete).unwrap().message);
+/// ```
 pub fn stream_message(parser: &ChatParser, output: &str, partial: bool, chunk: usize) -> Result<ChatMessage, Error> {
     let mut stream = parser.stream();
     let mut deltas: Vec<ChatDelta> = Vec::new();

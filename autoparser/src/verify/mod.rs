@@ -51,6 +51,12 @@ pub use judge::{compare_messages, stream_message};
 use peg_runtime::chat::ParseMode;
 
 /// What one kind of generated message exercises.
+///
+/// ```
+/// use autoparser::verify::Feature;
+/// assert_eq!(Feature::ALL[3], Feature::ParallelCalls);
+/// assert_eq!((Feature::ParallelCalls.name(), serde_json::to_string(&Feature::ParallelCalls).unwrap().as_str()), ("parallel calls", r#""parallel_calls""#));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Feature {
@@ -144,6 +150,24 @@ impl Feature {
 }
 
 /// How to verify.
+///
+/// ```
+/// use autoparser::{analysis::analyze, template::ChatTemplate, Request};
+/// use autoparser::verify::{verify, Feature, VerifyOptions};
+/// let src = "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% for c in m.tool_calls or [] %}<call>{{ c.function | tojson }}</call>\
+///            {% endfor %}<|end|>{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}";
+/// let t = ChatTemplate::from_source(src, "", "").unwrap();
+/// // The request's own tools: the arguments follow their schemas.
+/// let request = Request::from_json(&serde_json::json!({
+///     "messages": [{"role": "user", "content": "Plan a trip"}],
+///     "tools": [{"type": "function", "function": {"name": "book", "parameters": {"type": "object",
+///         "properties": {"city": {"type": "string"}, "nights": {"type": "integer"}}}}}],
+/// })).unwrap();
+/// let options = VerifyOptions { seed: 7, cases: 2, request: Some(request), chunk_sizes: vec![1, 5] };
+/// let report = verify(&t, &analyze(&t).unwrap(), &options);
+/// assert!(report.passed(), "{}", report.text());
+/// assert_eq!(report.features.iter().find(|f| f.feature == Feature::OneCall).unwrap().passed, 2);
+/// ```
 #[derive(Debug, Clone)]
 pub struct VerifyOptions {
     /// Seeds the generated messages; the same seed gives the same cases.
@@ -165,6 +189,21 @@ impl Default for VerifyOptions {
 }
 
 /// The results of one feature.
+///
+/// ```
+/// use autoparser::{analysis::analyze, template::ChatTemplate};
+/// use autoparser::verify::{verify, Feature, VerifyOptions};
+/// let src = "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% for c in m.tool_calls or [] %}<call>{{ c.function | tojson }}</call>\
+///            {% endfor %}<|end|>{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}";
+/// let t = ChatTemplate::from_source(src, "", "").unwrap();
+/// let report = verify(&t, &analyze(&t).unwrap(), &VerifyOptions { cases: 2, ..VerifyOptions::default() });
+/// let content = report.features.iter().find(|f| f.feature == Feature::Content).unwrap();
+/// assert_eq!((content.passed, content.failed, content.unrendered), (2, 0, 0));
+/// // The template writes no reasoning: not a failure, and the report says why.
+/// let reasoning = report.features.iter().find(|f| f.feature == Feature::Reasoning).unwrap();
+/// assert_eq!((reasoning.passed, reasoning.unrendered), (0, 2));
+/// assert!(reasoning.unrendered_reason.is_some());
+/// ```
 #[derive(Debug, Clone, Serialize)]
 pub struct FeatureReport {
     /// The feature.
@@ -181,6 +220,22 @@ pub struct FeatureReport {
 }
 
 /// A case that failed: what was rendered, what came back, and why it differs.
+///
+/// ```
+/// # use autoparser::{analysis::analyze, template::ChatTemplate, verify::{verify, VerifyOptions}};
+/// # let calls = |open: &str, close: &str| ChatTemplate::from_source(&format!("{{% for m in messages %}}<|{{{{ m.role }}}}|>{{{{ m.content }}}}\
+/// #     {{% for c in m.tool_calls or [] %}}{open}{{{{ c.function | tojson }}}}{close}{{% endfor %}}<|end|>{{% endfor %}}\
+/// #     {{% if add_generation_prompt %}}<|assistant|>{{% endif %}}"), "", "").unwrap();
+/// // The analysis of a template writing `<call>...</call>`, verified against one writing `<tool>...</tool>`.
+/// let wrong = analyze(&calls("<call>", "</call>")).unwrap();
+/// let report = verify(&calls("<tool>", "</tool>"), &wrong, &VerifyOptions { cases: 1, ..VerifyOptions::default() });
+/// let failure = report.first_failure.unwrap();
+/// assert!(failure.output.starts_with("<tool>{"), "{}", failure.output);
+/// // Lenient parsing still reads the call, but only as a recovery: the template's own output
+/// // must parse without one.
+/// assert_eq!(failure.parsed.unwrap().tool_calls[0].name, failure.expected.tool_calls[0].name);
+/// assert!(failure.reasons[0].contains("needed recovery"), "{:?}", failure.reasons);
+/// ```
 #[derive(Debug, Clone, Serialize)]
 pub struct CaseFailure {
     /// The feature it tested.
@@ -198,6 +253,21 @@ pub struct CaseFailure {
 }
 
 /// The outcome of a verification.
+///
+/// ```
+/// # use autoparser::verify::Verdict;
+/// # use autoparser::{analysis::analyze, template::ChatTemplate, verify::{verify, VerifyOptions}};
+/// # let calls = |open: &str, close: &str| ChatTemplate::from_source(&format!("{{% for m in messages %}}<|{{{{ m.role }}}}|>{{{{ m.content }}}}\
+/// #     {{% for c in m.tool_calls or [] %}}{open}{{{{ c.function | tojson }}}}{close}{{% endfor %}}<|end|>{{% endfor %}}\
+/// #     {{% if add_generation_prompt %}}<|assistant|>{{% endif %}}"), "", "").unwrap();
+/// // The analysis of a template writing `<call>...</call>`, verified against one writing `<tool>...</tool>`.
+/// let wrong = analyze(&calls("<call>", "</call>")).unwrap();
+/// let report = verify(&calls("<tool>", "</tool>"), &wrong, &VerifyOptions { cases: 1, ..VerifyOptions::default() });
+/// assert_eq!(report.verdict(), Verdict::Fail);
+/// let right = calls("<tool>", "</tool>");
+/// let report = verify(&right, &analyze(&right).unwrap(), &VerifyOptions { cases: 1, ..VerifyOptions::default() });
+/// assert_eq!(report.verdict(), Verdict::Pass);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
@@ -210,6 +280,20 @@ pub enum Verdict {
 }
 
 /// What [`verify`] found.
+///
+/// ```
+/// # use autoparser::{analysis::analyze, template::ChatTemplate, verify::{verify, VerifyOptions}};
+/// # let calls = |open: &str, close: &str| ChatTemplate::from_source(&format!("{{% for m in messages %}}<|{{{{ m.role }}}}|>{{{{ m.content }}}}\
+/// #     {{% for c in m.tool_calls or [] %}}{open}{{{{ c.function | tojson }}}}{close}{{% endfor %}}<|end|>{{% endfor %}}\
+/// #     {{% if add_generation_prompt %}}<|assistant|>{{% endif %}}"), "", "").unwrap();
+/// // The analysis of a template writing `<call>...</call>`, verified against one writing `<tool>...</tool>`.
+/// let wrong = analyze(&calls("<call>", "</call>")).unwrap();
+/// let report = verify(&calls("<tool>", "</tool>"), &wrong, &VerifyOptions { cases: 1, ..VerifyOptions::default() });
+/// assert!(!report.passed() && report.failed_cases() > 0);
+/// assert!(report.passed_cases() > 0); // content alone still round-trips
+/// let summary = format!("{} passed, {} failed, {} skipped", report.passed_cases(), report.failed_cases(), report.unrendered_cases());
+/// assert!(report.text().trim_end().ends_with(&summary), "{}", report.text());
+/// ```
 #[derive(Debug, Clone, Serialize)]
 pub struct VerifyReport {
     /// One entry per feature, in [`Feature::ALL`] order.
@@ -294,6 +378,17 @@ impl VerifyReport {
 
 /// Verifies the parser, grammar and prompt built from `analysis` against the template's own
 /// renders of seeded messages.
+///
+/// ```
+/// use autoparser::{analysis::analyze, template::ChatTemplate};
+/// use autoparser::verify::{verify, Verdict, VerifyOptions};
+/// let src = "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% for c in m.tool_calls or [] %}<call>{{ c.function | tojson }}</call>\
+///            {% endfor %}<|end|>{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}";
+/// let t = ChatTemplate::from_source(src, "", "").unwrap();
+/// let analysis = analyze(&t).unwrap();
+/// let report = verify(&t, &analysis, &VerifyOptions { cases: 1, ..VerifyOptions::default() });
+/// assert_eq!(report.verdict(), Verdict::Pass, "{}", report.text());
+/// ```
 pub fn verify(r: &dyn Render, analysis: &TemplateAnalysis, opts: &VerifyOptions) -> VerifyReport {
     let mut req = opts.request.clone().unwrap_or_default();
     if req.messages.is_empty() {

@@ -8,6 +8,18 @@
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// One tool call of an assistant message. `arguments` is JSON text, as in the OpenAI API.
+///
+/// ```
+/// use peg_runtime::chat::ChatToolCall;
+/// use serde_json::json;
+/// let call = ChatToolCall { id: "call_0".into(), name: "now".into(), arguments: "{}".into() };
+/// let wire = json!({"id": "call_0", "type": "function", "function": {"name": "now", "arguments": "{}"}});
+/// assert_eq!(serde_json::to_value(&call).unwrap(), wire);
+/// // Read back from the wire form, or from a flat one with the arguments as an object.
+/// assert_eq!(serde_json::from_value::<ChatToolCall>(wire).unwrap(), call);
+/// let flat: ChatToolCall = serde_json::from_value(json!({"name": "now", "arguments": {"tz": "UTC"}})).unwrap();
+/// assert_eq!(flat.arguments, r#"{"tz":"UTC"}"#);
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ChatToolCall {
     /// The call id: taken from the model output when it carries one, else generated.
@@ -184,6 +196,17 @@ impl ChatMessage {
     }
 
     /// The message all `deltas` add up to.
+    ///
+    /// ```
+    /// use peg_runtime::chat::{ChatDelta, ChatMessage, ToolCallDelta};
+    /// let deltas = [
+    ///     ChatDelta::reasoning("Hm."),
+    ///     ChatDelta::tool_call(ToolCallDelta::header(0, "call_0", "now")),
+    ///     ChatDelta::tool_call(ToolCallDelta::arguments(0, "{}")),
+    /// ];
+    /// let m = ChatMessage::from_deltas(&deltas);
+    /// assert_eq!((m.reasoning_content.as_str(), m.tool_calls[0].arguments.as_str()), ("Hm.", "{}"));
+    /// ```
     pub fn from_deltas<'d>(deltas: impl IntoIterator<Item = &'d ChatDelta>) -> ChatMessage {
         let mut m = ChatMessage::default();
         for d in deltas {
@@ -199,6 +222,15 @@ impl ChatMessage {
 /// `{"name": .., "arguments": {..}, "id": ".."}`), the arguments stream before the id is known,
 /// so the first fragment has no id and a later fragment carries it alone (clients that
 /// accumulate fragments field by field, as OpenAI's SDKs do, get the whole call).
+///
+/// ```
+/// use peg_runtime::chat::ToolCallDelta;
+/// use serde_json::json;
+/// let first = ToolCallDelta::header(0, "call_0", "get_time");
+/// assert_eq!(serde_json::to_value(&first).unwrap(), json!({"index": 0, "id": "call_0", "type": "function", "function": {"name": "get_time"}}));
+/// let next = ToolCallDelta::arguments(0, r#"{"tz": "#);
+/// assert_eq!(serde_json::to_value(&next).unwrap(), json!({"index": 0, "function": {"arguments": "{\"tz\": "}}));
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ToolCallDelta {
     /// Position of the call in the message's `tool_calls`.

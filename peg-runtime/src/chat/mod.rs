@@ -38,6 +38,27 @@
 //! it is followed by more input), never retracted, and the deltas add up to
 //! [`ChatParser::parse`] of the whole output. Partial parses are monotone: the message of a
 //! longer prefix extends that of a shorter one.
+//!
+//! ```
+//! use peg_runtime::chat::{tags, ChatParseOptions, ChatParser, ParseMode, RecoveryKind, Strictness};
+//! use peg_runtime::Arena;
+//! // `<call>NAME ARGS</call>` after the content; a close the model left out is a recovery.
+//! let arena = Arena::build(|p| {
+//!     let close = p.tag(tags::TOOL_CLOSE, "</call>" | p.tag(RecoveryKind::MissingClose.tag(), p.end()));
+//!     let name = p.tag(tags::TOOL_NAME, p.chars("[a-z_]", 1, None));
+//!     let call = p.tag(tags::TOOL, "<call>" + name + " " + p.tag(tags::TOOL_ARGS, p.json()) + close);
+//!     p.tag(tags::CONTENT, p.until("<call>")) + p.zero_or_more(call) + p.end()
+//! })
+//! .unwrap();
+//! let output = r#"Checking. <call>get_time {"tz": "UTC"}"#;
+//! let lenient = ChatParser::new(arena.clone().into(), ChatParseOptions::default());
+//! let parsed = lenient.parse(output, ParseMode::Complete).unwrap();
+//! assert_eq!(parsed.message.content, "Checking.");
+//! assert_eq!((parsed.message.tool_calls[0].id.as_str(), parsed.message.tool_calls[0].name.as_str()), ("call_0", "get_time"));
+//! assert_eq!(parsed.recoveries[0].kind, RecoveryKind::MissingClose);
+//! let strict = ChatParser::new(arena.into(), ChatParseOptions { strictness: Strictness::Strict, ..Default::default() });
+//! assert!(strict.parse(output, ParseMode::Complete).is_err());
+//! ```
 
 mod args_schema;
 mod builder;

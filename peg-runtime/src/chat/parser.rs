@@ -16,6 +16,17 @@ use crate::error::{Error, ErrorKind};
 use crate::parse::{Outcome, ParseOutput};
 
 /// A tool the request offers: its name and its parameters' JSON schema.
+///
+/// ```
+/// use peg_runtime::chat::{ChatParseOptions, ChatParser, NativeBuilder, ParseMode, RecoveryKind, ToolSpec};
+/// let arena = NativeBuilder::build(|p| p.tool(p.tool_name(p.chars("[a-z_]", 1, None)) + p.tool_args(p.json()))).unwrap();
+/// let tools = vec![ToolSpec::new("get_time", serde_json::json!({"type": "object", "properties": {"tz": {"type": "string"}}}))];
+/// let parser = ChatParser::new(arena.into(), ChatParseOptions { tools, ..Default::default() });
+/// let parsed = parser.parse(r#"get_time{"tz": 1}"#, ParseMode::Complete).unwrap();
+/// assert_eq!(parsed.recoveries[0].kind, RecoveryKind::ArgumentsOutsideSchema); // kept, and flagged
+/// let parsed = parser.parse("get_weather{}", ParseMode::Complete).unwrap();
+/// assert_eq!(parsed.recoveries[0].kind, RecoveryKind::UnknownTool);
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolSpec {
     /// The function name.
@@ -27,6 +38,12 @@ pub struct ToolSpec {
 
 impl ToolSpec {
     /// A tool with a name and a parameters schema.
+    ///
+    /// ```
+    /// use peg_runtime::chat::ToolSpec;
+    /// let tool = ToolSpec::new("get_time", serde_json::json!({"type": "object"}));
+    /// assert_eq!(tool, ToolSpec::from_openai(&serde_json::json!({"type": "function", "function": {"name": "get_time"}})).unwrap());
+    /// ```
     pub fn new(name: impl Into<String>, parameters: serde_json::Value) -> ToolSpec {
         ToolSpec { name: name.into(), parameters }
     }
@@ -53,6 +70,17 @@ impl ToolSpec {
 }
 
 /// How a parser treats output that deviates from the grammar.
+///
+/// ```
+/// use peg_runtime::chat::{ChatParseOptions, ChatParser, ParseMode, SimpleBuilder, Strictness};
+/// let arena = std::sync::Arc::new(SimpleBuilder::build(|p| p.content(p.until("<end>")) + "<end>" + p.end()).unwrap());
+/// let parser = |strictness| ChatParser::new(arena.clone(), ChatParseOptions { strictness, ..Default::default() });
+/// let lenient = parser(Strictness::Lenient).parse("Hi<end> and more", ParseMode::Complete).unwrap();
+/// assert_eq!(lenient.message.content, "Hi and more"); // what follows `<end>` kept as content
+/// assert_eq!(lenient.diagnostic.unwrap().offset, 7);
+/// let err = parser(Strictness::Strict).parse("Hi<end> and more", ParseMode::Complete).unwrap_err();
+/// assert_eq!(err.kind(), peg_runtime::ErrorKind::ParseFailed);
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Strictness {
@@ -65,6 +93,15 @@ pub enum Strictness {
 }
 
 /// Whether the output is finished or may still continue.
+///
+/// ```
+/// use peg_runtime::chat::{ChatParser, ParseMode, SimpleBuilder};
+/// let arena = SimpleBuilder::build(|p| p.content(p.until("<end>")) + "<end>").unwrap();
+/// let parser = ChatParser::new(arena.into(), Default::default());
+/// // `<e` may start `<end>`: a prefix holds it back.
+/// assert_eq!(parser.parse("Hello <e", ParseMode::Partial).unwrap().message.content, "Hello");
+/// assert_eq!(parser.parse("Hello <e", ParseMode::Complete).unwrap().message.content, "Hello <e");
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ParseMode {
@@ -77,6 +114,20 @@ pub enum ParseMode {
 }
 
 /// How a [`ChatParser`] maps output.
+///
+/// ```
+/// use peg_runtime::chat::{ChatParseOptions, ChatParser, NativeBuilder, ParseMode};
+/// let arena = NativeBuilder::build(|p| {
+///     "<think>" + p.reasoning(p.until("</think>")) + "</think>" + p.tool(p.tool_name(p.literal("f")) + p.tool_args(p.json()))
+/// })
+/// .unwrap();
+/// // The prompt ended in `<think>`; ids of calls get this prefix; cut arguments are closed.
+/// let options = ChatParseOptions { prefill: "<think>".into(), tool_id_prefix: "id".into(), close_partial_arguments: true, ..Default::default() };
+/// let parser = ChatParser::new(arena.into(), options);
+/// let m = parser.parse(r#"Hm.</think>f{"a": [1"#, ParseMode::Partial).unwrap().message;
+/// assert_eq!(m.reasoning_content, "Hm.");
+/// assert_eq!((m.tool_calls[0].id.as_str(), m.tool_calls[0].arguments.as_str()), ("id0", r#"{"a": [1]}"#));
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChatParseOptions {
     /// The tools of the request: their schemas decide whether a raw argument value is a string.
@@ -110,6 +161,20 @@ impl Default for ChatParseOptions {
 }
 
 /// Where lenient parsing stopped following the grammar.
+///
+/// ```
+/// use peg_runtime::chat::{ChatParser, NativeBuilder, ParseMode};
+/// let arena = NativeBuilder::build(|p| {
+///     let call = p.tool(p.tool_name(p.literal("f")) + p.tool_args(p.json()));
+///     p.content(p.until("<call>")) + p.optional("<call>" + call + "</call>")
+/// })
+/// .unwrap();
+/// let parser = ChatParser::new(arena.into(), Default::default());
+/// let parsed = parser.parse("Sure.<call>g{}</call>", ParseMode::Complete).unwrap();
+/// let diagnostic = parsed.diagnostic.unwrap();
+/// assert_eq!(diagnostic.offset, 5); // from there on, content
+/// assert_eq!(parsed.message.content, "Sure.<call>g{}</call>");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Diagnostic {
     /// Byte offset into the model output (after the prefill) where the grammar stopped matching.
@@ -119,6 +184,15 @@ pub struct Diagnostic {
 }
 
 /// A mapped message and, in lenient mode, where parsing gave up.
+///
+/// ```
+/// use peg_runtime::chat::{ChatParser, ParseMode, SimpleBuilder};
+/// let arena = SimpleBuilder::build(|p| p.content(p.rest())).unwrap();
+/// let parsed = ChatParser::new(arena.into(), Default::default()).parse("Hello!", ParseMode::Complete).unwrap();
+/// assert_eq!(parsed.message.content, "Hello!");
+/// assert!(parsed.diagnostic.is_none() && parsed.recoveries.is_empty());
+/// assert_eq!(serde_json::to_value(&parsed).unwrap()["message"]["role"], "assistant");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ParsedMessage {
     /// The assistant message.
@@ -172,6 +246,13 @@ pub struct ChatParser {
 
 impl ChatParser {
     /// A parser over `arena` (built with one of the shape builders).
+    ///
+    /// ```
+    /// use peg_runtime::chat::{ChatParseOptions, ChatParser, ParseMode, SimpleBuilder};
+    /// let arena = SimpleBuilder::build(|p| p.content(p.rest())).unwrap();
+    /// let parser = ChatParser::new(arena.into(), ChatParseOptions::default());
+    /// assert_eq!(parser.parse(" Hi ", ParseMode::Complete).unwrap().message.content, "Hi");
+    /// ```
     pub fn new(arena: Arc<Arena>, options: ChatParseOptions) -> ChatParser {
         let has_tag = |names: &[&str]| arena.nodes().iter().any(|n| matches!(n, Node::Tag { tag, .. } if names.contains(&tag.as_str())));
         let mut cx = Context {
@@ -210,6 +291,17 @@ impl ChatParser {
     /// does not fit the grammar is kept as content and a [`Diagnostic`] says where, and what
     /// was recovered is reported in [`ParsedMessage::recoveries`]; strict mode returns an
     /// [`ErrorKind::ParseFailed`] error instead.
+    ///
+    /// ```
+    /// use peg_runtime::chat::{ChatParser, NativeBuilder, ParseMode};
+    /// let arena = NativeBuilder::build(|p| p.tool(p.tool_name(p.chars("[a-z]", 1, None)) + p.tool_args(p.json()))).unwrap();
+    /// let parser = ChatParser::new(arena.into(), Default::default());
+    /// let whole = parser.parse(r#"now{"tz": "UTC"}"#, ParseMode::Complete).unwrap().message;
+    /// assert_eq!(whole.tool_calls[0].arguments, r#"{"tz": "UTC"}"#);
+    /// let prefix = parser.parse(r#"now{"tz": "U"#, ParseMode::Partial).unwrap().message;
+    /// assert_eq!(prefix.tool_calls[0].arguments, r#"{"tz": "U"#); // the raw text so far
+    /// assert!(whole.extends(&prefix));
+    /// ```
     pub fn parse(&self, output: &str, mode: ParseMode) -> Result<ParsedMessage, Error> {
         let arena = &self.inner.arena;
         self.parse_with(output, mode, |input, partial| arena.parse(input, partial))

@@ -13,6 +13,14 @@ use serde::{Deserialize, Serialize};
 pub const TAG_PREFIX: &str = "recovered.";
 
 /// A kind of deviation from the template that lenient parsing reads as what the model meant.
+///
+/// ```
+/// use peg_runtime::chat::RecoveryKind;
+/// let kind = RecoveryKind::CodeFence;
+/// assert_eq!((kind.name(), kind.tag()), ("code_fence", "recovered.code_fence"));
+/// assert_eq!(RecoveryKind::of_tag("recovered.code_fence"), Some(kind));
+/// assert_eq!(serde_json::to_string(&kind).unwrap(), r#""code_fence""#);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RecoveryKind {
@@ -127,6 +135,19 @@ impl std::fmt::Display for RecoveryKind {
 }
 
 /// One recovery: its kind and where in the model output (after the prefill) it happened.
+///
+/// ```
+/// use peg_runtime::chat::{ChatParser, ParseMode, Recovery, RecoveryKind, SimpleBuilder};
+/// // A fenced answer is read as the answer, and the fence reported.
+/// let arena = SimpleBuilder::build(|p| {
+///     let fenced = p.tag(RecoveryKind::CodeFence.tag(), "```\n" + p.content(p.until("```")) + "```");
+///     p.content(p.until("```")) + p.optional(fenced) + p.end()
+/// })
+/// .unwrap();
+/// let parsed = ChatParser::new(arena.into(), Default::default()).parse("Here:```\n42\n```", ParseMode::Complete).unwrap();
+/// assert_eq!(parsed.message.content, "Here:42");
+/// assert_eq!(parsed.recoveries, [Recovery { kind: RecoveryKind::CodeFence, offset: 5, len: 10, detail: String::new() }]);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Recovery {
     /// What was recovered.

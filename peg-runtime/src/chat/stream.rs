@@ -15,6 +15,13 @@ use crate::session::Session;
 impl ChatParser {
     /// A streaming parser: feed chunks, get deltas. (Here, so the parser does not depend on
     /// the stream that is built from it.)
+    ///
+    /// ```
+    /// use peg_runtime::chat::{ChatDelta, ChatParser, SimpleBuilder};
+    /// let parser = ChatParser::new(SimpleBuilder::build(|p| p.content(p.rest())).unwrap().into(), Default::default());
+    /// let mut stream = parser.stream();
+    /// assert_eq!(stream.push("Hello").unwrap(), [ChatDelta::content("Hello")]);
+    /// ```
     pub fn stream(&self) -> ChatStream {
         ChatStream::new(self.inner.clone(), Session::new(self.inner.arena.clone()))
     }
@@ -55,6 +62,27 @@ enum State {
 /// itself (JSON-escaped in an argument), and the next parse resumes over it. Such a push costs
 /// a table lookup per byte and a few copies, so a long tool argument streams at a few times
 /// the cost of parsing it in one shot, whatever the chunk size.
+///
+/// ```
+/// use peg_runtime::chat::{ChatDelta, ChatMessage, ChatParser, NativeBuilder, ParseMode};
+/// let arena = NativeBuilder::build(|p| {
+///     let call = p.tool(p.tool_name(p.chars("[a-z]", 1, None)) + " " + p.tool_args(p.json()));
+///     p.content(p.until("<call>")) + p.zero_or_more("<call>" + call + "</call>") + p.end()
+/// })
+/// .unwrap();
+/// let parser = ChatParser::new(arena.into(), Default::default());
+/// let mut stream = parser.stream();
+/// let mut deltas = Vec::new();
+/// for chunk in ["Sure.<ca", "ll>now {\"tz", "\": \"UTC\"}</call>"] {
+///     deltas.extend(stream.push(chunk).unwrap());
+/// }
+/// assert_eq!(deltas[0], ChatDelta::content("Sure."));
+/// assert_eq!(stream.message().tool_calls[0].name, "now");
+/// let (last, parsed) = stream.finish().unwrap();
+/// deltas.extend(last);
+/// assert_eq!(ChatMessage::from_deltas(&deltas), parsed.message);
+/// assert_eq!(parsed, parser.parse("Sure.<call>now {\"tz\": \"UTC\"}</call>", ParseMode::Complete).unwrap());
+/// ```
 #[derive(Debug)]
 pub struct ChatStream<S = Session> {
     inner: Arc<Inner>,
@@ -145,6 +173,14 @@ impl<S: Resume> ChatStream<S> {
     ///
     /// A convenience over [`push_into`](ChatStream::push_into), which spares the allocations
     /// of the returned deltas.
+    ///
+    /// ```
+    /// use peg_runtime::chat::{ChatDelta, ChatParser, SimpleBuilder};
+    /// let arena = SimpleBuilder::build(|p| "<think>" + p.reasoning(p.until("</think>")) + "</think>" + p.content(p.rest())).unwrap();
+    /// let mut stream = ChatParser::new(arena.into(), Default::default()).stream();
+    /// assert_eq!(stream.push("<thi").unwrap(), []); // nothing certain yet
+    /// assert_eq!(stream.push("nk>Hm").unwrap(), [ChatDelta::reasoning("Hm")]);
+    /// ```
     pub fn push(&mut self, chunk: &str) -> Result<Vec<ChatDelta>, Error> {
         let mut buf = std::mem::take(&mut self.owned);
         let r = self.push_into(chunk, &mut buf).map(|()| buf.to_deltas());
@@ -210,6 +246,16 @@ impl<S: Resume> ChatStream<S> {
     }
 
     /// Ends the stream: the final deltas and the whole message (equal to a one-shot parse).
+    ///
+    /// ```
+    /// use peg_runtime::chat::{ChatDelta, ChatParser, SimpleBuilder};
+    /// let parser = ChatParser::new(SimpleBuilder::build(|p| p.content(p.rest())).unwrap().into(), Default::default());
+    /// let mut stream = parser.stream();
+    /// assert_eq!(stream.push("Hi ").unwrap(), [ChatDelta::content("Hi")]); // trailing space held back
+    /// let (last, parsed) = stream.finish().unwrap();
+    /// assert!(last.is_empty()); // trimmed at the end
+    /// assert_eq!(parsed.message.content, "Hi");
+    /// ```
     pub fn finish(&mut self) -> Result<(Vec<ChatDelta>, ParsedMessage), Error> {
         let mut buf = std::mem::take(&mut self.owned);
         let r = self.finish_into(&mut buf).map(|m| (buf.to_deltas(), m));

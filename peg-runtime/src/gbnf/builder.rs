@@ -10,6 +10,13 @@ use crate::chars::CharClass;
 /// surrogate escaped together with its low one. A lone surrogate (`\uDFAD`) is valid JSON
 /// text by the grammar of RFC 8259 but no Unicode text: strict readers (serde_json, every
 /// client that decodes to UTF-8) refuse it, so no grammar lets a model write one.
+///
+/// ```
+/// use peg_runtime::gbnf::{Grammar, JSON_UNICODE_ESCAPE};
+/// let g = Grammar::parse(&format!(r#"root ::= "\\" {JSON_UNICODE_ESCAPE}"#)).unwrap();
+/// assert!(g.accepts(r"\u00e9") && g.accepts(r"\ud83d\ude00"));
+/// assert!(!g.accepts(r"\udfad")); // a lone surrogate
+/// ```
 pub const JSON_UNICODE_ESCAPE: &str =
     r#""u" ([0-9A-Ca-cEFef] [0-9A-Fa-f]{3} | [Dd] [0-7] [0-9A-Fa-f]{2} | [Dd] [89ABab] [0-9A-Fa-f]{2} "\\u" [Dd] [C-Fc-f] [0-9A-Fa-f]{2})"#;
 

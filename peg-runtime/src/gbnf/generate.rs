@@ -16,6 +16,17 @@ use crate::error::{Error, ErrorKind};
 use crate::schema::SchemaConverter;
 
 /// Options for [`generate`].
+///
+/// ```
+/// use peg_runtime::gbnf::{generate, GbnfOptions, Grammar};
+/// use peg_runtime::Arena;
+/// let arena = Arena::build(|p| p.until("<call>") + p.optional(p.trigger_rule("call", "<call>" + p.json()))).unwrap();
+/// let lazy = generate(&arena, &GbnfOptions { lazy: true, ..GbnfOptions::default() }).unwrap();
+/// let g = Grammar::parse(&lazy).unwrap();
+/// assert!(g.accepts("<call>[1, 2]") && !g.accepts("Hi <call>[1, 2]")); // from the trigger on
+/// let full = Grammar::parse(&generate(&arena, &GbnfOptions::default()).unwrap()).unwrap();
+/// assert!(full.accepts("Hi <call>[1, 2]"));
+/// ```
 #[derive(Debug, Clone)]
 pub struct GbnfOptions {
     /// Emit only trigger rules and what they reach, with `root` as the alternation of triggers.

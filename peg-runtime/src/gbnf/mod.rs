@@ -46,9 +46,25 @@ use crate::chars::CharClass;
 use crate::error::Error;
 
 /// llama.cpp's upper bound for a repetition count (`{m,n}` with `m, n <= 2000`).
+///
+/// ```
+/// use peg_runtime::gbnf::{Grammar, MAX_REPETITION};
+/// assert!(Grammar::parse(&format!(r#"root ::= "a"{{0,{MAX_REPETITION}}}"#)).is_ok());
+/// assert!(Grammar::parse(&format!(r#"root ::= "a"{{0,{}}}"#, MAX_REPETITION + 1)).is_err());
+/// ```
 pub const MAX_REPETITION: u32 = 2000;
 
 /// One element of a sequence, before its repetition suffix.
+///
+/// ```
+/// use peg_runtime::gbnf::{Element, Grammar};
+/// let g = Grammar::parse(r#"root ::= "id:" ([0-9] | hex) .
+/// hex ::= [a-f]"#).unwrap();
+/// let elements: Vec<&Element> = g.rules()[0].alternatives[0].iter().map(|item| &item.element).collect();
+/// assert_eq!(elements[0], &Element::Literal("id:".into()));
+/// assert!(matches!(elements[1], Element::Group(alternatives) if alternatives[1][0].element == Element::Ref("hex".into())));
+/// assert_eq!((elements[1].to_string(), elements[2]), ("([0-9] | hex)".to_owned(), &Element::Any));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Element {
     /// `"text"`: the exact characters (an empty literal matches the empty string).
@@ -64,6 +80,16 @@ pub enum Element {
 }
 
 /// An element with its repetition bounds (`max: None` is unbounded; plain elements are `{1,1}`).
+///
+/// ```
+/// use peg_runtime::gbnf::Grammar;
+/// let g = Grammar::parse(r#"root ::= [0-9]{1,3} "x"* "!""#).unwrap();
+/// let items = &g.rules()[0].alternatives[0];
+/// assert_eq!((items[0].min, items[0].max), (1, Some(3)));
+/// assert_eq!((items[1].min, items[1].max), (0, None));
+/// assert_eq!((items[2].min, items[2].max), (1, Some(1)));
+/// assert_eq!(items[0].to_string(), "[0-9]{1,3}");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Item {
     /// What is repeated.
@@ -75,9 +101,24 @@ pub struct Item {
 }
 
 /// Items matched one after another; an empty sequence matches the empty string.
+///
+/// ```
+/// use peg_runtime::gbnf::{Grammar, Sequence};
+/// let g = Grammar::parse(r#"root ::= "a" "b" | "c""#).unwrap();
+/// let alternatives: &[Sequence] = &g.rule("root").unwrap().alternatives;
+/// assert_eq!(alternatives.iter().map(Vec::len).collect::<Vec<_>>(), [2, 1]);
+/// ```
 pub type Sequence = Vec<Item>;
 
 /// A rule: its name and its alternatives.
+///
+/// ```
+/// use peg_runtime::gbnf::Grammar;
+/// let g = Grammar::parse("root ::= answer\nanswer ::= \"yes\" | \"no\"").unwrap();
+/// let rule = g.rule("answer").unwrap();
+/// assert_eq!((rule.name.as_str(), rule.alternatives.len()), ("answer", 2));
+/// assert_eq!(g.rules().iter().map(|r| r.name.as_str()).collect::<Vec<_>>(), ["root", "answer"]);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rule {
     /// The rule's name.
@@ -88,6 +129,16 @@ pub struct Rule {
 
 /// A parsed, checked GBNF grammar. Every referenced rule exists, `root` exists, no rule is left
 /// recursive, and repetition counts are within [`MAX_REPETITION`].
+///
+/// ```
+/// use peg_runtime::gbnf::Grammar;
+/// let text = "root ::= call+\ncall ::= \"<\" [a-z]+ \">\"\n";
+/// let g = Grammar::parse(text).unwrap();
+/// assert!(g.accepts("<a><bc>") && !g.accepts("<a>x"));
+/// assert_eq!(g.to_string(), text); // written back as GBNF
+/// let err = Grammar::parse("root ::= undefined").unwrap_err();
+/// assert_eq!(err.kind(), peg_runtime::ErrorKind::Grammar);
+/// ```
 #[derive(Debug, Clone)]
 pub struct Grammar {
     rules: Vec<Rule>,
@@ -104,6 +155,13 @@ impl PartialEq for Grammar {
 impl Grammar {
     /// Parses and checks GBNF text. Errors have kind [`ErrorKind::Grammar`](crate::ErrorKind::Grammar)
     /// and name the line and column.
+    ///
+    /// ```
+    /// use peg_runtime::gbnf::Grammar;
+    /// assert!(Grammar::parse(r#"root ::= [a-z]+ ("," [a-z]+)*"#).unwrap().accepts("a,bc"));
+    /// let err = Grammar::parse("root ::= \"a\"\nroot-x ::= root-x \"b\"").unwrap_err();
+    /// assert!(err.to_string().contains("left recursi"), "{err}");
+    /// ```
     pub fn parse(text: &str) -> Result<Grammar, Error> {
         let rules = parse::parse(text)?;
         let index = rules.iter().enumerate().map(|(i, r)| (r.name.clone(), i)).collect();
@@ -128,6 +186,14 @@ impl Grammar {
     /// Rewrites the grammar smaller: a group written at several places becomes one rule
     /// (`group-N`), and adjacent runs of the same bounded whitespace rule merge into one.
     /// [`generate`] does this unless [`GbnfOptions::compact`] is off.
+    ///
+    /// ```
+    /// use peg_runtime::gbnf::Grammar;
+    /// let mut g = Grammar::parse("root ::= lat \",\" lon\nlat ::= [0-9]+ \".\" [0-9]+\nlon ::= [0-9]+ \".\" [0-9]+").unwrap();
+    /// g.compact(); // identical rules merge
+    /// assert_eq!(g.to_string(), "root ::= lat \",\" lat\nlat ::= [0-9]+ \".\" [0-9]+\n");
+    /// assert!(g.accepts("48.85,2.35"));
+    /// ```
     pub fn compact(&mut self) {
         compact::compact(&mut self.rules);
         self.index = self.rules.iter().enumerate().map(|(i, r)| (r.name.clone(), i)).collect();
@@ -140,6 +206,13 @@ impl Grammar {
     }
 
     /// Whether `input` can still be completed into a string `root` accepts.
+    ///
+    /// ```
+    /// use peg_runtime::gbnf::Grammar;
+    /// let g = Grammar::parse(r#"root ::= "<call>" [a-z]+ "</call>""#).unwrap();
+    /// assert!(g.accepts_prefix("<call>now</") && !g.accepts("<call>now</"));
+    /// assert!(!g.accepts_prefix("<call>NOW"));
+    /// ```
     pub fn accepts_prefix(&self, input: &str) -> bool {
         self.recognizer().accepts_prefix(input)
     }

@@ -52,6 +52,15 @@ struct CItem {
 const INF: u32 = u32::MAX;
 
 /// A grammar compiled for recognition, starting at one rule.
+///
+/// ```
+/// use peg_runtime::gbnf::{Grammar, Recognizer};
+/// let g = Grammar::parse("root ::= \"x=\" num\nnum ::= [0-9]+").unwrap();
+/// let num = Recognizer::new(&g, "num").unwrap();
+/// assert!(num.accepts("42") && !num.accepts("x=42"));
+/// assert!(g.recognizer().accepts("x=42")); // the grammar's own, from `root`
+/// assert!(Recognizer::new(&g, "missing").is_err());
+/// ```
 #[derive(Debug, Clone)]
 pub struct Recognizer {
     classes: Vec<CharClass>,
@@ -250,6 +259,15 @@ impl Recognizer {
 }
 
 /// An incremental match against a [`Recognizer`]'s grammar (see [`Recognizer::matcher`]).
+///
+/// ```
+/// use peg_runtime::gbnf::Grammar;
+/// let g = Grammar::parse(r#"root ::= "<call>" [a-z]+ "</call>""#).unwrap();
+/// let mut m = g.recognizer().matcher();
+/// assert!(m.push_str("<call>get") && !m.is_complete());
+/// assert!(m.push_str("</call>") && m.is_complete());
+/// assert!(!m.push('!') && !m.is_alive()); // nothing may follow
+/// ```
 pub struct Matcher<'r> {
     run: Run<'r>,
     alive: bool,

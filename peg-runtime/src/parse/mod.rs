@@ -25,6 +25,16 @@ pub(crate) use crate::leaf::Res;
 pub use crate::outcome::Outcome;
 
 /// An outcome with the span it covers.
+///
+/// ```
+/// use peg_runtime::{Arena, Outcome, ParseResult};
+/// let arena = Arena::build(|p| "<call>" + p.json() + "</call>").unwrap();
+/// let failed = arena.parse(br#"<call>{"a": 1}</cal!"#, false).unwrap().result;
+/// // The JSON matched; `</call>` did not, at byte 14.
+/// assert_eq!(failed, ParseResult { outcome: Outcome::Fail, start: 0, end: 14 });
+/// let cut = arena.parse(br#"<call>{"a""#, true).unwrap().result;
+/// assert_eq!((cut.outcome, cut.end), (Outcome::NeedMoreInput, 10));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ParseResult {
     /// Fail, success or need-more-input.
@@ -36,6 +46,15 @@ pub struct ParseResult {
 }
 
 /// The result of a parse and the AST it built.
+///
+/// ```
+/// use peg_runtime::{Arena, Outcome};
+/// let arena = Arena::build(|p| p.tag("word", p.chars("[a-z]", 1, None))).unwrap();
+/// let out = arena.parse(b"hi!", false).unwrap();
+/// assert_eq!((out.result.outcome, out.result.end), (Outcome::Success, 2));
+/// assert_eq!(out.ast.text(out.ast.roots[0], b"hi!"), "hi");
+/// assert!(arena.parse(b"!", false).unwrap().ast.is_empty()); // failed: no AST
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ParseOutput {
     /// Outcome and span of the root parser.

@@ -46,6 +46,17 @@ use crate::gbnf::{escape_literal, repetition, GrammarBuilder};
 
 /// Optional properties beyond this count are accepted in declared order only (any order
 /// needs one rule per subset of the remaining properties).
+///
+/// ```
+/// use peg_runtime::{gbnf::Grammar, schema::{to_gbnf, ANY_ORDER_LIMIT}};
+/// let grammar = |n: usize| {
+///     let props: serde_json::Map<_, _> = (0..n).map(|i| (format!("p{i}"), serde_json::json!({"type": "integer"}))).collect();
+///     Grammar::parse(&to_gbnf(&serde_json::json!({"type": "object", "properties": props})).unwrap()).unwrap()
+/// };
+/// let reversed = r#"{"p1": 1, "p0": 0}"#;
+/// assert!(grammar(ANY_ORDER_LIMIT).accepts(reversed));
+/// assert!(!grammar(ANY_ORDER_LIMIT + 1).accepts(reversed));
+/// ```
 pub const ANY_ORDER_LIMIT: usize = 4;
 
 /// Nesting depth past which a schema is rejected (guards the stack against hostile schemas).
@@ -159,6 +170,15 @@ impl Admits {
 
 /// A complete grammar whose `root` accepts JSON instances of `schema`. The result is checked
 /// with [`Grammar::parse`](crate::gbnf::Grammar::parse).
+///
+/// ```
+/// use peg_runtime::{gbnf::Grammar, schema::to_gbnf};
+/// let gbnf = to_gbnf(&serde_json::json!({"enum": ["celsius", "fahrenheit"]})).unwrap();
+/// let g = Grammar::parse(&gbnf).unwrap();
+/// assert!(g.accepts(r#""celsius""#) && !g.accepts(r#""kelvin""#));
+/// let err = to_gbnf(&serde_json::json!({"$ref": "#/missing"})).unwrap_err();
+/// assert_eq!(err.kind(), peg_runtime::ErrorKind::Schema);
+/// ```
 pub fn to_gbnf(schema: &Value) -> Result<String, Error> {
     let mut b = GrammarBuilder::new();
     let root = b.reserve("root");
