@@ -370,9 +370,12 @@ pub fn parser_items(g: &Grammar) -> TokenStream {
         })
         .collect();
     let root = gen.expr(&g.root[0].1, &pos);
+    let crate::doc_examples::DocExamples { parser: parser_example, parse_fn: parse_example, session: session_example, .. } =
+        crate::doc_examples::doc_examples(g);
     quote! {
         /// The specialized parser: direct Rust code for this grammar, equivalent to its
         /// [`arena`]. Holds the request's tools; cheap to build, reusable across parses.
+        #parser_example
         #[derive(Debug, Clone, Default)]
         pub struct Parser {
             tools: #s::ToolTable,
@@ -407,6 +410,7 @@ pub fn parser_items(g: &Grammar) -> TokenStream {
         }
 
         /// Parses `input` with a parser offering no tools.
+        #parse_example
         pub fn parse(input: &[u8], partial: bool) -> ::std::result::Result<#k::ParseOutput, #k::Error> {
             Parser::default().parse(input, partial)
         }
@@ -425,6 +429,7 @@ pub fn parser_items(g: &Grammar) -> TokenStream {
         /// from the root). A text (`until`, `rest`, a character class) growing at the end is
         /// read again from its start at each parse. (The nesting limit applies to the rule
         /// calls a parse runs: a reused result does not count again.)
+        #session_example
         #[derive(Debug, Clone)]
         pub struct Session {
             parser: Parser,

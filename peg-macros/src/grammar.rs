@@ -24,6 +24,10 @@ pub struct Grammar {
     pub rules: Vec<Rule>,
     /// Tags declared with `custom_tags = [...];`: allowed besides the chat tags.
     pub custom_tags: Vec<String>,
+    /// `doc_examples(MODULE, runtime = RUNTIME);`: the paths a user reaches the generated
+    /// module and the runtime by, as written; with them every generated item's docs carry an
+    /// example that runs.
+    pub doc_examples: Option<(String, String)>,
 }
 
 /// `rule name = expr;` or `trigger rule name = expr;`
@@ -134,6 +138,8 @@ mod kw {
     syn::custom_keyword!(trigger);
     syn::custom_keyword!(root);
     syn::custom_keyword!(custom_tags);
+    syn::custom_keyword!(doc_examples);
+    syn::custom_keyword!(runtime);
 }
 
 /// Names a user rule may not take, because they are builtins.
@@ -217,8 +223,10 @@ impl Parse for Grammars {
             };
             let body;
             syn::braced!(body in input);
-            let own =
-                parse_body(&body, Grammar { attrs, vis, name, krate: default_krate.clone(), root: Vec::new(), rules: Vec::new(), custom_tags: Vec::new() })?;
+            let own = parse_body(
+                &body,
+                Grammar { attrs, vis, name, krate: default_krate.clone(), root: Vec::new(), rules: Vec::new(), custom_tags: Vec::new(), doc_examples: None },
+            )?;
             out.push(match base {
                 Some(base) => own.extending(base, &default_krate),
                 None => own,
@@ -257,6 +265,8 @@ impl Grammar {
             root: if self.root.is_empty() { base.root.clone() } else { self.root },
             rules,
             custom_tags,
+            // The examples name the module they document: a variant's are its own.
+            doc_examples: self.doc_examples,
         }
     }
 }
@@ -272,6 +282,25 @@ fn parse_body(body: ParseStream, mut grammar: Grammar) -> syn::Result<Grammar> {
             let path: Path = body.parse()?;
             body.parse::<Token![;]>()?;
             grammar.krate = quote::quote!(#path);
+        } else if body.peek(kw::doc_examples) {
+            body.parse::<kw::doc_examples>()?;
+            let args;
+            parenthesized!(args in body);
+            let module: Path = args.parse()?;
+            if !args.peek(Token![,]) || !args.peek2(kw::runtime) {
+                return Err(args.error("expected `, runtime = path::to::peg_runtime`: the examples name the runtime by the path the grammar's users write"));
+            }
+            args.parse::<Token![,]>()?;
+            args.parse::<kw::runtime>()?;
+            args.parse::<Token![=]>()?;
+            let runtime: Path = args.parse()?;
+            let _ = args.parse::<Option<Token![,]>>()?;
+            if !args.is_empty() {
+                return Err(args.error("expected `doc_examples(path::to::this_module, runtime = path::to::peg_runtime);`"));
+            }
+            body.parse::<Token![;]>()?;
+            let text = |p: &Path| quote::quote!(#p).to_string().replace(' ', "");
+            grammar.doc_examples = Some((text(&module), text(&runtime)));
         } else if body.peek(kw::custom_tags) {
             body.parse::<kw::custom_tags>()?;
             body.parse::<Token![=]>()?;
@@ -306,7 +335,9 @@ fn parse_body(body: ParseStream, mut grammar: Grammar) -> syn::Result<Grammar> {
             body.parse::<Token![;]>()?;
             grammar.rules.push(Rule { name, trigger, expr });
         } else {
-            return Err(body.error("expected `root = ...;`, `rule name = ...;`, `trigger rule name = ...;`, `custom_tags = [...];` or `crate = path;`"));
+            return Err(body.error(
+                "expected `root = ...;`, `rule name = ...;`, `trigger rule name = ...;`, `custom_tags = [...];`, `doc_examples(...);` or `crate = path;`",
+            ));
         }
     }
     Ok(grammar)

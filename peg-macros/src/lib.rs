@@ -70,6 +70,7 @@
 //!     pub grammar NAME {
 //!         crate = ::path::to::peg_runtime;       // optional, default `::peg_runtime`
 //!         custom_tags = [my_tag, "my.tag"];      // optional: tags besides the chat tags
+//!         doc_examples(path::to::NAME, runtime = path::to::peg_runtime);  // optional, see below
 //!         root = EXPR;                           // exactly one
 //!         rule NAME = EXPR;                      // a named rule (an AST node named NAME)
 //!         trigger rule NAME = EXPR;              // where lazy grammars start
@@ -215,6 +216,14 @@
 //! assert_eq!(out.ast.text(content, input), "Hello!");
 //! assert!(simple::GBNF.starts_with("root ::= "));
 //! ```
+//!
+//! The generated items are documented in the module; their docs carry no example of their own,
+//! as an example names the module and the runtime by the paths its users write, which the
+//! macro cannot know. `doc_examples(path::to::NAME, runtime = path::to::peg_runtime);` in the
+//! grammar gives them, for a grammar published by a library: then every generated item's docs
+//! carry an example that runs as a doctest of that library (a parser parsing as the arena, a
+//! session as a one-shot parse, a stream adding up to the message, grammars that load), which
+//! is how `chat_peg::formats` documents its formats.
 
 use proc_macro::TokenStream;
 use proc_macro2::Span;
@@ -222,6 +231,7 @@ use quote::{format_ident, quote, quote_spanned};
 
 mod analysis;
 mod codegen;
+mod doc_examples;
 mod grammar;
 mod lower;
 
@@ -290,6 +300,9 @@ fn expand(g: &grammar::Grammar) -> proc_macro2::TokenStream {
     let name = &g.name;
     let arena_body = lower::arena_fn(g);
     let parser = codegen::parser_items(g);
+    let examples = doc_examples::doc_examples(g);
+    let (arena_example, gbnf_example, gbnf_lazy_example, triggers_example, gbnf_fn_example, chat_example) =
+        (&examples.arena, &examples.gbnf_const, &examples.gbnf_lazy, &examples.triggers, &examples.gbnf_fn, &examples.chat);
     let warnings = a.warnings.iter().map(|w| warning(w.span, &w.name, &w.message));
     quote! {
         #(#attrs)*
@@ -299,6 +312,7 @@ fn expand(g: &grammar::Grammar) -> proc_macro2::TokenStream {
             pub use #k::__macro_support::Tool;
 
             /// The equivalent runtime arena, with `tools` spliced into `each_tool(...)`.
+            #arena_example
             #[allow(unused_variables)]
             pub fn arena(tools: &[Tool]) -> ::std::result::Result<#k::Arena, #k::Error> {
                 #arena_body
@@ -310,21 +324,25 @@ fn expand(g: &grammar::Grammar) -> proc_macro2::TokenStream {
 
             /// The full GBNF of the grammar for a request without tools (`each_tool(...)`
             /// matches nothing), generated at compile time.
+            #gbnf_example
             pub const GBNF: &str = #gbnf;
 
             /// The lazy GBNF without tools: what the grammar matches from the first trigger rule
             /// on (its trigger word, see [`TRIGGERS`]) to the end, every later call and what
             /// follows them included; `None` when the grammar has no trigger rule.
+            #gbnf_lazy_example
             pub const GBNF_LAZY: ::std::option::Option<&str> = #gbnf_lazy;
 
             /// The trigger words of [`GBNF_LAZY`]: the literals the trigger rules start with
             /// (what a sampler waits for before it applies the lazy grammar). Empty when the
             /// grammar has no trigger rule.
+            #triggers_example
             pub const TRIGGERS: &[&str] = &[#(#triggers),*];
 
             /// The GBNF for a request offering `tools`: the tool and argument rules added to
             /// the grammar. Without tools, or for a grammar without `each_tool(...)`, this is
             /// [`GBNF`] / [`GBNF_LAZY`] without any work at run time.
+            #gbnf_fn_example
             pub fn gbnf(tools: &[Tool], lazy: bool) -> ::std::result::Result<::std::string::String, #k::Error> {
                 if tools.is_empty() || !#uses_tools {
                     let text = if lazy { GBNF_LAZY } else { ::std::option::Option::Some(GBNF) };
@@ -344,6 +362,7 @@ fn expand(g: &grammar::Grammar) -> proc_macro2::TokenStream {
             /// to OpenAI-style messages one-shot ([`Chat::parse`]) and as a stream of deltas
             /// ([`Chat::stream`], driven by [`Session`]). Messages equal those of a
             /// `ChatParser` over [`arena`].
+            #chat_example
             #[derive(Debug, Clone)]
             pub struct Chat {
                 parser: Parser,

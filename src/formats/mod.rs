@@ -65,6 +65,7 @@ chat_peg! {
     /// assert_eq!(hermes::TRIGGERS, ["<tool_call>"]);
     /// ```
     pub grammar hermes {
+        doc_examples(chat_peg::formats::hermes, runtime = chat_peg::peg_runtime);
         root = #content(until("<tool_call>")) (tool_call _)* end;
         trigger rule tool_call = #tool(
             #tool_open("<tool_call>") _ "{" _ each_tool(
@@ -92,6 +93,7 @@ chat_peg! {
     /// assert_eq!(m.tool_calls[0].arguments, r#"{"city": "Paris", "days": 3}"#);
     /// ```
     pub grammar qwen3_coder {
+        doc_examples(chat_peg::formats::qwen3_coder, runtime = chat_peg::peg_runtime);
         root = #content(until("<tool_call>", "<function=")) (tool_call _)* end;
         trigger rule tool_call = #tool(
             #tool_open(("<tool_call>" _)? "<function=") each_tool(
@@ -118,6 +120,7 @@ chat_peg! {
     /// assert_eq!((m.tool_calls[0].id.as_str(), m.tool_calls[0].name.as_str()), ("a1B2c3D4e", "get_weather"));
     /// ```
     pub grammar mistral {
+        doc_examples(chat_peg::formats::mistral, runtime = chat_peg::peg_runtime);
         root = answer;
         rule answer = #content(until("[TOOL_CALLS]")) (tool_call _)* end;
         trigger rule tool_call = #tool(
@@ -141,6 +144,7 @@ chat_peg! {
     /// assert_eq!(m.tool_calls[0].arguments, r#"{"city": "Paris"}"#);
     /// ```
     pub grammar mistral_reasoning extends mistral {
+        doc_examples(chat_peg::formats::mistral_reasoning, runtime = chat_peg::peg_runtime);
         root = reasoning? answer;
         rule reasoning = "[THINK]" #reasoning(until("[/THINK]")) "[/THINK]";
     }
@@ -159,6 +163,7 @@ chat_peg! {
     /// ```
     #[allow(deprecated)] // The calls of `mistral` are unreachable: such a request has none.
     pub grammar mistral_reasoning_json extends mistral_reasoning {
+        doc_examples(chat_peg::formats::mistral_reasoning_json, runtime = chat_peg::peg_runtime);
         rule answer = _ ("```json" _ #content(json) _ "```" / #content(json)) _ end;
     }
 
@@ -175,6 +180,7 @@ chat_peg! {
     /// assert_eq!((call.id.as_str(), call.arguments.as_str()), ("a1B2c3D4e", r#"{"city": "Paris"}"#));
     /// ```
     pub grammar mistral_nemo {
+        doc_examples(chat_peg::formats::mistral_nemo, runtime = chat_peg::peg_runtime);
         root = #content(until("[TOOL_CALLS]")) tool_calls? _ end;
         trigger rule tool_calls = "[TOOL_CALLS]" _ "[" _ tool_call (_ "," _ tool_call)* _ "]";
         rule tool_call = #tool(
@@ -205,6 +211,7 @@ chat_peg! {
     /// assert_eq!(m.tool_calls[0].name, "get_weather");
     /// ```
     pub grammar deepseek_v3_1 {
+        doc_examples(chat_peg::formats::deepseek_v3_1, runtime = chat_peg::peg_runtime);
         root = ("<think>" #"recovered.reasoning_marker"("<think>")? #reasoning(until("</think>")) "</think>")? #content(until("<｜tool▁calls▁begin｜>")) tool_calls? _ end;
         trigger rule tool_calls = "<｜tool▁calls▁begin｜>" _ (tool_call _)+ "<｜tool▁calls▁end｜>";
         rule tool_call = #tool(
@@ -232,6 +239,7 @@ chat_peg! {
     /// assert_eq!((m.reasoning_content.as_str(), m.tool_calls[0].id.as_str()), ("Paris.", "functions.get_weather:0"));
     /// ```
     pub grammar kimi_k2 {
+        doc_examples(chat_peg::formats::kimi_k2, runtime = chat_peg::peg_runtime);
         root = ("<think>" #reasoning(until("</think>", "<|tool_calls_section_begin|>", "<|tool_call_begin|>")) "</think>"?)?
             #content(until("<|tool_calls_section_begin|>", "<|tool_call_begin|>"))
             ("<|tool_calls_section_begin|>" _)? (tool_call _)* ("<|tool_calls_section_end|>" _)? end;
