@@ -271,7 +271,7 @@ impl PyToJson {
 
 /// Nonzero if a byte of `w` equals `x`.
 #[inline(always)]
-fn has_byte(w: u64, x: u8) -> u64 {
+pub(crate) fn has_byte(w: u64, x: u8) -> u64 {
     let v = w ^ (u64::from(x) * LO);
     v.wrapping_sub(LO) & !v & (LO * 0x80)
 }
@@ -280,7 +280,7 @@ const LO: u64 = 0x0101_0101_0101_0101;
 
 /// Nonzero if a byte of `w` is below 0x20 (a control byte).
 #[inline(always)]
-fn has_control(w: u64) -> u64 {
+pub(crate) fn has_control(w: u64) -> u64 {
     w.wrapping_sub(LO * 0x20) & !w & (LO * 0x80)
 }
 

@@ -687,12 +687,21 @@ impl Fold {
                 None
             }
         };
-        let misfit = match serde_json::from_str::<serde_json::Value>(args) {
-            Ok(v) if v.is_object() => match schema {
-                Some(s) if !s.fits(&v, args) => Some(format!("do not fit the schema of {name}")),
-                _ => None,
-            },
-            _ => Some("are not a JSON object".to_owned()),
+        // The one-pass check settles nearly every call; what it cannot, the value decides.
+        let sure = match schema {
+            Some(s) => s.surely_fits(args),
+            None => super::args_direct::surely_object(args),
+        };
+        let misfit = if sure {
+            None
+        } else {
+            match serde_json::from_str::<serde_json::Value>(args) {
+                Ok(v) if v.is_object() => match schema {
+                    Some(s) if !s.fits(&v, args) => Some(format!("do not fit the schema of {name}")),
+                    _ => None,
+                },
+                _ => Some("are not a JSON object".to_owned()),
+            }
         };
         if let Some(why) = misfit {
             self.record(RecoveryKind::ArgumentsOutsideSchema, span, format!("call {index}: the arguments {why}"), cx);

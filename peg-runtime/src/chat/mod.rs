@@ -39,6 +39,7 @@
 //! [`ChatParser::parse`] of the whole output. Partial parses are monotone: the message of a
 //! longer prefix extends that of a shorter one.
 
+mod args_direct;
 mod args_schema;
 mod builder;
 mod json_text;
