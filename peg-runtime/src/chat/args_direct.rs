@@ -337,11 +337,11 @@ impl Scan<'_> {
                         b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i += 2,
                         b'u' => {
                             let hex = b.get(i + 2..i + 6)?;
-                            if !hex.iter().all(u8::is_ascii_hexdigit) {
-                                return None;
-                            }
-                            let code = u16::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?;
-                            if (0xD800..0xE000).contains(&code) {
+                            // A surrogate (`\uD800` to `\uDFFF`) must pair up: the full check.
+                            let surrogate = matches!(hex[0], b'd' | b'D') && !hex[1].is_ascii_digit()
+                                || hex[..2].eq_ignore_ascii_case(b"d8")
+                                || hex[..2].eq_ignore_ascii_case(b"d9");
+                            if !hex.iter().all(u8::is_ascii_hexdigit) || surrogate {
                                 return None;
                             }
                             i += 6;
@@ -369,6 +369,7 @@ impl Scan<'_> {
             return None;
         }
         let mut float = false;
+        let mut frac = int_start..int_start;
         if b.get(i) == Some(&b'.') {
             float = true;
             i += 1;
@@ -379,10 +380,13 @@ impl Scan<'_> {
             if i == f {
                 return None;
             }
+            frac = f..i;
         }
+        let mut exp: Option<i32> = None;
         if matches!(b.get(i), Some(b'e' | b'E')) {
             float = true;
             i += 1;
+            let negative = b.get(i) == Some(&b'-');
             if matches!(b.get(i), Some(b'+' | b'-')) {
                 i += 1;
             }
@@ -393,12 +397,19 @@ impl Scan<'_> {
             if i == e {
                 return None;
             }
+            // Longer exponents take the careful path below.
+            let d = &b[e..i];
+            let x = if d.len() > 4 { i32::MAX } else { d.iter().fold(0, |x, &c| x * 10 + i32::from(c - b'0')) };
+            exp = Some(if negative { -x } else { x });
         }
         self.i = i;
         if !float {
             // An integer of at most 15 digits is the same text in every canonical form, and
             // within every bound (`-0` is a float to serde).
             return (int_len <= 15 && &b[start..i] != b"-0").then_some(());
+        }
+        if how != NumAs::Int && short_float(&b[int_start..int_start + int_len], &b[frac], exp.unwrap_or(0)) {
+            return Some(());
         }
         // The float serde reads, written as serde writes it (the canonical form).
         let text = std::str::from_utf8(&b[start..i]).ok()?;
@@ -417,6 +428,30 @@ impl Scan<'_> {
         };
         fits.then_some(())
     }
+}
+
+/// Whether a float (its integral digits, fraction digits and exponent) is written by serde
+/// within the digit bounds both of the blanking (`args_schema::numbers_fit`) and of the
+/// grammar's `number` rule, whichever of fixed or scientific notation serde picks. So it is
+/// when its significand has at most 15 digits and its decimal exponent is at most 22 in
+/// magnitude: serde then reads it exactly (one multiplication or division of exact values),
+/// its shortest digits are the significand's, and with its point at most 16 digits in (and
+/// at most 16 digits after it when it is below 1) both notations fit.
+fn short_float(int: &[u8], frac: &[u8], exp: i32) -> bool {
+    let n = int.iter().chain(frac).skip_while(|&&c| c == b'0').count();
+    if n == 0 {
+        // Zero: `0.0` or `-0.0`.
+        return true;
+    }
+    let Some(e10) = exp.checked_sub(frac.len() as i32) else { return false };
+    if n > 15 || e10.abs() > 22 {
+        return false;
+    }
+    // The significant digits without trailing zeros, and the point after `p` of them.
+    let trailing = int.iter().chain(frac).rev().take_while(|&&c| c == b'0').count();
+    let kept = (n - trailing) as i32;
+    let p = n as i32 + e10;
+    p <= 16 && (p > 0 || kept - p <= 16)
 }
 
 /// Whether `t` matches the schema grammar's `number` rule:
@@ -707,6 +742,42 @@ mod tests {
             let Ok(t) = String::from_utf8(t) else { continue };
             assert!(!a.surely_fits(&t) || full(&a, &t), "{t}");
         }
+    }
+
+    /// The floats taken without serde are written by serde within both digit bounds.
+    #[test]
+    fn short_floats_fit_as_serde_writes_them() {
+        let mut r = Rng(0xf10a7);
+        let mut taken = 0;
+        for _ in 0..20000 {
+            let digits = |r: &mut Rng, n: usize| (0..n).map(|_| (b'0' + r.below(10) as u8) as char).collect::<String>();
+            let len = 1 + r.below(17);
+            let mut int = digits(&mut r, len);
+            if r.below(3) == 0 || int.starts_with('0') {
+                int = (b'0' + r.below(10) as u8).to_string();
+            }
+            let (zeros, len) = match r.below(4) {
+                0 => (r.below(8), r.below(4)),
+                _ => (0, r.below(20)),
+            };
+            let frac = "0".repeat(zeros) + digits(&mut r, len).as_str();
+            let exp = r.below(60) as i32 - 30;
+            let mut t = int.clone();
+            if !frac.is_empty() {
+                t = format!("{t}.{frac}");
+            }
+            let with_exp = r.below(2) == 0 || frac.is_empty();
+            if with_exp {
+                t = format!("{t}e{exp}");
+            }
+            if short_float(int.as_bytes(), frac.as_bytes(), if with_exp { exp } else { 0 }) {
+                taken += 1;
+                let n: serde_json::Number = serde_json::from_str(&t).unwrap();
+                let w = n.to_string();
+                assert!(crate::chat::args_schema::number_text_fits(&w) && grammar_number(&w), "{t} is written {w}");
+            }
+        }
+        assert!(taken > 5000, "{taken}");
     }
 
     #[test]
