@@ -319,9 +319,12 @@ impl Scan<'_> {
         let mut i = start;
         let mut escaped = false;
         loop {
+            // To the next quote, backslash or control byte: the lowest flag of a word is exact.
             while let Some(w) = b.get(i..i + 8) {
                 let w = u64::from_le_bytes(w.try_into().ok()?);
-                if has_byte(w, b'"') | has_byte(w, b'\\') | has_control(w) != 0 {
+                let flags = has_byte(w, b'"') | has_byte(w, b'\\') | has_control(w);
+                if flags != 0 {
+                    i += (flags.trailing_zeros() / 8) as usize;
                     break;
                 }
                 i += 8;
