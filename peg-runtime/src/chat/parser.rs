@@ -212,7 +212,19 @@ impl ChatParser {
     /// [`ErrorKind::ParseFailed`] error instead.
     pub fn parse(&self, output: &str, mode: ParseMode) -> Result<ParsedMessage, Error> {
         let arena = &self.inner.arena;
-        self.parse_with(output, mode, |input, partial| arena.parse(input, partial))
+        // A complete output is parsed as partial, then as complete: through a session, whose
+        // second parse reuses every result of the first that did not reach the end of input
+        // (equal to `arena.parse`, at the cost of the path to the end).
+        let mut session: Option<crate::Session> = None;
+        self.parse_with(output, mode, |input, partial| match &mut session {
+            Some(s) if !partial && s.input() == input => s.finish(),
+            _ if partial && mode == ParseMode::Complete => {
+                let s = session.insert(crate::Session::new(arena.clone()));
+                s.push(input);
+                s.parse()
+            }
+            _ => arena.parse(input, partial),
+        })
     }
 
     /// [`parse`](ChatParser::parse) with the parses produced by another parser of the same
