@@ -212,19 +212,30 @@ impl ChatParser {
     /// [`ErrorKind::ParseFailed`] error instead.
     pub fn parse(&self, output: &str, mode: ParseMode) -> Result<ParsedMessage, Error> {
         let arena = &self.inner.arena;
-        // A complete output is parsed as partial, then as complete: through a session, whose
-        // second parse reuses every result of the first that did not reach the end of input
-        // (equal to `arena.parse`, at the cost of the path to the end).
-        let mut session: Option<crate::Session> = None;
-        self.parse_with(output, mode, |input, partial| match &mut session {
-            Some(s) if !partial && s.input() == input => s.finish(),
-            _ if partial && mode == ParseMode::Complete => {
-                let s = session.insert(crate::Session::new(arena.clone()));
-                s.push(input);
-                s.parse()
-            }
-            _ => arena.parse(input, partial),
-        })
+        if mode == ParseMode::Partial {
+            return self.parse_with(output, mode, |input, partial| arena.parse(input, partial));
+        }
+        // `parse_with`'s two parses (partial, then complete) through a session that holds the
+        // one copy of the input: the complete parse reuses every result of the partial one
+        // that did not reach the end of input (equal to `arena.parse`, at the cost of the path
+        // to the end), rather than scanning the whole output again.
+        let inner = &*self.inner;
+        let mut session = crate::Session::new(arena.clone());
+        session.push(inner.options.prefill.as_bytes());
+        session.push(output.as_bytes());
+        let mut driver = Driver::default();
+        let mut sink = MessageSink::default();
+        let out = session.update().map(|_| ());
+        let parsed = out.map(|()| session.output());
+        let mut diagnostic = fold_parse(inner, &mut driver, &mut sink, session.input(), parsed, true, 0)?;
+        if diagnostic.is_none() {
+            let out = session.finish();
+            let len = session.input().len();
+            diagnostic = fold_parse(inner, &mut driver, &mut sink, session.input(), out.as_ref().map_err(Error::clone), false, len)?;
+        }
+        driver.fold.finish(&inner.cx, &mut sink);
+        no_recovery_if_strict(inner, &driver)?;
+        Ok(ParsedMessage { message: sink.message, diagnostic, recoveries: driver.fold.recoveries })
     }
 
     /// [`parse`](ChatParser::parse) with the parses produced by another parser of the same
