@@ -277,7 +277,8 @@ impl<S: Resume> ChatStream<S> {
     /// The live lane: the last push left the input inside a growing text, read to the end,
     /// whose next piece the fold passes through verbatim ([`Driver::verbatim`]). A chunk in
     /// which no delimiter of the text, nor a prefix of one cut by the chunk end, starts (for a
-    /// JSON string: without a quote, backslash or control character) then only extends that
+    /// JSON string: without a quote or control character, a backslash only in a whole escape of
+    /// native arguments) then only extends that
     /// text: the parse it would take is left to the next push that needs one (the session
     /// resumes its scan over the skipped bytes), and its delta is the chunk itself
     /// (JSON-escaped for a string argument). A chunk of trimmed text must also end in a
