@@ -447,7 +447,7 @@ fn short_float(int: &[u8], frac: &[u8], exp: i32) -> bool {
         return true;
     }
     let Some(e10) = exp.checked_sub(frac.len() as i32) else { return false };
-    if n > 15 || e10.abs() > 22 {
+    if n > 15 || e10.unsigned_abs() > 22 {
         return false;
     }
     // The significant digits without trailing zeros, and the point after `p` of them.
@@ -561,6 +561,9 @@ mod tests {
     }
 
     const NUMBERS: &[&str] = &[
+        "1.5e-99999",
+        "-2.5e+123456",
+        "0.0e-99999",
         "0",
         "-0",
         "7",
@@ -729,6 +732,11 @@ mod tests {
         let a = ArgsSchema::new(&root);
         let good = r#"{"city": "Pa\"ris\u00e9", "days": 3, "tags": [1.5, -2e3, 0], "extra": {"k": [null, true]}}"#;
         assert!(a.surely_fits(good) && full(&a, good));
+        // Exponents past any bound are left to serde (and never overflow here).
+        for e in ["1.5e-99999", "1e99999999999", "-0.5E-2147483648"] {
+            let t = format!(r#"{{"city": "x", "tags": [{e}]}}"#);
+            assert!(!a.surely_fits(&t) || full(&a, &t), "{t}");
+        }
         let mut r = Rng(99);
         for cut in 0..good.len() {
             if good.is_char_boundary(cut) {
