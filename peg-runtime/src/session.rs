@@ -11,10 +11,11 @@
 use std::sync::Arc;
 
 use crate::arena::{Arena, Node, NodeId};
+use crate::ast::AstId;
 use crate::ast::AstNode;
 use crate::error::Error;
 use crate::json::Scanner;
-use crate::parse::{finish_output_with_order, memoizable, until_scan, Engine, Entry, Memo, Outcome, ParseOptions, ParseOutput, ParseResult, Resume};
+use crate::parse::{finish_output_with_order, memoizable, until_scan, Engine, Entry, Link, Memo, Outcome, ParseOptions, ParseOutput, ParseResult, Resume};
 
 /// A streaming parse over input that arrives in chunks.
 ///
@@ -289,17 +290,10 @@ impl Session {
                 e.resume = f.leaf_resume;
             }
         }
-        self.memo.generation += 1;
         let arena = &*self.arena;
-        let mut engine = Engine::new(arena, &self.input, partial, self.options, &mut self.nodes, Some(&mut self.memo));
-        // Entries written before an error are consistent; nothing to undo.
-        let r = engine.parse_node(arena.root(), 0)?;
-        let roots = std::mem::take(&mut engine.out);
-        let links = std::mem::take(&mut engine.chain);
-        drop(engine);
-        let (output, order) = finish_output_with_order(&self.nodes, &roots, r);
+        let (output, order, links) = memo_parse(arena, &self.input, partial, self.options, &mut self.nodes, &mut self.memo)?;
         let usable = partial
-            && r.outcome == Outcome::NeedMoreInput
+            && output.result.outcome == Outcome::NeedMoreInput
             && links.first().is_some_and(|l| arena.node(l.id).children().is_empty() && !matches!(arena.node(l.id), Node::Ref { .. }))
             && links.last().is_some_and(|l| l.id == arena.resolve(arena.root()) && l.pos == 0)
             && links.iter().all(|l| l.clean);
@@ -338,6 +332,50 @@ impl Session {
             self.frontier = Some(Frontier { leaf, ops, leaf_resume });
         }
         Ok(output)
+    }
+}
+
+/// One parse from the root with a memo of earlier parses of the same (or a shorter) input:
+/// the output, the order of its AST nodes, and the chain of nodes on the path to where the
+/// parse stopped.
+fn memo_parse(
+    arena: &Arena,
+    input: &[u8],
+    partial: bool,
+    options: ParseOptions,
+    nodes: &mut Vec<AstNode>,
+    memo: &mut Memo,
+) -> Result<(ParseOutput, Vec<AstId>, Vec<Link>), Error> {
+    memo.generation += 1;
+    let mut engine = Engine::new(arena, input, partial, options, nodes, Some(memo));
+    // Entries written before an error are consistent; nothing to undo.
+    let r = engine.parse_node(arena.root(), 0)?;
+    let roots = std::mem::take(&mut engine.out);
+    let links = std::mem::take(&mut engine.chain);
+    drop(engine);
+    let (output, order) = finish_output_with_order(nodes, &roots, r);
+    Ok((output, order, links))
+}
+
+/// A whole input parsed as partial, then as complete: the complete parse reuses every rule
+/// result of the partial one that did not look at the end of input, as a [`Session`] would,
+/// but over the caller's text (a session copies its input, and a long copy's fresh pages
+/// cost more than the parse).
+pub(crate) struct TwoPass<'a> {
+    arena: &'a Arena,
+    input: &'a [u8],
+    nodes: Vec<AstNode>,
+    memo: Memo,
+}
+
+impl<'a> TwoPass<'a> {
+    pub(crate) fn new(arena: &'a Arena, input: &'a [u8]) -> TwoPass<'a> {
+        TwoPass { arena, input, nodes: Vec::new(), memo: Memo::default() }
+    }
+
+    /// Equals `arena.parse(input, partial)`; call it with `partial` first.
+    pub(crate) fn parse(&mut self, partial: bool) -> Result<ParseOutput, Error> {
+        Ok(memo_parse(self.arena, self.input, partial, ParseOptions::default(), &mut self.nodes, &mut self.memo)?.0)
     }
 }
 

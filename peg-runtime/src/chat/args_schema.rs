@@ -14,6 +14,7 @@ use std::sync::OnceLock;
 
 use serde_json::{Map, Value};
 
+use super::args_direct::Direct;
 use crate::gbnf::Grammar;
 
 /// `$ref` hops, or nested `anyOf`/`oneOf`, followed in a row before giving up (guards
@@ -32,16 +33,38 @@ const MAX_DEPTH: usize = 128;
 pub(crate) struct ArgsSchema {
     /// The schema, opened up; `None` when it nests too deeply to check.
     schema: Option<Value>,
-    /// Compiled on the first check (a request may declare many tools and call few); `None`
-    /// when the schema has no grammar.
+    /// Compiled on the first check the direct one cannot settle (a request may declare many
+    /// tools and call few); `None` when the schema has no grammar.
     grammar: OnceLock<Option<Grammar>>,
+    /// The one-pass check of the arguments text, when the schema is one it mirrors.
+    direct: Option<Direct>,
 }
 
 impl ArgsSchema {
     pub(crate) fn new(schema: &Value) -> ArgsSchema {
         let mut opened = schema.clone();
         let schema = allow_additional(&mut opened, 0).then_some(opened);
-        ArgsSchema { schema, grammar: OnceLock::new() }
+        let direct = schema.as_ref().and_then(Direct::of);
+        ArgsSchema { schema, grammar: OnceLock::new(), direct }
+    }
+
+    /// Whether the arguments `text` are certainly a JSON object that fits (what [`fits`]
+    /// over the parsed value would say), read in one pass without parsing them into a value;
+    /// `false` when that takes the full check.
+    ///
+    /// [`fits`]: ArgsSchema::fits
+    #[cfg(test)]
+    pub(crate) fn direct(&self) -> Option<&Direct> {
+        self.direct.as_ref()
+    }
+
+    pub(crate) fn surely_fits(&self, text: &str) -> bool {
+        match (&self.schema, &self.direct) {
+            (Some(_), Some(direct)) => direct.surely_fits(text),
+            // Not checked against the schema: a JSON object is enough.
+            (None, _) => super::args_direct::surely_object(text),
+            (Some(_), None) => false,
+        }
     }
 
     /// Whether the arguments `value`, parsed from `text`, fit the schema. A schema without a
@@ -64,7 +87,7 @@ impl ArgsSchema {
 const PLAIN_KEYS: &[&str] = &["type", "properties", "required", "additionalProperties", "items", "minItems", "maxItems"];
 
 /// Keys that constrain nothing.
-const ANNOTATIONS: &[&str] = &["description", "title", "default", "examples", "$comment", "$schema", "$id", "$defs", "definitions"];
+pub(crate) const ANNOTATIONS: &[&str] = &["description", "title", "default", "examples", "$comment", "$schema", "$id", "$defs", "definitions"];
 
 /// Whether, at a value of schema `s` (resolved; `merged`: `allOf` parts were merged into it),
 /// the grammar is the plain rule of the value's type, so the values inside it may be blanked
@@ -125,21 +148,23 @@ fn numbers_fit(v: &Value) -> bool {
     match v {
         // An integer is written in plain digits: at most 16 of them.
         Value::Number(n) if n.as_u64().is_some_and(|x| x < 10_u64.pow(16)) || n.as_i64().is_some_and(|x| x.unsigned_abs() < 10_u64.pow(16)) => true,
-        Value::Number(n) => {
-            let t = n.to_string();
-            let t = t.strip_prefix('-').unwrap_or(&t);
-            let (mantissa, exp) = t.split_once(['e', 'E']).map_or((t, None), |(m, e)| (m, Some(e)));
-            let (int, frac) = mantissa.split_once('.').map_or((mantissa, None), |(i, f)| (i, Some(f)));
-            let digits = |d: &str, max: usize| !d.is_empty() && d.len() <= max && d.bytes().all(|b| b.is_ascii_digit());
-            digits(int, 16)
-                && (int == "0" || !int.starts_with('0'))
-                && frac.is_none_or(|f| digits(f, 16))
-                && exp.is_none_or(|e| digits(e.strip_prefix(['+', '-']).unwrap_or(e), 16))
-        }
+        Value::Number(n) => number_text_fits(&n.to_string()),
         Value::Array(xs) => xs.iter().all(numbers_fit),
         Value::Object(m) => m.values().all(numbers_fit),
         _ => true,
     }
+}
+
+/// Whether number text `t` (as serde writes it) has at most 16 digits in each part.
+pub(crate) fn number_text_fits(t: &str) -> bool {
+    let t = t.strip_prefix('-').unwrap_or(t);
+    let (mantissa, exp) = t.split_once(['e', 'E']).map_or((t, None), |(m, e)| (m, Some(e)));
+    let (int, frac) = mantissa.split_once('.').map_or((mantissa, None), |(i, f)| (i, Some(f)));
+    let digits = |d: &str, max: usize| !d.is_empty() && d.len() <= max && d.bytes().all(|b| b.is_ascii_digit());
+    digits(int, 16)
+        && (int == "0" || !int.starts_with('0'))
+        && frac.is_none_or(|f| digits(f, 16))
+        && exp.is_none_or(|e| digits(e.strip_prefix(['+', '-']).unwrap_or(e), 16))
 }
 
 /// Allows undeclared properties in every object schema that does not say whether they are

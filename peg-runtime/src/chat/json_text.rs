@@ -208,20 +208,48 @@ impl PyToJson {
                 }
                 _ => 0,
             };
-            // A JSON escape passes through as written (the escape functions keep it): the run
-            // goes on past it.
-            if self.state == PyState::Dq && b.get(i) == Some(&b'\\') {
-                match b.get(i + 1) {
-                    Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => {
-                        i += 2;
+            // What JSON text holds passes through as written, so the run goes on past it: a
+            // JSON escape (`push_python_escape` keeps it), the quotes of a `"` string, a word
+            // that ends in this piece and is not a Python literal, a comma followed here by
+            // whitespace and another member (not a trailing comma `step` would drop).
+            match (self.state, b.get(i)) {
+                (PyState::Dq, Some(b'\\')) if b.get(i + 1).is_some_and(|&n| matches!(n, b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't')) => {
+                    i += 2;
+                    continue;
+                }
+                // A `\u` escape only with its four digits (a broken one is `step`'s).
+                (PyState::Dq, Some(b'\\')) if b.get(i + 1) == Some(&b'u') && b.get(i + 2..i + 6).is_some_and(|d| d.iter().all(u8::is_ascii_hexdigit)) => {
+                    i += 6;
+                    continue;
+                }
+                (PyState::Dq, Some(b'"')) => {
+                    self.state = PyState::Normal;
+                    i += 1;
+                    continue;
+                }
+                (PyState::Normal, Some(&c)) if self.ident.is_empty() && !self.comma => match c {
+                    b'"' => {
+                        self.state = PyState::Dq;
+                        i += 1;
                         continue;
                     }
-                    Some(b'u') if b.get(i + 2..i + 6).is_some_and(|d| d.iter().all(u8::is_ascii_hexdigit)) => {
-                        i += 6;
-                        continue;
+                    b'A'..=b'Z' | b'a'..=b'z' | b'_' => {
+                        let end = b[i..].iter().position(|&c| !(c.is_ascii_alphanumeric() || c == b'_')).map(|k| i + k);
+                        if let Some(end) = end.filter(|&e| !matches!(&b[i..e], b"True" | b"False" | b"None")) {
+                            i = end;
+                            continue;
+                        }
+                    }
+                    b',' => {
+                        let next = b[i + 1..].iter().position(|c| !matches!(c, b'\t'..=b'\r' | b' ')).map(|k| i + 1 + k);
+                        if let Some(next) = next.filter(|&n| matches!(b[n], 0x21..=0x7f) && !matches!(b[n], b'}' | b']')) {
+                            i = next;
+                            continue;
+                        }
                     }
                     _ => {}
-                }
+                },
+                _ => {}
             }
             let Some(c) = s.get(i..).and_then(|t| t.chars().next()) else { break };
             out.push_str(&s[run..i]);
@@ -230,6 +258,11 @@ impl PyToJson {
             self.step(c, out);
         }
         out.push_str(&s[run..]);
+    }
+
+    /// Whether nothing is held or open: JSON text would pass through unchanged from here.
+    pub(crate) fn is_fresh(&self) -> bool {
+        self.state == PyState::Normal && self.ident.is_empty() && !self.comma
     }
 
     fn step(&mut self, c: char, out: &mut String) {
@@ -346,30 +379,34 @@ impl PyToJson {
     }
 }
 
-/// Nonzero if a byte of `w` equals `x`.
+/// The high bit of each byte of `w` equal to `x` (the lowest exact, those above it may be
+/// false: a borrow).
 #[inline(always)]
-fn has_byte(w: u64, x: u8) -> u64 {
+pub(crate) fn has_byte(w: u64, x: u8) -> u64 {
     let v = w ^ (u64::from(x) * LO);
     v.wrapping_sub(LO) & !v & (LO * 0x80)
 }
 
 const LO: u64 = 0x0101_0101_0101_0101;
 
-/// Nonzero if a byte of `w` is below 0x20 (a control byte).
+/// The high bit of each byte of `w` below 0x20, a control byte (the lowest exact, as
+/// [`has_byte`]).
 #[inline(always)]
-fn has_control(w: u64) -> u64 {
+pub(crate) fn has_control(w: u64) -> u64 {
     w.wrapping_sub(LO * 0x20) & !w & (LO * 0x80)
 }
 
-/// The length of the prefix of `b` without a byte for which `stop` holds; `word` flags
-/// (nonzero) a word that may hold one, so words without any are skipped eight bytes at a time.
+/// The length of the prefix of `b` without a byte for which `stop` holds; `word` flags the
+/// high bit of each such byte of a word (as [`has_byte`] and [`has_control`] do: the lowest
+/// flag exact, those above it may be false), so a run is skipped eight bytes at a time and
+/// ends at the word's lowest flag.
 #[inline(always)]
 fn plain_len(b: &[u8], word: impl Fn(u64) -> u64, stop: impl Fn(u8) -> bool) -> usize {
     let mut i = 0;
     while let Some(w) = b.get(i..i + 8) {
-        let w = u64::from_le_bytes(w.try_into().unwrap_or_default());
-        if word(w) != 0 {
-            break;
+        let flags = word(u64::from_le_bytes(w.try_into().unwrap_or_default()));
+        if flags != 0 {
+            return i + (flags.trailing_zeros() / 8) as usize;
         }
         i += 8;
     }
@@ -575,7 +612,7 @@ enum TailState {
 /// closed by appending only (what was streamed is never retracted): an open string gets its
 /// quote, a dangling key `: null`, an unfinished word or number its rest, open objects and
 /// arrays their closers.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct JsonTail {
     state: TailState,
     /// Open containers: `{` or `[`.
@@ -585,19 +622,51 @@ pub(crate) struct JsonTail {
 impl JsonTail {
     /// Follows `s`, the next piece of the text.
     pub(crate) fn push(&mut self, s: &str) {
+        use TailState::*;
         let b = s.as_bytes();
         let mut i = 0;
         while i < b.len() {
-            if let TailState::Str { .. } = self.state {
-                // Plain string text is skipped at memchr speed.
-                match memchr::memchr2(b'"', b'\\', &b[i..]) {
-                    Some(k) => i += k,
-                    None => return,
+            // Runs that leave the state as it is are skipped: plain string text (a word at a
+            // time, then at memchr speed: keys are short, code long), digits, whitespace
+            // between tokens.
+            match self.state {
+                Str { .. } => {
+                    let short = plain_len(&b[i..b.len().min(i + 16)], |w| has_byte(w, b'"') | has_byte(w, b'\\'), |c| matches!(c, b'"' | b'\\'));
+                    i += short;
+                    if short == 16 {
+                        match memchr::memchr2(b'"', b'\\', &b[i..]) {
+                            Some(k) => i += k,
+                            None => return,
+                        }
+                    }
                 }
+                Num { frac, exp, .. } => {
+                    let digits = b[i..].iter().position(|c| !c.is_ascii_digit()).unwrap_or(b.len() - i);
+                    if digits > 0 {
+                        self.state = Num { needs_digit: false, frac, exp };
+                        i += digits;
+                    }
+                }
+                Value | ValueOrClose | KeyOrClose | Key | Colon | More => {
+                    i += b[i..].iter().position(|c| !matches!(c, b' ' | b'\t' | b'\n' | b'\r')).unwrap_or(b.len() - i);
+                }
+                _ => {}
             }
-            self.step(b[i]);
+            let Some(&c) = b.get(i) else { return };
+            self.step(c);
             i += 1;
         }
+    }
+
+    /// Whether no text was followed yet.
+    pub(crate) fn is_fresh(&self) -> bool {
+        self.state == TailState::Value && self.stack.is_empty()
+    }
+
+    /// Follows a complete, valid JSON value (from the start): what pushing it would do.
+    pub(crate) fn skip_value(&mut self) {
+        debug_assert!(self.is_fresh());
+        self.state = TailState::More;
     }
 
     fn step(&mut self, c: u8) {
@@ -926,6 +995,9 @@ mod tests {
             r#"{'q': 'say "hi" \' and \x41 ünïcødé', 'l': [False, None, 'a',  ], 'long': 'abcdefghijklmnopqrstuvwxyz0123456789'}"#,
             "[\"ends in a backslash \\",
             r#"{"a": "\u12G \uABCD \x4 \u00e9nd", 'b': '\U0001F600\U0011ffff\u', "c": "\u"#,
+            // Words, commas and quotes the runs pass through, and the ones they must not.
+            "{\"a\": [true, True, Truex, _x1, 1e5, 3None, none], \"b\":\t{\"c\" : false,\n\t\"d\": null ,}, \"e\": [1,\u{a0}2,\u{1c}3, 4 ,\u{b}5,]}",
+            "[\"\", \"\\\"\", \"x\"\"y\",\"\\q\",  \"é\",é,\"\u{2028}\"]",
         ];
         for text in texts {
             let mut reference = PyToJson::default();
@@ -943,6 +1015,31 @@ mod tests {
                 n.finish(&mut out);
                 assert_eq!(out, want, "{text:?} in pieces of {size}");
                 assert_eq!(n.escaped_control, reference.escaped_control);
+            }
+        }
+    }
+
+    /// The runs `JsonTail::push` skips leave it where stepping every byte does.
+    #[test]
+    fn tail_runs_match_stepping_every_byte() {
+        let texts = [
+            r#"{"code": "fn main() {\n    println!(\"{} \\ {}\", a, b); // a string longer than sixteen bytes \u00e9\n}", "n": [1, -2.5e3, 0.5E+7, true, null]}"#,
+            "{ \"a\" :\t[ 12 , -0 , {\"b\": [] } ] , \"c\": \"x\\\"y\" }",
+            r#"[1, 2.e5, -]"#,
+            r#"{"a": 1 "b"}"#,
+            "[\"unterminated and long enough to reach memchr",
+        ];
+        for text in texts {
+            let mut want = JsonTail::default();
+            for &c in text.as_bytes() {
+                want.step(c);
+            }
+            for size in [1, 2, 3, 5, 8, 17, 1000] {
+                let mut tail = JsonTail::default();
+                for piece in crate::chat::stream_pieces(text, &[size]) {
+                    tail.push(piece);
+                }
+                assert_eq!(tail, want, "{text:?} in pieces of {size}");
             }
         }
     }

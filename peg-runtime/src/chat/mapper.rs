@@ -351,6 +351,8 @@ struct Call {
     written: Option<String>,
     /// The argument text written, followed to close it if it is cut off.
     tail: JsonTail,
+    /// The length of `written` when it was found to fit the tool's schema.
+    fits_at: Option<usize>,
     /// What was repaired to make the arguments valid JSON, for the recovery's detail.
     escaped_control: bool,
     closed_open: bool,
@@ -379,6 +381,11 @@ fn put_args(call: &mut Call, s: &str, sink: &mut dyn Sink) {
     }
     call.args_any = true;
     call.tail.push(s);
+    put_known_args(call, s, sink);
+}
+
+/// [`put_args`] of text the tail already followed.
+fn put_known_args(call: &mut Call, s: &str, sink: &mut dyn Sink) {
     if let Some(w) = &mut call.written {
         w.push_str(s);
     }
@@ -398,6 +405,11 @@ impl Fold {
                 let mut norm = std::mem::take(&mut self.scratch);
                 norm.clear();
                 let (headers, call) = self.ensure_call(cx, sink);
+                if first && sealed && Self::whole_json_args(call, text, cx, sink) {
+                    Self::maybe_header(headers, call, cx, false, sink);
+                    self.scratch = norm;
+                    return;
+                }
                 call.py.push(text, &mut norm);
                 if sealed {
                     call.py.finish(&mut norm);
@@ -438,6 +450,35 @@ impl Fold {
             Kind::LitString => self.literal(Some((first, sealed)), text, cx, sink),
             _ => {}
         }
+    }
+
+    /// Native arguments whole in one piece (a one-shot parse) that are certainly a JSON
+    /// object: the normalizer and the trim would pass them through as they are (trimmed) and
+    /// leave the tail after a complete value, so they are written in one copy. The check
+    /// against the tool's schema is done in the same pass when the name is known (its
+    /// verdict kept for [`Fold::check_call`]). `false` (nothing done) otherwise.
+    fn whole_json_args(call: &mut Call, text: &str, cx: &Context, sink: &mut dyn Sink) -> bool {
+        if call.args_any || call.value.is_some() || call.trim.started || !call.py.is_fresh() || !call.tail.is_fresh() {
+            return false;
+        }
+        let schema = call.name.as_deref().and_then(|n| cx.tools.get(n)).and_then(Option::as_deref);
+        let fits = match schema {
+            Some(s) => s.surely_fits(text),
+            None => false,
+        };
+        if !fits && !super::args_direct::surely_object(text) {
+            return false;
+        }
+        // Valid JSON around which only ASCII whitespace may stand.
+        let text = text.trim_ascii();
+        call.trim.started = true;
+        call.args_any = true;
+        call.tail.skip_value();
+        put_known_args(call, text, sink);
+        if fits {
+            call.fits_at = call.written.as_ref().map(String::len);
+        }
+        true
     }
 
     /// Folds a piece of a literal-syntax value: a token (`string: None`) or string text with
@@ -687,12 +728,22 @@ impl Fold {
                 None
             }
         };
-        let misfit = match serde_json::from_str::<serde_json::Value>(args) {
-            Ok(v) if v.is_object() => match schema {
-                Some(s) if !s.fits(&v, args) => Some(format!("do not fit the schema of {name}")),
-                _ => None,
-            },
-            _ => Some("are not a JSON object".to_owned()),
+        // The one-pass check settles nearly every call; what it cannot, the value decides.
+        let sure = match schema {
+            _ if call.fits_at == Some(args.len()) => true,
+            Some(s) => s.surely_fits(args),
+            None => super::args_direct::surely_object(args),
+        };
+        let misfit = if sure {
+            None
+        } else {
+            match serde_json::from_str::<serde_json::Value>(args) {
+                Ok(v) if v.is_object() => match schema {
+                    Some(s) if !s.fits(&v, args) => Some(format!("do not fit the schema of {name}")),
+                    _ => None,
+                },
+                _ => Some("are not a JSON object".to_owned()),
+            }
         };
         if let Some(why) = misfit {
             self.record(RecoveryKind::ArgumentsOutsideSchema, span, format!("call {index}: the arguments {why}"), cx);

@@ -60,6 +60,7 @@
 //! assert!(strict.parse(output, ParseMode::Complete).is_err());
 //! ```
 
+mod args_direct;
 mod args_schema;
 mod builder;
 mod json_text;

@@ -304,7 +304,28 @@ impl ChatParser {
     /// ```
     pub fn parse(&self, output: &str, mode: ParseMode) -> Result<ParsedMessage, Error> {
         let arena = &self.inner.arena;
-        self.parse_with(output, mode, |input, partial| arena.parse(input, partial))
+        if mode == ParseMode::Partial {
+            return self.parse_with(output, mode, |input, partial| arena.parse(input, partial));
+        }
+        // `parse_with`'s two parses (partial, then complete) share a memo: the complete parse
+        // reuses every result of the partial one that did not reach the end of input (equal to
+        // `arena.parse`, at the cost of the path to the end), rather than scanning the whole
+        // output again.
+        let inner = &*self.inner;
+        let text = with_prefill(&inner.options.prefill, output);
+        let input = text.as_bytes();
+        let mut parses = crate::session::TwoPass::new(arena, input);
+        let mut driver = Driver::default();
+        let mut sink = MessageSink::default();
+        let out = parses.parse(true);
+        let mut diagnostic = fold_parse(inner, &mut driver, &mut sink, input, out.as_ref().map_err(Error::clone), true, 0)?;
+        if diagnostic.is_none() {
+            let out = parses.parse(false);
+            diagnostic = fold_parse(inner, &mut driver, &mut sink, input, out.as_ref().map_err(Error::clone), false, input.len())?;
+        }
+        driver.fold.finish(&inner.cx, &mut sink);
+        no_recovery_if_strict(inner, &driver)?;
+        Ok(ParsedMessage { message: sink.message, diagnostic, recoveries: driver.fold.recoveries })
     }
 
     /// [`parse`](ChatParser::parse) with the parses produced by another parser of the same
@@ -338,10 +359,7 @@ impl ChatParser {
     {
         let partial = mode == ParseMode::Partial;
         let inner = &*self.inner;
-        // Without a prefill the output is the input: copying a long output costs a fresh
-        // allocation of its size, whose page faults outweigh the whole parse.
-        let input: std::borrow::Cow<'_, str> =
-            if inner.options.prefill.is_empty() { output.into() } else { [inner.options.prefill.as_str(), output].concat().into() };
+        let input = with_prefill(&inner.options.prefill, output);
         let bytes = input.as_bytes();
         let mut driver = Driver::default();
         let mut sink = MessageSink::default();
@@ -366,6 +384,16 @@ impl ChatParser {
             }
         }
         Ok(ParsedMessage { message, diagnostic, recoveries: driver.fold.recoveries })
+    }
+}
+
+/// The text a parse reads: the prefill, then the output. Without a prefill the output itself,
+/// not a copy: a long copy's fresh allocation costs more in page faults than the parse.
+fn with_prefill<'a>(prefill: &str, output: &'a str) -> std::borrow::Cow<'a, str> {
+    if prefill.is_empty() {
+        output.into()
+    } else {
+        [prefill, output].concat().into()
     }
 }
 

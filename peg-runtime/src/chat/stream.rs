@@ -323,7 +323,8 @@ impl<S: Resume> ChatStream<S> {
     /// The live lane: the last push left the input inside a growing text, read to the end,
     /// whose next piece the fold passes through verbatim ([`Driver::verbatim`]). A chunk in
     /// which no delimiter of the text, nor a prefix of one cut by the chunk end, starts (for a
-    /// JSON string: without a quote, backslash or control character) then only extends that
+    /// JSON string: without a quote or control character, a backslash only in a whole escape of
+    /// native arguments) then only extends that
     /// text: the parse it would take is left to the next push that needs one (the session
     /// resumes its scan over the skipped bytes), and its delta is the chunk itself
     /// (JSON-escaped for a string argument). A chunk of trimmed text must also end in a
@@ -347,11 +348,19 @@ impl<S: Resume> ChatStream<S> {
             }
         }
         if class & STOP != 0 {
-            if !self.until_takes(live.kind, bytes) {
-                return false;
+            if let Verbatim::ToolArgs(_) = live.to {
+                // Whole JSON escapes keep the string open and pass the normalizer as written.
+                if !whole_escapes_only(bytes) {
+                    return false;
+                }
+                class = PASS;
+            } else {
+                if !self.until_takes(live.kind, bytes) {
+                    return false;
+                }
+                // Escape (or copy) by the general path, or the ASCII one.
+                class = if bytes.is_ascii() { ESCAPE } else { ESCAPE | HIGH };
             }
-            // Escape (or copy) by the general path, or the ASCII one.
-            class = if bytes.is_ascii() { ESCAPE } else { ESCAPE | HIGH };
         }
         if live.trim && !(last > b' ' && last < 0x80) {
             return false;
@@ -463,6 +472,25 @@ impl<S: Resume> ChatStream<S> {
             self.message.apply_ref(d);
         }
     }
+}
+
+/// Whether the quotes, backslashes and control bytes of `b` (inside a `"` string) are all
+/// within JSON escapes that `b` holds whole: it then continues the string.
+#[inline(never)]
+fn whole_escapes_only(b: &[u8]) -> bool {
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'\\' => match b.get(i + 1) {
+                Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => i += 2,
+                Some(b'u') if b.get(i + 2..i + 6).is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit)) => i += 6,
+                _ => return false,
+            },
+            c if json_text::escapes(c) => return false,
+            _ => i += 1,
+        }
+    }
+    true
 }
 
 /// Byte classes of a growing text: bytes for which `stop` holds (a delimiter's first byte)
@@ -739,6 +767,8 @@ mod tests {
             "\"",
             "\\",
             "\\\"",
+            "\\u00e9",
+            "\\n",
             "é",
             "😀",
             "\t",
@@ -826,6 +856,17 @@ mod tests {
         let output = format!("<tool_call>\n<function=f>\n<parameter=a>\n{body}\n</parameter>\n</function>\n</tool_call>");
         let parses = fast_equals_slow(&ps[1], &output, &[4]).unwrap();
         assert!(parses < 60, "{parses} parses");
+    }
+
+    /// The live lane goes on through whole escapes inside a native JSON string argument.
+    #[test]
+    fn escaped_native_argument_streams_with_few_parses() {
+        let ps = parsers();
+        let code = "let s = format!(\"{} \\ {}\", a, b); // é \\u00e9\n".repeat(200);
+        let output = format!("<tool_call>{{\"name\": \"f\", \"arguments\": {}}}</tool_call>", serde_json::json!({"a": code}));
+        let chunks = stream_pieces(&output, &[4]).len();
+        let parses = fast_equals_slow(&ps[0], &output, &[4]).unwrap();
+        assert!(parses * 3 < chunks, "{parses} parses for {chunks} chunks");
     }
 
     /// `push_into` with one reused buffer yields exactly the deltas `push` returns.
