@@ -361,6 +361,7 @@ fn memo_parse(
 /// result of the partial one that did not look at the end of input, as a [`Session`] would,
 /// but over the caller's text (a session copies its input, and a long copy's fresh pages
 /// cost more than the parse).
+#[cfg(feature = "chat")]
 pub(crate) struct TwoPass<'a> {
     arena: &'a Arena,
     input: &'a [u8],
@@ -368,6 +369,7 @@ pub(crate) struct TwoPass<'a> {
     memo: Memo,
 }
 
+#[cfg(feature = "chat")]
 impl<'a> TwoPass<'a> {
     pub(crate) fn new(arena: &'a Arena, input: &'a [u8]) -> TwoPass<'a> {
         TwoPass { arena, input, nodes: Vec::new(), memo: Memo::default() }
