@@ -37,34 +37,27 @@ const TEXT_TAGS: [&str; 5] = [tags::CONTENT, tags::REASONING, tags::TOOL_ARGS, t
 
 impl Predictor {
     pub(crate) fn new(arena: &Arena) -> Predictor {
-        let n = arena.nodes().len();
-        // Nodes inside a lookahead: a lookahead at the end of input may decide differently on
-        // more input, so growth below one is not predictable.
-        let mut looked = vec![false; n];
-        let mut stack: Vec<NodeId> = arena
-            .nodes()
-            .iter()
-            .filter_map(|node| match node {
-                Node::Peek { child } | Node::Negate { child } => Some(*child),
-                _ => None,
-            })
-            .collect();
-        while let Some(id) = stack.pop() {
-            let id = arena.resolve(id);
-            if std::mem::replace(&mut looked[id.index()], true) {
-                continue;
-            }
-            stack.extend_from_slice(arena.node(id).children());
-        }
+        // Every tag of a text kind counts, those inside lookaheads too. Only a node of the
+        // parse's AST grows, and a lookahead builds none (its child's nodes are dropped, and a
+        // child that reaches the end of input makes the lookahead need more input, which stops
+        // the parse where the lookahead starts: nothing after it is in the AST). So a copy
+        // inside a lookahead never grows; whether a lookahead that held one decided already
+        // cannot change while the real node grows: it decided without reading the end.
+        // Hermes's grammar holds copies of its calls inside the lookaheads that end its content;
+        // classified like the real ones, they agree with them.
         let mut by_tag: HashMap<&'static str, Option<Growth>> = HashMap::new();
-        for (i, node) in arena.nodes().iter().enumerate() {
+        for node in arena.nodes() {
             let Node::Tag { tag, child } = node else { continue };
             let Some(&name) = TEXT_TAGS.iter().find(|t| **t == tag.as_str()) else { continue };
-            let g = if looked[i] { None } else { classify(arena, *child, 0) };
+            let g = classify(arena, *child, 0);
             let merged = match (by_tag.remove(name), g) {
                 (None, g) => g,
                 (Some(Some(Growth::Until(mut a))), Some(Growth::Until(b))) => {
-                    a.extend(b);
+                    for d in b {
+                        if !a.contains(&d) {
+                            a.push(d);
+                        }
+                    }
                     Some(Growth::Until(a))
                 }
                 (Some(Some(Growth::JsonString)), Some(Growth::JsonString)) => Some(Growth::JsonString),
@@ -327,14 +320,40 @@ mod tests {
                 + p.tool_args(p.json() | p.python())
                 + p.reasoning(p.until("</think>"))
                 + p.reasoning(p.rest())
-                + p.peek(p.tag(tags::TOOL_ARG_STRING_VALUE, p.until("x")))
+                + p.tag(tags::TOOL_ARG_STRING_VALUE, p.until("x"))
         })
         .unwrap();
         let pr = Predictor::new(&arena);
         assert_eq!(pr.growth(tags::CONTENT), Some(&Growth::Until(vec![b"<tool_call>".to_vec()])));
         assert_eq!(pr.growth(tags::TOOL_ARGS), Some(&Growth::JsonString));
         assert_eq!(pr.growth(tags::REASONING), Some(&Growth::Until(vec![b"</think>".to_vec()])));
+        assert_eq!(pr.growth(tags::TOOL_ARG_STRING_VALUE), Some(&Growth::Until(vec![b"x".to_vec()])));
+    }
+
+    /// Copies of tagged parsers inside lookaheads (Hermes's content ends where a call would
+    /// parse) never grow: they count like the real ones, so copies that agree with them keep
+    /// the prediction, and one that does not still takes it away.
+    #[test]
+    fn copies_inside_lookaheads_classify_like_the_real_ones() {
+        let arena = NativeBuilder::build(|p| {
+            let call = || "<c>" + p.tool_args(p.json()) + "</c>";
+            let text = p.until("<c>") + p.zero_or_more(p.negate(call()) + p.any() + p.until("<c>"));
+            p.content(text) + p.zero_or_more(call()) + p.peek(p.tag(tags::TOOL_ARG_STRING_VALUE, p.chars("[a-z]", 1, None)))
+        })
+        .unwrap();
+        let pr = Predictor::new(&arena);
+        assert_eq!(pr.growth(tags::TOOL_ARGS), Some(&Growth::JsonString));
+        assert_eq!(pr.growth(tags::CONTENT), Some(&Growth::Until(vec![b"<c>".to_vec()])));
         assert_eq!(pr.growth(tags::TOOL_ARG_STRING_VALUE), None);
+        let arena = NativeBuilder::build(|p| {
+            p.tool_args(p.json())
+                + p.tag(tags::TOOL_ARG_STRING_VALUE, p.until("x"))
+                + p.peek(p.tool_args(p.chars("[a-z]", 1, None)) + p.tag(tags::TOOL_ARG_STRING_VALUE, p.until("y")))
+        })
+        .unwrap();
+        let pr = Predictor::new(&arena);
+        assert_eq!(pr.growth(tags::TOOL_ARGS), None);
+        assert_eq!(pr.growth(tags::TOOL_ARG_STRING_VALUE), Some(&Growth::Until(vec![b"x".to_vec(), b"y".to_vec()])));
     }
 
     /// A value whose delimiter a lookahead may take as text grows like its `until`.

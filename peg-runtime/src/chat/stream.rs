@@ -869,6 +869,59 @@ mod tests {
         assert!(parses * 3 < chunks, "{parses} parses for {chunks} chunks");
     }
 
+    /// Hermes's shape: content ends where a call starts, as a lookahead holding a copy of the
+    /// call says (here a call in a code fence, Hermes's recovery), so the grammar holds
+    /// `tool_args` inside a lookahead too.
+    fn hermes_like() -> ChatParser {
+        let arena = crate::chat::NativeBuilder::build(|p| {
+            let call = || {
+                p.tool(
+                    p.tool_open("{")
+                        << p.json_member("name", "\"" + p.tool_name(p.json_string_content()) + "\"")
+                        << ","
+                        << p.json_member("arguments", p.tool_args(p.json()))
+                        << p.tool_close("}"),
+                )
+            };
+            let fenced = || "```" << call() << "```";
+            let starts = || p.literal("<tool_call>") | (p.peek(p.literal("```")) + p.atomic(fenced()));
+            let text = p.until_one_of(["<tool_call>", "```"]) + p.zero_or_more(p.negate(starts()) + p.any() + p.until_one_of(["<tool_call>", "```"]));
+            let calls = ("<tool_call>" << call() << "</tool_call>") | fenced();
+            p.content(text) + p.zero_or_more(calls << p.space()) + p.end()
+        })
+        .unwrap();
+        let tool = ToolSpec::new("f", serde_json::json!({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer"}}}));
+        ChatParser::new(Arc::new(arena), ChatParseOptions { tools: vec![tool], ..Default::default() })
+    }
+
+    /// A copy of the call inside a lookahead does not keep a native string argument off the
+    /// live lane: streamed in pieces of 1 to 8 bytes (escapes, quotes, non-ASCII, the closing
+    /// marker inside the string), every push gives what a parse would, and most pieces take
+    /// no parse.
+    #[test]
+    fn string_argument_streams_live_past_lookahead_copies() {
+        let parser = hermes_like();
+        assert_eq!(parser.inner.predict.growth(crate::chat::builder::tags::TOOL_ARGS), Some(&Growth::JsonString));
+        let value = "say \"hi\" \\ </tool_call> é 😀 \u{1} ``` {\"x\": 1}\n\t".repeat(60);
+        let args = serde_json::json!({"a": value, "b": 3});
+        for size in 1..=8 {
+            for lead in ["Sure.\n", "a ``` b\n"] {
+                let output = format!("{lead}<tool_call>{{\"name\": \"f\", \"arguments\": {args}}}</tool_call>");
+                let chunks = stream_pieces(&output, &[size]).len();
+                let parses = fast_equals_slow(&parser, &output, &[size]).unwrap();
+                assert!(parses * 3 < chunks, "{parses} parses for {chunks} chunks of {size}");
+            }
+        }
+        // Cut off inside the string, and a call in a code fence (decided by the lookahead's copy).
+        let cut = format!("<tool_call>{{\"name\": \"f\", \"arguments\": {{\"a\": \"{}", &serde_json::to_string(&value).unwrap()[1..400]);
+        let fenced = format!("x ```{{\"name\": \"f\", \"arguments\": {args}}}``` y");
+        for output in [cut, fenced] {
+            for sizes in [&[1][..], &[3, 5], &[8, 2, 7]] {
+                fast_equals_slow(&parser, &output, sizes).unwrap();
+            }
+        }
+    }
+
     /// `push_into` with one reused buffer yields exactly the deltas `push` returns.
     #[test]
     fn push_into_equals_push() {
