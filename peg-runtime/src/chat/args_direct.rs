@@ -73,7 +73,7 @@ impl Direct {
             Value::Object(o) => o,
             _ => return None,
         };
-        let annotation = |k: &str| super::args_schema::ANNOTATIONS.contains(&k);
+        let annotation = |k: &str| ANNOTATIONS.contains(&k);
         if !o.keys().all(|k| annotation(k) || DIRECT_KEYS.contains(&k.as_str())) {
             return None;
         }
@@ -426,7 +426,7 @@ impl Scan<'_> {
         std::fmt::Write::write_fmt(&mut buf, format_args!("{n}")).ok()?;
         let t = std::str::from_utf8(&buf.b[..buf.len]).ok()?;
         let fits = match how {
-            NumAs::Free => super::args_schema::number_text_fits(t),
+            NumAs::Free => number_text_fits(t),
             _ => grammar_number(t),
         };
         fits.then_some(())
@@ -486,6 +486,21 @@ impl std::fmt::Write for Buf {
         self.len += s.len();
         Ok(())
     }
+}
+
+/// Keys that constrain nothing.
+pub(crate) const ANNOTATIONS: &[&str] = &["description", "title", "default", "examples", "$comment", "$schema", "$id", "$defs", "definitions"];
+
+/// Whether number text `t` (as serde writes it) has at most 16 digits in each part.
+pub(crate) fn number_text_fits(t: &str) -> bool {
+    let t = t.strip_prefix('-').unwrap_or(t);
+    let (mantissa, exp) = t.split_once(['e', 'E']).map_or((t, None), |(m, e)| (m, Some(e)));
+    let (int, frac) = mantissa.split_once('.').map_or((mantissa, None), |(i, f)| (i, Some(f)));
+    let digits = |d: &str, max: usize| !d.is_empty() && d.len() <= max && d.bytes().all(|b| b.is_ascii_digit());
+    digits(int, 16)
+        && (int == "0" || !int.starts_with('0'))
+        && frac.is_none_or(|f| digits(f, 16))
+        && exp.is_none_or(|e| digits(e.strip_prefix(['+', '-']).unwrap_or(e), 16))
 }
 
 #[cfg(test)]
@@ -785,7 +800,7 @@ mod tests {
                 taken += 1;
                 let n: serde_json::Number = serde_json::from_str(&t).unwrap();
                 let w = n.to_string();
-                assert!(crate::chat::args_schema::number_text_fits(&w) && grammar_number(&w), "{t} is written {w}");
+                assert!(number_text_fits(&w) && grammar_number(&w), "{t} is written {w}");
             }
         }
         assert!(taken > 5000, "{taken}");

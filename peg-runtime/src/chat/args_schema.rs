@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 
 use serde_json::{Map, Value};
 
-use super::args_direct::Direct;
+use super::args_direct::{number_text_fits, Direct, ANNOTATIONS};
 use crate::gbnf::Grammar;
 
 /// `$ref` hops, or nested `anyOf`/`oneOf`, followed in a row before giving up (guards
@@ -86,9 +86,6 @@ impl ArgsSchema {
 /// `prefixItems`, `patternProperties`, unknown keywords) may make the grammar differ.
 const PLAIN_KEYS: &[&str] = &["type", "properties", "required", "additionalProperties", "items", "minItems", "maxItems"];
 
-/// Keys that constrain nothing.
-pub(crate) const ANNOTATIONS: &[&str] = &["description", "title", "default", "examples", "$comment", "$schema", "$id", "$defs", "definitions"];
-
 /// Whether, at a value of schema `s` (resolved; `merged`: `allOf` parts were merged into it),
 /// the grammar is the plain rule of the value's type, so the values inside it may be blanked
 /// ([`settled`]).
@@ -153,18 +150,6 @@ fn numbers_fit(v: &Value) -> bool {
         Value::Object(m) => m.values().all(numbers_fit),
         _ => true,
     }
-}
-
-/// Whether number text `t` (as serde writes it) has at most 16 digits in each part.
-pub(crate) fn number_text_fits(t: &str) -> bool {
-    let t = t.strip_prefix('-').unwrap_or(t);
-    let (mantissa, exp) = t.split_once(['e', 'E']).map_or((t, None), |(m, e)| (m, Some(e)));
-    let (int, frac) = mantissa.split_once('.').map_or((mantissa, None), |(i, f)| (i, Some(f)));
-    let digits = |d: &str, max: usize| !d.is_empty() && d.len() <= max && d.bytes().all(|b| b.is_ascii_digit());
-    digits(int, 16)
-        && (int == "0" || !int.starts_with('0'))
-        && frac.is_none_or(|f| digits(f, 16))
-        && exp.is_none_or(|e| digits(e.strip_prefix(['+', '-']).unwrap_or(e), 16))
 }
 
 /// Allows undeclared properties in every object schema that does not say whether they are
