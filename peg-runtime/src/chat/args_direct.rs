@@ -243,22 +243,27 @@ impl Scan<'_> {
         if self.eat(b']').is_none() {
             loop {
                 item(self)?;
-                self.ws();
-                match self.peek()? {
-                    b',' => {
-                        self.i += 1;
-                        self.ws();
-                    }
-                    b']' => {
-                        self.i += 1;
-                        break;
-                    }
-                    _ => return None,
+                if self.separator_or(b']')? {
+                    break;
                 }
             }
         }
         self.depth -= 1;
         Some(())
+    }
+
+    /// After a member or item: a comma (false) or the container's `close` (true).
+    fn separator_or(&mut self, close: u8) -> Option<bool> {
+        self.ws();
+        let b = self.peek()?;
+        if b != b',' && b != close {
+            return None;
+        }
+        self.i += 1;
+        if b == b',' {
+            self.ws();
+        }
+        Some(b == close)
     }
 
     /// An object; `member` reads each value, given its key's raw text (`None` if escaped).
@@ -277,17 +282,8 @@ impl Scan<'_> {
                 self.ws();
                 let b = self.b;
                 member(self, (!escaped).then(|| &b[start..end]))?;
-                self.ws();
-                match self.peek()? {
-                    b',' => {
-                        self.i += 1;
-                        self.ws();
-                    }
-                    b'}' => {
-                        self.i += 1;
-                        break;
-                    }
-                    _ => return None,
+                if self.separator_or(b'}')? {
+                    break;
                 }
             }
         }
@@ -364,9 +360,7 @@ impl Scan<'_> {
         let start = self.i;
         let mut i = start + usize::from(b.get(start) == Some(&b'-'));
         let int_start = i;
-        while b.get(i).is_some_and(u8::is_ascii_digit) {
-            i += 1;
-        }
+        i = digits_end(b, i);
         let int_len = i - int_start;
         if int_len == 0 || (int_len > 1 && b[int_start] == b'0') {
             return None;
@@ -377,9 +371,7 @@ impl Scan<'_> {
             float = true;
             i += 1;
             let f = i;
-            while b.get(i).is_some_and(u8::is_ascii_digit) {
-                i += 1;
-            }
+            i = digits_end(b, i);
             if i == f {
                 return None;
             }
@@ -394,9 +386,7 @@ impl Scan<'_> {
                 i += 1;
             }
             let e = i;
-            while b.get(i).is_some_and(u8::is_ascii_digit) {
-                i += 1;
-            }
+            i = digits_end(b, i);
             if i == e {
                 return None;
             }
@@ -486,6 +476,11 @@ impl std::fmt::Write for Buf {
         self.len += s.len();
         Ok(())
     }
+}
+
+/// Where the run of ASCII digits of `b` starting at `i` ends.
+fn digits_end(b: &[u8], i: usize) -> usize {
+    i + b.get(i..).map_or(0, |t| t.iter().take_while(|c| c.is_ascii_digit()).count())
 }
 
 /// Keys that constrain nothing.
