@@ -364,20 +364,20 @@ fn memo_parse(
 #[cfg(feature = "chat")]
 pub(crate) struct TwoPass<'a> {
     arena: &'a Arena,
-    input: &'a [u8],
     nodes: Vec<AstNode>,
     memo: Memo,
 }
 
 #[cfg(feature = "chat")]
 impl<'a> TwoPass<'a> {
-    pub(crate) fn new(arena: &'a Arena, input: &'a [u8]) -> TwoPass<'a> {
-        TwoPass { arena, input, nodes: Vec::new(), memo: Memo::default() }
+    pub(crate) fn new(arena: &'a Arena) -> TwoPass<'a> {
+        TwoPass { arena, nodes: Vec::new(), memo: Memo::default() }
     }
 
-    /// Equals `arena.parse(input, partial)`; call it with `partial` first.
-    pub(crate) fn parse(&mut self, partial: bool) -> Result<ParseOutput, Error> {
-        Ok(memo_parse(self.arena, self.input, partial, ParseOptions::default(), &mut self.nodes, &mut self.memo)?.0)
+    /// Equals `arena.parse(input, partial)`. Every call reads the same input (the memo holds
+    /// results of earlier calls at its positions); the partial parse comes first.
+    pub(crate) fn parse(&mut self, input: &[u8], partial: bool) -> Result<ParseOutput, Error> {
+        Ok(memo_parse(self.arena, input, partial, ParseOptions::default(), &mut self.nodes, &mut self.memo)?.0)
     }
 }
 

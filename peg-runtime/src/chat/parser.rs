@@ -311,21 +311,8 @@ impl ChatParser {
         // reuses every result of the partial one that did not reach the end of input (equal to
         // `arena.parse`, at the cost of the path to the end), rather than scanning the whole
         // output again.
-        let inner = &*self.inner;
-        let text = with_prefill(&inner.options.prefill, output);
-        let input = text.as_bytes();
-        let mut parses = crate::session::TwoPass::new(arena, input);
-        let mut driver = Driver::default();
-        let mut sink = MessageSink::default();
-        let out = parses.parse(true);
-        let mut diagnostic = fold_parse(inner, &mut driver, &mut sink, input, out.as_ref().map_err(Error::clone), true, 0)?;
-        if diagnostic.is_none() {
-            let out = parses.parse(false);
-            diagnostic = fold_parse(inner, &mut driver, &mut sink, input, out.as_ref().map_err(Error::clone), false, input.len())?;
-        }
-        driver.fold.finish(&inner.cx, &mut sink);
-        no_recovery_if_strict(inner, &driver)?;
-        Ok(ParsedMessage { message: sink.message, diagnostic, recoveries: driver.fold.recoveries })
+        let mut parses = crate::session::TwoPass::new(arena);
+        self.parse_with(output, mode, |input, partial| parses.parse(input, partial))
     }
 
     /// [`parse`](ChatParser::parse) with the parses produced by another parser of the same
