@@ -164,33 +164,13 @@ const PLAIN: [bool; 256] = {
     t
 };
 
-/// Where the run of [`PLAIN`] bytes starting at `from` ends: a word at a time (a word's first
-/// byte that is not plain is found exact from its flags, so a short string costs one word),
-/// the last bytes one by one.
+/// Where the run of [`PLAIN`] bytes starting at `from` ends: a word at a time (a short
+/// string costs one word), flagging quotes, backslashes, control and non-ASCII bytes.
 #[inline(always)]
 fn plain_end(input: &[u8], from: usize) -> usize {
-    const LO: u64 = 0x0101_0101_0101_0101;
-    const HI: u64 = LO * 0x80;
-    // Flags (the high bit of a byte) at least at the first byte that is not plain: bytes equal
-    // to a quote or backslash, below 0x20 or from 0x80. Flags above a flagged byte may be
-    // false (a borrow), the lowest is exact.
-    let eq = |w: u64, x: u8| {
-        let v = w ^ (u64::from(x) * LO);
-        v.wrapping_sub(LO) & !v
-    };
-    let mut p = from;
-    while let Some(w) = input.get(p..p + 8) {
-        let w = u64::from_le_bytes(w.try_into().unwrap_or_default());
-        let flags = (eq(w, b'"') | eq(w, b'\'') | eq(w, b'\\') | (w.wrapping_sub(LO * 0x20) & !w) | w) & HI;
-        if flags != 0 {
-            return p + (flags.trailing_zeros() / 8) as usize;
-        }
-        p += 8;
-    }
-    while p < input.len() && PLAIN[input[p] as usize] {
-        p += 1;
-    }
-    p
+    use crate::swar::{has_byte, has_control, non_ascii, plain_len};
+    let word = |w| has_byte(w, b'"') | has_byte(w, b'\'') | has_byte(w, b'\\') | has_control(w) | non_ascii(w);
+    from + plain_len(&input[from..], word, |c| !PLAIN[c as usize])
 }
 
 const WORDS: [&[u8]; 6] = [b"true", b"false", b"null", b"True", b"False", b"None"];

@@ -65,6 +65,7 @@ mod resume;
 #[cfg(feature = "schema")]
 pub mod schema;
 mod session;
+mod swar;
 
 pub use arena::{Arena, ArenaData, JsonKind, Node, NodeId, PythonKind};
 pub use ast::{Ast, AstId, AstNode, Visit};

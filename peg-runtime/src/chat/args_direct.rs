@@ -9,7 +9,7 @@
 
 use serde_json::Value;
 
-use super::json_text::{has_byte, has_control};
+use crate::swar::{has_byte, has_control, plain_len};
 
 /// Containers nested past this leave the verdict to the full check (serde's own limit is 128).
 const MAX_NESTING: usize = 64;
@@ -315,16 +315,8 @@ impl Scan<'_> {
         let mut i = start;
         let mut escaped = false;
         loop {
-            // To the next quote, backslash or control byte: the lowest flag of a word is exact.
-            while let Some(w) = b.get(i..i + 8) {
-                let w = u64::from_le_bytes(w.try_into().ok()?);
-                let flags = has_byte(w, b'"') | has_byte(w, b'\\') | has_control(w);
-                if flags != 0 {
-                    i += (flags.trailing_zeros() / 8) as usize;
-                    break;
-                }
-                i += 8;
-            }
+            // To the next quote, backslash or control byte.
+            i += plain_len(&b[i..], |w| has_byte(w, b'"') | has_byte(w, b'\\') | has_control(w), |c| matches!(c, b'"' | b'\\') || c < 0x20);
             match *b.get(i)? {
                 b'"' => {
                     self.i = i + 1;

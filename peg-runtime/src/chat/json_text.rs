@@ -1,6 +1,8 @@
 //! Small text helpers for tool arguments: JSON string escaping, a streaming Python-literal to
 //! JSON normalizer, and closing a cut-off JSON text so it parses.
 
+use crate::swar::{has_byte, has_control, plain_len};
+
 /// `bytes` as text, invalid UTF-8 replaced. Model output is nearly always valid: the standard
 /// library's validation (word-at-a-time on ASCII) decides that several times faster than
 /// `String::from_utf8_lossy` walks it.
@@ -377,40 +379,6 @@ impl PyToJson {
         }
         self.state = PyState::Normal;
     }
-}
-
-/// The high bit of each byte of `w` equal to `x` (the lowest exact, those above it may be
-/// false: a borrow).
-#[inline(always)]
-pub(crate) fn has_byte(w: u64, x: u8) -> u64 {
-    let v = w ^ (u64::from(x) * LO);
-    v.wrapping_sub(LO) & !v & (LO * 0x80)
-}
-
-const LO: u64 = 0x0101_0101_0101_0101;
-
-/// The high bit of each byte of `w` below 0x20, a control byte (the lowest exact, as
-/// [`has_byte`]).
-#[inline(always)]
-pub(crate) fn has_control(w: u64) -> u64 {
-    w.wrapping_sub(LO * 0x20) & !w & (LO * 0x80)
-}
-
-/// The length of the prefix of `b` without a byte for which `stop` holds; `word` flags the
-/// high bit of each such byte of a word (as [`has_byte`] and [`has_control`] do: the lowest
-/// flag exact, those above it may be false), so a run is skipped eight bytes at a time and
-/// ends at the word's lowest flag.
-#[inline(always)]
-fn plain_len(b: &[u8], word: impl Fn(u64) -> u64, stop: impl Fn(u8) -> bool) -> usize {
-    let mut i = 0;
-    while let Some(w) = b.get(i..i + 8) {
-        let flags = word(u64::from_le_bytes(w.try_into().unwrap_or_default()));
-        if flags != 0 {
-            return i + (flags.trailing_zeros() / 8) as usize;
-        }
-        i += 8;
-    }
-    i + b[i..].iter().position(|&c| stop(c)).unwrap_or(b.len() - i)
 }
 
 /// Rewrites a whole text as the stream would (whole-text conversion is `python::to_json`).
