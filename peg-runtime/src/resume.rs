@@ -38,6 +38,12 @@ pub trait Resume {
     fn finish(&mut self) -> Result<&ParseOutput, Error>;
     /// The output of the last [`update`](Resume::update) or [`finish`](Resume::finish).
     fn output(&self) -> &ParseOutput;
+    /// Whether the last [`update`](Resume::update) kept the output before it and only moved
+    /// the ends of its partial nodes (see [`Session::grew_in_place`]). `false`, the default,
+    /// is always correct: the stream then walks the whole output.
+    fn grew_in_place(&self) -> bool {
+        false
+    }
 }
 
 impl Resume for Session {
@@ -60,5 +66,9 @@ impl Resume for Session {
     #[inline]
     fn output(&self) -> &ParseOutput {
         Session::output(self)
+    }
+    #[inline]
+    fn grew_in_place(&self) -> bool {
+        Session::grew_in_place(self)
     }
 }

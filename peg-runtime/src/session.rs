@@ -45,6 +45,8 @@ pub struct Session {
     json: Option<JsonFront>,
     /// The output of the last parse.
     last: ParseOutput,
+    /// The last update kept the AST before it and only moved the ends of its partial nodes.
+    in_place: bool,
 }
 
 /// One step of moving the partial path's ends after the leaf grew.
@@ -106,7 +108,17 @@ impl Session {
 
     /// A session with explicit limits.
     pub fn with_options(arena: Arc<Arena>, options: ParseOptions) -> Session {
-        Session { arena, input: Vec::new(), memo: Memo::default(), nodes: Vec::new(), options, frontier: None, json: None, last: empty_output() }
+        Session {
+            arena,
+            input: Vec::new(),
+            memo: Memo::default(),
+            nodes: Vec::new(),
+            options,
+            frontier: None,
+            json: None,
+            last: empty_output(),
+            in_place: false,
+        }
     }
 
     /// The grammar.
@@ -177,12 +189,14 @@ impl Session {
                     }
                 }
                 self.last.result.end = r.end;
+                self.in_place = true;
                 return Ok(&self.last);
             }
             // Rerunning a scanner that stopped is idempotent, so `fast` takes over from here.
             self.end_json();
         }
-        if !self.fast() {
+        self.in_place = self.fast();
+        if !self.in_place {
             self.last = self.run(true)?;
         }
         Ok(&self.last)
@@ -200,6 +214,7 @@ impl Session {
     /// assert_eq!(s.finish().unwrap().result.outcome, Outcome::Fail);
     /// ```
     pub fn finish(&mut self) -> Result<ParseOutput, Error> {
+        self.in_place = false;
         let out = self.run(false)?;
         self.last = out.clone();
         Ok(out)
@@ -219,6 +234,29 @@ impl Session {
         self.frontier = None;
         self.json = None;
         self.last = empty_output();
+        self.in_place = false;
+    }
+
+    /// Whether the last [`update`](Session::update) kept the output before it and only moved
+    /// the ends of its partial nodes, those on the path to the end of input (a streaming text
+    /// or argument grew): a caller that read the last output needs to look at nothing else.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use peg_runtime::{Arena, Session};
+    /// let arena = Arc::new(Arena::build(|p| p.tag("content", p.until("<end>")) + "<end>").unwrap());
+    /// let mut s = Session::new(arena);
+    /// s.push(b"Hello");
+    /// s.update().unwrap();
+    /// s.push(b", world");
+    /// s.update().unwrap();
+    /// assert!(s.grew_in_place());
+    /// s.push(b"<end>");
+    /// s.update().unwrap();
+    /// assert!(!s.grew_in_place());
+    /// ```
+    pub fn grew_in_place(&self) -> bool {
+        self.in_place
     }
 
     /// Ends the [`JsonFront`]: writes the session's copies of the path's nodes and hands the

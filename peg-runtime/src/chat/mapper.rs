@@ -12,10 +12,11 @@
 //! may still change. Such a text node is *growing*: its bytes so far are emitted, and later
 //! parses continue from there. Such a structural node (a name, a close) is not folded yet.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::ast::{Ast, AstId};
+use crate::ast::{Ast, AstId, AstNode};
 use crate::chat::args_schema::ArgsSchema;
 use crate::chat::builder::tags;
 use crate::chat::json_text::{self, escape_into, escapes, quote, unquote, JsonTail, LiteralToJson, PyToJson};
@@ -84,117 +85,252 @@ pub(crate) struct Event {
     pub start: usize,
     pub end: usize,
     pub sealed: bool,
+    /// The AST node it comes from.
+    pub node: AstId,
 }
 
 /// Flattens `ast` into events. `final_input`: no more input will come, so every complete node
 /// is sealed; otherwise a node ending at the end of input is not.
+#[cfg(test)]
 pub(crate) fn linearize(ast: &Ast, input_len: usize, final_input: bool, out: &mut Vec<Event>) {
     out.clear();
-    let cx = Walk { ast, input_len, final_input };
-    for &r in &ast.roots {
-        cx.walk(r, false, out);
+    Walk::new(ast, input_len, final_input, 0, &mut Vec::new()).roots(out);
+}
+
+/// A run of sibling subtrees whose events were all folded: a later walk of the same list
+/// counts them without visiting them, so that folding a parse costs what is still open in it,
+/// not the calls before (node identity across parses is checked by the last sibling's span).
+#[derive(Debug, Clone)]
+struct Folded {
+    /// The list: its depth, its parent's start, and the events before it.
+    depth: u32,
+    parent_start: usize,
+    before: usize,
+    /// How many of its first children, the span of the last of them, their events and the
+    /// key of the last one.
+    children: usize,
+    last: (usize, usize),
+    events: usize,
+    last_event: Option<(Kind, usize)>,
+}
+
+/// At most this many lists remember their folded prefix (one per nesting level that repeats).
+const FOLDED_LISTS: usize = 8;
+
+/// What the walk does with a node, read from its tag once.
+#[derive(Debug, Clone, Copy)]
+enum Role {
+    /// A text node: one event, nothing inside looked at.
+    Text(Kind),
+    /// A name, id or key: its event after the children's, once sealed, so that a node nested
+    /// in it (a name inside an id) is sealed first and the events of a partial parse stay a
+    /// prefix of a later one's.
+    Name(Kind),
+    /// An event once sealed; what is inside is the literal, not tags.
+    Sealed(Kind),
+    /// A close marker: its event at its end once sealed, then the children (a close the model
+    /// left out is a recovery node inside).
+    Close(Kind),
+    /// A scope: a start and an end event around the children.
+    Scope(Option<Kind>, Option<Kind>),
+    /// A call's opening marker: a call scope unless already in one.
+    ToolOpen,
+    /// A recovery node: its event after the children, once sealed.
+    Recovered(Option<RecoveryKind>),
+    /// Anything else: the children.
+    Plain,
+}
+
+impl Role {
+    fn of(tag: Option<&str>) -> Role {
+        let Some(tag) = tag else { return Role::Plain };
+        match tag {
+            tags::CONTENT => Role::Text(Kind::Content),
+            tags::REASONING => Role::Text(Kind::Reasoning),
+            tags::TOOL_ARGS => Role::Text(Kind::ToolArgs),
+            tags::TOOL_ARG_STRING_VALUE => Role::Text(Kind::ArgString),
+            tags::TOOL_ARG_JSON_VALUE => Role::Text(Kind::ArgJson),
+            tags::TOOL_ARG_LITERAL_STRING => Role::Text(Kind::LitString),
+            tags::TOOL_NAME => Role::Name(Kind::ToolName),
+            tags::TOOL_ID => Role::Name(Kind::ToolId),
+            tags::TOOL_ARG_NAME => Role::Name(Kind::ArgName),
+            tags::TOOL_ARG_ELEMENT_KEY => Role::Name(Kind::ElemKey),
+            tags::TOOL_ARG_LITERAL_TOKEN => Role::Sealed(Kind::LitToken),
+            // Decoded whole, so only once sealed.
+            tags::TOOL_ARGS_STRING => Role::Sealed(Kind::ArgsString),
+            tags::TOOL_CLOSE => Role::Close(Kind::EndCall),
+            tags::TOOL_ARG_CLOSE => Role::Close(Kind::EndArg),
+            tags::TOOL => Role::Scope(Some(Kind::NewCall), Some(Kind::EndCall)),
+            tags::TOOL_OPEN => Role::ToolOpen,
+            tags::TOOL_ARG => Role::Scope(None, Some(Kind::EndArg)),
+            tags::TOOL_ARG_ELEMENT_OBJECT => Role::Scope(Some(Kind::ObjOpen), Some(Kind::ObjClose)),
+            tags::TOOL_ARG_ELEMENT_ARRAY => Role::Scope(Some(Kind::ArrOpen), Some(Kind::ArrClose)),
+            tag if tag.starts_with(TAG_PREFIX) => Role::Recovered(RecoveryKind::of_tag(tag)),
+            _ => Role::Plain,
+        }
     }
 }
 
+/// One flattening of an AST into events. Events before `lo` (already folded) are counted,
+/// not stored: `out` holds events `lo..`.
 struct Walk<'a> {
     ast: &'a Ast,
     input_len: usize,
     final_input: bool,
+    lo: usize,
+    /// Events so far, stored or not.
+    count: usize,
+    /// The key of the event just before `lo`, when the walk saw it.
+    before_lo: Option<(Kind, usize)>,
+    last_key: Option<(Kind, usize)>,
+    /// A complete node ends exactly at the end of input: more input seals it.
+    fragile: bool,
+    folded: &'a mut Vec<Folded>,
 }
 
-impl Walk<'_> {
-    fn walk(&self, id: AstId, in_tool: bool, out: &mut Vec<Event>) {
-        let n = self.ast.node(id);
-        let sealed = !n.partial && (self.final_input || n.end < self.input_len);
-        let ev = |kind| Event { kind, start: n.start, end: n.end, sealed };
-        let text_kind = match n.tag.as_deref() {
-            Some(tags::CONTENT) => Some(Kind::Content),
-            Some(tags::REASONING) => Some(Kind::Reasoning),
-            Some(tags::TOOL_ARGS) => Some(Kind::ToolArgs),
-            Some(tags::TOOL_ARG_STRING_VALUE) => Some(Kind::ArgString),
-            Some(tags::TOOL_ARG_JSON_VALUE) => Some(Kind::ArgJson),
-            Some(tags::TOOL_ARG_LITERAL_STRING) => Some(Kind::LitString),
-            _ => None,
-        };
-        if let Some(kind) = text_kind {
-            // An empty growing node has nothing to say yet (and may vanish).
-            if sealed || n.end > n.start {
-                out.push(ev(kind));
-            }
-            return;
+impl<'a> Walk<'a> {
+    fn new(ast: &'a Ast, input_len: usize, final_input: bool, lo: usize, folded: &'a mut Vec<Folded>) -> Walk<'a> {
+        Walk { ast, input_len, final_input, lo, count: 0, before_lo: None, last_key: None, fragile: false, folded }
+    }
+
+    fn roots(&mut self, out: &mut Vec<Event>) {
+        let ast = self.ast;
+        self.list(0, usize::MAX, &ast.roots, false, out);
+    }
+
+    fn sealed(&mut self, n: &AstNode) -> bool {
+        let complete = !n.partial;
+        if complete && !self.final_input && n.end == self.input_len {
+            self.fragile = true;
         }
-        let children = |in_tool: bool, out: &mut Vec<Event>| {
-            for &c in &n.children {
-                self.walk(c, in_tool, out);
-            }
-        };
-        match n.tag.as_deref() {
-            Some(tags::TOOL_NAME) | Some(tags::TOOL_ID) | Some(tags::TOOL_ARG_NAME) | Some(tags::TOOL_ARG_ELEMENT_KEY) => {
-                // After the children: a node nested in it (a name inside an id) is sealed
-                // first, so the events of a partial parse stay a prefix of a later one's.
-                children(in_tool, out);
-                if sealed {
-                    out.push(ev(match n.tag.as_deref() {
-                        Some(tags::TOOL_NAME) => Kind::ToolName,
-                        Some(tags::TOOL_ID) => Kind::ToolId,
-                        Some(tags::TOOL_ARG_ELEMENT_KEY) => Kind::ElemKey,
-                        _ => Kind::ArgName,
-                    }));
+        complete && (self.final_input || n.end < self.input_len)
+    }
+
+    fn push(&mut self, ev: Event, out: &mut Vec<Event>) {
+        let key = Some((ev.kind, ev.start));
+        if self.count >= self.lo {
+            out.push(ev);
+        } else if self.count + 1 == self.lo {
+            self.before_lo = key;
+        }
+        self.last_key = key;
+        self.count += 1;
+    }
+
+    /// Takes back the last event (an empty scope's start).
+    fn unpush(&mut self, out: &mut Vec<Event>) {
+        self.count -= 1;
+        if self.count >= self.lo {
+            out.pop();
+        } else if self.count + 1 == self.lo {
+            self.before_lo = None;
+        }
+        self.last_key = None;
+    }
+
+    /// The events of `children`, the children of a node at `depth` starting at `parent_start`.
+    fn list(&mut self, depth: u32, parent_start: usize, children: &[AstId], in_tool: bool, out: &mut Vec<Event>) {
+        let before = self.count;
+        let mut from = 0;
+        if let Some(f) = self.folded.iter().find(|f| (f.depth, f.parent_start, f.before) == (depth, parent_start, before)) {
+            let last = children.get(f.children - 1).map(|&c| self.ast.node(c));
+            if last.is_some_and(|n| (n.start, n.end) == f.last && !n.partial && (self.final_input || n.end < self.input_len)) {
+                let (children, events, last_event) = (f.children, f.events, f.last_event);
+                from = children;
+                self.count += events;
+                if events > 0 {
+                    self.last_key = last_event;
+                    if self.count == self.lo {
+                        self.before_lo = last_event;
+                    }
                 }
             }
-            Some(tags::TOOL_ARG_LITERAL_TOKEN) => {
-                if sealed {
-                    out.push(ev(Kind::LitToken));
+        }
+        for (j, &c) in children.iter().enumerate().skip(from) {
+            self.walk(c, depth + 1, in_tool, out);
+            let n = self.ast.node(c);
+            if self.lo > 0 && self.count <= self.lo && !n.partial && n.end < self.input_len {
+                self.remember(Folded {
+                    depth,
+                    parent_start,
+                    before,
+                    children: j + 1,
+                    last: (n.start, n.end),
+                    events: self.count - before,
+                    last_event: self.last_key,
+                });
+            }
+        }
+    }
+
+    fn remember(&mut self, f: Folded) {
+        let same = |g: &Folded| (g.depth, g.parent_start, g.before) == (f.depth, f.parent_start, f.before);
+        match self.folded.iter().position(same) {
+            Some(k) => self.folded[k] = f,
+            None if self.folded.len() < FOLDED_LISTS => self.folded.push(f),
+            None => {}
+        }
+    }
+
+    fn walk(&mut self, id: AstId, depth: u32, in_tool: bool, out: &mut Vec<Event>) {
+        let ast = self.ast;
+        let n = ast.node(id);
+        let sealed = self.sealed(n);
+        let ev = |kind| Event { kind, start: n.start, end: n.end, sealed, node: id };
+        let at_end = |kind| Event { kind, start: n.end, end: n.end, sealed, node: id };
+        match Role::of(n.tag.as_deref()) {
+            Role::Text(kind) => {
+                // An empty growing node has nothing to say yet (and may vanish).
+                if sealed || n.end > n.start {
+                    self.push(ev(kind), out);
                 }
             }
-            // Decoded whole, so only once sealed; what is inside is the literal, not tags.
-            Some(tags::TOOL_ARGS_STRING) => {
+            Role::Name(kind) => {
+                self.list(depth, n.start, &n.children, in_tool, out);
                 if sealed {
-                    out.push(ev(Kind::ArgsString));
+                    self.push(ev(kind), out);
                 }
             }
-            Some(tags::TOOL_CLOSE) | Some(tags::TOOL_ARG_CLOSE) => {
+            Role::Sealed(kind) => {
                 if sealed {
-                    let kind = if n.tag.as_deref() == Some(tags::TOOL_CLOSE) { Kind::EndCall } else { Kind::EndArg };
-                    out.push(Event { kind, start: n.end, end: n.end, sealed });
+                    self.push(ev(kind), out);
                 }
-                // A close the model left out is a recovery node inside.
-                children(in_tool, out);
             }
-            Some(tags::TOOL) => self.scope(id, in_tool, Some(Kind::NewCall), Some(Kind::EndCall), out),
-            Some(tags::TOOL_OPEN) if !in_tool => self.scope(id, in_tool, Some(Kind::NewCall), None, out),
-            Some(tags::TOOL_ARG) => self.scope(id, in_tool, None, Some(Kind::EndArg), out),
-            Some(tags::TOOL_ARG_ELEMENT_OBJECT) => self.scope(id, in_tool, Some(Kind::ObjOpen), Some(Kind::ObjClose), out),
-            Some(tags::TOOL_ARG_ELEMENT_ARRAY) => self.scope(id, in_tool, Some(Kind::ArrOpen), Some(Kind::ArrClose), out),
-            Some(tag) if tag.starts_with(TAG_PREFIX) => {
-                children(in_tool, out);
+            Role::Close(kind) => {
+                if sealed {
+                    self.push(at_end(kind), out);
+                }
+                self.list(depth, n.start, &n.children, in_tool, out);
+            }
+            Role::Scope(start, end) => self.scope(id, depth, in_tool, start, end, out),
+            Role::ToolOpen if !in_tool => self.scope(id, depth, in_tool, Some(Kind::NewCall), None, out),
+            Role::Recovered(kind) => {
+                self.list(depth, n.start, &n.children, in_tool, out);
                 // After the children, so that the events of a partial parse stay a prefix of
                 // those of a later one.
-                if let (Some(kind), true) = (RecoveryKind::of_tag(tag), sealed) {
-                    out.push(ev(Kind::Recovered(kind)));
+                if let (Some(kind), true) = (kind, sealed) {
+                    self.push(ev(Kind::Recovered(kind)), out);
                 }
             }
-            _ => children(in_tool, out),
+            Role::ToolOpen | Role::Plain => self.list(depth, n.start, &n.children, in_tool, out),
         }
     }
 
     /// A scope's start event is placed only if something inside is folded (or the scope is
     /// sealed), so a speculative, still empty scope at the end of input leaves no trace.
-    fn scope(&self, id: AstId, in_tool: bool, start: Option<Kind>, end: Option<Kind>, out: &mut Vec<Event>) {
+    fn scope(&mut self, id: AstId, depth: u32, in_tool: bool, start: Option<Kind>, end: Option<Kind>, out: &mut Vec<Event>) {
         let n = self.ast.node(id);
-        let sealed = !n.partial && (self.final_input || n.end < self.input_len);
-        let mark = out.len();
+        let sealed = self.sealed(n);
+        let mark = self.count;
         if let Some(kind) = start {
-            out.push(Event { kind, start: n.start, end: n.start, sealed: true });
+            self.push(Event { kind, start: n.start, end: n.start, sealed: true, node: id }, out);
         }
-        for &c in &n.children {
-            self.walk(c, in_tool || start == Some(Kind::NewCall), out);
-        }
-        if start.is_some() && out.len() == mark + 1 && !sealed {
-            out.pop();
+        self.list(depth, n.start, &n.children, in_tool || start == Some(Kind::NewCall), out);
+        if start.is_some() && self.count == mark + 1 && !sealed {
+            self.unpush(out);
         }
         if let (Some(kind), true) = (end, sealed) {
-            out.push(Event { kind, start: n.end, end: n.end, sealed });
+            self.push(Event { kind, start: n.end, end: n.end, sealed, node: id }, out);
         }
     }
 }
@@ -349,8 +485,10 @@ struct Call {
     end: usize,
     /// All argument text written, kept to check the call against the request's tools.
     written: Option<String>,
-    /// The argument text written, followed to close it if it is cut off.
+    /// The argument text written, followed to close it if it is cut off. While `written` is
+    /// kept, the tail follows it only when asked ([`Call::tail`]): up to `tail_at`.
     tail: JsonTail,
+    tail_at: usize,
     /// The length of `written` when it was found to fit the tool's schema.
     fits_at: Option<usize>,
     /// What was repaired to make the arguments valid JSON, for the recovery's detail.
@@ -380,8 +518,24 @@ fn put_args(call: &mut Call, s: &str, sink: &mut dyn Sink) {
         return;
     }
     call.args_any = true;
-    call.tail.push(s);
+    if call.written.is_none() {
+        call.tail.push(s);
+    }
     put_known_args(call, s, sink);
+}
+
+impl Call {
+    /// The tail, caught up with all argument text written (spares following every piece of
+    /// a streamed argument when the text is kept anyway).
+    fn tail(&mut self) -> &mut JsonTail {
+        if let Some(w) = &self.written {
+            if let Some(rest) = w.get(self.tail_at..).filter(|r| !r.is_empty()) {
+                self.tail.push(rest);
+            }
+            self.tail_at = w.len();
+        }
+        &mut self.tail
+    }
 }
 
 /// [`put_args`] of text the tail already followed.
@@ -458,7 +612,7 @@ impl Fold {
     /// against the tool's schema is done in the same pass when the name is known (its
     /// verdict kept for [`Fold::check_call`]). `false` (nothing done) otherwise.
     fn whole_json_args(call: &mut Call, text: &str, cx: &Context, sink: &mut dyn Sink) -> bool {
-        if call.args_any || call.value.is_some() || call.trim.started || !call.py.is_fresh() || !call.tail.is_fresh() {
+        if call.args_any || call.value.is_some() || call.trim.started || !call.py.is_fresh() || !call.tail().is_fresh() {
             return false;
         }
         let schema = call.name.as_deref().and_then(|n| cx.tools.get(n)).and_then(Option::as_deref);
@@ -473,8 +627,10 @@ impl Fold {
         let text = text.trim_ascii();
         call.trim.started = true;
         call.args_any = true;
-        call.tail.skip_value();
+        call.tail().skip_value();
         put_known_args(call, text, sink);
+        // The tail followed the value whole.
+        call.tail_at = call.written.as_ref().map_or(0, String::len);
         if fits {
             call.fits_at = call.written.as_ref().map(String::len);
         }
@@ -542,7 +698,7 @@ impl Fold {
             };
             text = t;
             if matches!(c, '{' | '[' | '"' | '\'' | '-' | '0'..='9' | 't' | 'f' | 'n' | 'T' | 'F' | 'N') {
-                value = Some(Value::Json(PyToJson::default(), Trim::default(), call.tail.depth()));
+                value = Some(Value::Json(PyToJson::default(), Trim::default(), call.tail().depth()));
             } else {
                 // Not JSON after all: keep the text as a string.
                 put_args(call, "\"", sink);
@@ -775,7 +931,10 @@ impl Fold {
         if call.args_any {
             // A constructed object is closed below; a member cut off before its value gets one.
             let depth = usize::from(call.constructed);
-            Self::close_open(&mut call, depth, sink);
+            // Arguments that surely fit the schema are a whole value: nothing is left open.
+            if !(depth == 0 && Self::surely_fits(&mut call, cx)) {
+                Self::close_open(&mut call, depth, sink);
+            }
         }
         if call.constructed {
             put_args(&mut call, "}", sink);
@@ -796,13 +955,29 @@ impl Fold {
         }
     }
 
+    /// Whether the argument text written so far is a whole JSON value that surely fits the
+    /// call's schema (the one-pass check); a yes is kept for [`Fold::check_call`].
+    fn surely_fits(call: &mut Call, cx: &Context) -> bool {
+        let Some(args) = &call.written else { return false };
+        if call.fits_at == Some(args.len()) {
+            return true;
+        }
+        let Some(schema) = call.name.as_deref().and_then(|n| cx.tools.get(n)).and_then(Option::as_deref) else { return false };
+        let fits = schema.surely_fits(args);
+        if fits {
+            call.fits_at = Some(args.len());
+        }
+        fits
+    }
+
     /// Appends what closes the arguments' JSON value open at `depth`, if it was cut off (the
     /// text written so far stays: it may have been streamed).
     fn close_open(call: &mut Call, depth: usize, sink: &mut dyn Sink) {
-        if call.tail.is_closed_at(depth) || call.tail.is_invalid() {
+        let tail = call.tail();
+        if tail.is_closed_at(depth) || tail.is_invalid() {
             return;
         }
-        if let Some(suffix) = call.tail.close_to(depth) {
+        if let Some(suffix) = tail.close_to(depth) {
             call.closed_open = true;
             put_args(call, &suffix, sink);
         }
@@ -932,7 +1107,12 @@ pub(crate) struct Driver {
     last: Option<(Kind, usize)>,
     /// The growing text node: kind, start, bytes read up to.
     growing: Option<(Kind, usize, usize)>,
+    /// The growing node in the AST last advanced over, when the walk found nothing else that
+    /// more input could change (see [`Driver::grew_in_place`]).
+    in_place: Option<AstId>,
+    /// Events `done..` of the last walk.
     events: Vec<Event>,
+    folded: Vec<Folded>,
 }
 
 impl Driver {
@@ -959,6 +1139,31 @@ impl Driver {
             self.fold.reach();
             self.fold.pos = self.fold.pos.max(*read);
         }
+    }
+
+    /// [`Driver::advance`] over a parse that kept the AST of the last one and only moved the
+    /// ends of its partial nodes (the path to the end of input): the events are those of the
+    /// last walk but for the growing text's end, so only its growth is folded. `false`
+    /// (nothing done) when the last walk left anything else open: the caller advances.
+    pub(crate) fn grew_in_place(&mut self, ast: &Ast, input: &[u8], cx: &Context, sink: &mut dyn Sink) -> bool {
+        let (Some((kind, start, read)), Some(id)) = (self.growing, self.in_place) else { return false };
+        let Some(n) = ast.nodes.get(id.0 as usize) else { return false };
+        if !n.partial || n.start != start || n.end < read || n.end > input.len() {
+            return false;
+        }
+        let (text, to) = match std::str::from_utf8(&input[read..n.end]) {
+            Ok(t) => (Cow::Borrowed(t), n.end),
+            Err(_) => {
+                let to = utf8_safe_end(input, read, n.end);
+                (json_text::lossy(&input[read..to]), to)
+            }
+        };
+        self.fold.at = (start, to);
+        self.fold.text(kind, &text, false, false, cx, sink);
+        self.fold.reach();
+        self.fold.pos = self.fold.pos.max(to);
+        self.growing = Some((kind, start, to));
+        true
     }
 
     /// [`Driver::advance`]; where the parse no longer agrees with the fold, it is folded afresh,
@@ -988,32 +1193,37 @@ impl Driver {
     /// kind): emitted text cannot be retracted, so the caller must give up following it.
     pub(crate) fn advance(&mut self, ast: &Ast, input: &[u8], final_input: bool, cx: &Context, sink: &mut dyn Sink) -> bool {
         let mut events = std::mem::take(&mut self.events);
-        linearize(ast, input.len(), final_input, &mut events);
-        let mut i = self.done;
+        events.clear();
+        let lo = self.done;
+        let mut walk = Walk::new(ast, input.len(), final_input, lo, &mut self.folded);
+        walk.roots(&mut events);
+        let (total, before_lo, fragile) = (walk.count, walk.before_lo, walk.fragile);
+        self.in_place = None;
+        let mut i = lo;
         let key = |e: &Event| (e.kind, e.start);
         // Mid-stream, a parse may not have reached what was folded yet: another alternative
         // of an ordered choice that is still looking ahead (a lookahead tags nothing until it
         // is decided). Wait for a parse that does; the final one must.
         let short = match self.growing {
-            Some(_) => events.len() <= i,
-            None => events.len() < i,
+            Some(_) => total <= i,
+            None => total < i,
         };
         if short && !final_input {
             self.events = events;
             return true;
         }
-        let agrees = i <= events.len()
-            && (i == 0 || Some(key(&events[i - 1])) == self.last)
+        let agrees = i <= total
+            && (i == 0 || before_lo == self.last)
             && match self.growing {
-                Some((k, s, _)) => events.get(i).is_some_and(|e| key(e) == (k, s)),
+                Some((k, s, _)) => events.first().is_some_and(|e| key(e) == (k, s)),
                 None => true,
             };
         if !agrees {
             self.events = events;
             return false;
         }
-        while i < events.len() {
-            let ev = events[i];
+        while i < total {
+            let ev = events[i - lo];
             if ev.kind.is_text() {
                 let (from, first) = match self.growing {
                     Some((k, s, read)) if k == ev.kind && s == ev.start => (read.min(ev.end), false),
@@ -1040,6 +1250,7 @@ impl Driver {
                 self.fold.pos = self.fold.pos.max(to);
                 if !ev.sealed {
                     self.growing = Some((ev.kind, ev.start, to));
+                    self.in_place = (!fragile).then_some(ev.node);
                     break;
                 }
                 self.growing = None;
@@ -1432,6 +1643,53 @@ mod tests {
     /// Ids after the arguments: the call is announced without an id when its arguments start,
     /// they stream live, and the id follows in a fragment of its own once read (or generated
     /// when the call ends); an id that comes first is in the header.
+    #[test]
+    fn folded_calls_are_counted_not_walked() {
+        use T::N;
+        let cx = Context { has_scopes: true, id_prefix: "call_".into(), ..Context::default() };
+        // `<c>{"i": K}</c>` repeated: call K spans 13K..13K+13, its arguments 13K+3..13K+11.
+        let call = |k: usize, end: usize| {
+            let s = 13 * k;
+            let partial = end < s + 13;
+            let mut kids = vec![N("tool_name", s, s, false, vec![]), N("tool_args", s + 3, end.min(s + 11), partial, vec![])];
+            if !partial {
+                kids.push(N("tool_close", s + 11, s + 13, false, vec![]));
+            }
+            N("tool", s, end.min(s + 13), partial, kids)
+        };
+        let input: String = (0..6).map(|k| format!("<c>{{\"i\": {k}}}</c>")).collect();
+        let tree = |len: usize| ast(vec![N("calls", 0, len, true, (0..6).filter(|k| 13 * k + 3 < len).map(|k| call(k, len)).collect())]);
+        let mut d = Driver::default();
+        let mut sink = MessageSink::default();
+        for len in (4..=input.len()).step_by(3) {
+            assert!(d.follow(&tree(len), &input.as_bytes()[..len], false, &cx, &mut sink), "at {len}");
+        }
+        // Finished calls were remembered and skipped; the fold is that of one full walk.
+        assert!(d.folded.iter().any(|f| f.children >= 4), "{:?}", d.folded);
+        let mut whole = Driver::default();
+        let mut once = MessageSink::default();
+        assert!(whole.follow(&tree(input.len() - 1), &input.as_bytes()[..input.len() - 1], false, &cx, &mut once));
+        assert_eq!(sink.message, once.message);
+        assert_eq!(sink.message.tool_calls.len(), 6);
+        // The same walk with and without the remembered prefix; and when the last remembered
+        // call changed (its close gone), the prefix is not taken: its count would be stale.
+        let len = input.len() - 1;
+        let walk = |tree: &Ast, folded: &mut Vec<Folded>| {
+            let mut w = Walk::new(tree, len, false, d.done, folded);
+            let mut out = Vec::new();
+            w.roots(&mut out);
+            (w.count, w.before_lo, out)
+        };
+        let same = tree(len);
+        assert_eq!(walk(&same, &mut d.folded.clone()), walk(&same, &mut Vec::new()));
+        let k = d.folded.iter().map(|f| f.children).max().unwrap();
+        let mut changed = tree(len);
+        let last = changed.nodes[changed.roots[0].0 as usize].children[k - 1].0 as usize;
+        changed.nodes[last].end -= 2;
+        changed.nodes[last].children.pop();
+        assert_eq!(walk(&changed, &mut d.folded.clone()), walk(&changed, &mut Vec::new()));
+    }
+
     #[test]
     fn ids_after_the_arguments_come_in_a_later_fragment() {
         use crate::chat::{ChatDelta, ToolCallDelta};

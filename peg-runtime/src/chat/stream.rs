@@ -5,7 +5,7 @@ use std::sync::Arc;
 use crate::chat::json_text;
 use crate::chat::mapper::{Driver, Kind, Sink, Verbatim};
 use crate::chat::message::{push_token, ChatDelta, ChatMessage, DeltaBuffer, DeltaRef};
-use crate::chat::parser::{fold_parse, no_recovery_if_strict, ChatParser, Diagnostic, Inner, ParsedMessage};
+use crate::chat::parser::{fold_parse, no_recovery_if_strict, ChatParser, Diagnostic, Inner, ParsedMessage, Strictness};
 use crate::chat::predict::{string_growth, until_extends_with, Growth};
 use crate::chat::recovery::Recovery;
 use crate::error::{Error, ErrorKind};
@@ -104,7 +104,8 @@ pub struct ChatStream<S = Session> {
     /// text kind `classes_of`.
     classes: Box<[u8; 256]>,
     classes_of: Option<Kind>,
-    /// Whether chunks may be folded without a parse (off only to test that it changes nothing).
+    /// Whether chunks may be folded without a parse, and a parse that only grew the open text
+    /// without a walk of its output (off only to test that it changes nothing).
     predict: bool,
 }
 
@@ -231,8 +232,10 @@ impl<S: Resume> ChatStream<S> {
                     self.parses += 1;
                     // Folded from the session's own output: no copy of the AST.
                     let parsed = self.session.update().map(|_| ());
-                    self.step(parsed, true, out)?;
-                    self.record(out);
+                    if !(self.predict && parsed.is_ok() && self.session.grew_in_place() && self.step_in_place(out)?) {
+                        self.step(parsed, true, out)?;
+                        self.record(out);
+                    }
                 }
                 self.live = self.find_live();
             }
@@ -293,6 +296,9 @@ impl<S: Resume> ChatStream<S> {
         let ChatStream { inner, session, driver, scratch, viable, message, .. } = self;
         let Some((kind, read)) = driver.growing() else { return false };
         let Some((growth, firsts)) = inner.predict.growth_of(kind) else { return false };
+        if matches!(growth, Growth::JsonString) && driver.fold.open_quote(kind).is_none() {
+            return false;
+        }
         let Some(tail) = session.input().get(read..) else { return false };
         let text = if tail.is_empty() {
             chunk
@@ -465,6 +471,32 @@ impl<S: Resume> ChatStream<S> {
                 Err(e)
             }
         }
+    }
+
+    /// [`ChatStream::step`] after a parse that only moved the ends of the last one's partial
+    /// nodes: only the growing text is folded. `Ok(false)` (nothing done) when the driver
+    /// needs the whole parse.
+    fn step_in_place(&mut self, out: &mut DeltaBuffer) -> Result<bool, Error> {
+        let (input, ast, cx) = (self.session.input(), &self.session.output().ast, &self.inner.cx);
+        let len = input.len();
+        if self.inner.options.strictness == Strictness::Lenient {
+            // A lenient fold cannot fail: the message takes the deltas as they are written.
+            if !self.driver.grew_in_place(ast, input, cx, &mut Recorder { out, message: &mut self.message }) {
+                return Ok(false);
+            }
+        } else {
+            if !self.driver.grew_in_place(ast, input, cx, &mut Emitting { out, before: &self.message }) {
+                return Ok(false);
+            }
+            if let Err(e) = no_recovery_if_strict(&self.inner, &self.driver) {
+                out.clear();
+                self.state = State::Failed(e.clone());
+                return Err(e);
+            }
+            self.record(out);
+        }
+        self.viable = len;
+        Ok(true)
     }
 
     fn record(&mut self, out: &DeltaBuffer) {
@@ -830,6 +862,10 @@ mod tests {
                 (&ps[1], format!("{a}<tool_call>\n<function=f>\n<parameter=n>\n{b}\n</parameter>\n</function>\n</tool_call>{c}")),
                 (&ps[0], format!("{a}<tool_call>{{\"name\": \"f\", \"arguments\": {{\"a\": {json_arg}, \"b\": 1}}}}</tool_call>{c}")),
                 (&ps[0], format!("{a}<tool_call>{{\"name\": \"f\", \"arguments\": {{\"a\": \"{b}")),
+                // Several calls: the finished ones are skipped by later walks; Python arguments
+                // grow in place through the normalizer.
+                (&ps[0], format!("<tool_call>{{\"name\": \"f\", \"arguments\": {{\"a\": {json_arg}}}}}</tool_call>\n<tool_call>{{\"name\": \"f\", \"arguments\": {{'a': {json_arg}, 'n': [1, {{'k': None, 'm': True}},]}}}}</tool_call><tool_call>{{\"name\": \"f\", \"arguments\": {{\"n\": 3}}}}</tool_call>{c}")),
+                (&ps[1], format!("<tool_call>\n<function=f>\n<parameter=a>\n{a}\n</parameter>\n</function>\n</tool_call><tool_call>\n<function=f>\n<parameter=a>\n{b}\n</parameter>\n</function>\n</tool_call>{c}")),
             ];
             for (parser, output) in outputs {
                 fast_equals_slow(parser, &output, &sizes)?;
