@@ -111,7 +111,9 @@ impl Session {
         Session {
             arena,
             input: Vec::new(),
-            memo: Memo::default(),
+            // Room for the results of a short reply (a tool call takes about a hundred): the
+            // memo would otherwise grow through every size up to there in the first chunks.
+            memo: Memo::with_capacity(128),
             nodes: Vec::new(),
             options,
             frontier: None,

@@ -263,6 +263,13 @@ pub(crate) struct Memo {
     pub(crate) generation: u64,
 }
 
+impl Memo {
+    /// A memo with room for `n` results before it grows.
+    pub(crate) fn with_capacity(n: usize) -> Memo {
+        Memo { map: HashMap::with_capacity_and_hasher(n, Default::default()), generation: 0 }
+    }
+}
+
 pub(crate) struct Engine<'e> {
     arena: &'e Arena,
     input: &'e [u8],
