@@ -189,6 +189,25 @@ impl PyToJson {
 
     /// Feeds `s`, appending the JSON text that is now certain to `out`.
     pub(crate) fn push(&mut self, s: &str, out: &mut String) {
+        let run = self.feed(s, out);
+        out.push_str(&s[run..]);
+    }
+
+    /// [`PyToJson::push`] into an empty `out`, returning the text: `s` itself when it passes
+    /// through unchanged (the common piece of JSON arguments: no copy).
+    pub(crate) fn push_through<'a>(&mut self, s: &'a str, out: &'a mut String) -> &'a str {
+        match self.feed(s, out) {
+            0 if out.is_empty() => s,
+            run => {
+                out.push_str(&s[run..]);
+                out
+            }
+        }
+    }
+
+    /// Feeds `s`, appending to `out` the JSON text certain up to the returned offset, from
+    /// which on `s` passes through as it is.
+    fn feed(&mut self, s: &str, out: &mut String) -> usize {
         // Runs of bytes the state passes through unchanged (most of a string, most of the
         // whitespace and numbers between tokens) are found a word at a time and copied as one
         // slice; only the bytes that end a run go through `step`. Every byte that ends a run
@@ -259,7 +278,7 @@ impl PyToJson {
             run = i;
             self.step(c, out);
         }
-        out.push_str(&s[run..]);
+        run
     }
 
     /// Whether nothing is held or open: JSON text would pass through unchanged from here.

@@ -564,17 +564,20 @@ impl Fold {
                     self.scratch = norm;
                     return;
                 }
-                call.py.push(text, &mut norm);
-                if sealed {
-                    call.py.finish(&mut norm);
-                }
                 let mut pieces = std::mem::take(&mut call.trim);
-                pieces.push(&norm, |s| put_args(call, s, sink));
                 if sealed {
+                    call.py.push(text, &mut norm);
+                    call.py.finish(&mut norm);
+                    pieces.push(&norm, |s| put_args(call, s, sink));
                     pieces.held.clear();
+                } else {
+                    let json = call.py.push_through(text, &mut norm);
+                    pieces.push(json, |s| put_args(call, s, sink));
                 }
                 call.trim = pieces;
-                Self::maybe_header(headers, call, cx, false, sink);
+                if call.index.is_none() {
+                    Self::maybe_header(headers, call, cx, false, sink);
+                }
                 self.scratch = norm;
             }
             Kind::ArgString | Kind::ArgJson => {
