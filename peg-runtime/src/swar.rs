@@ -25,7 +25,13 @@ pub(crate) fn has_control(w: u64) -> u64 {
 /// ends at the word's lowest flag.
 #[inline(always)]
 pub(crate) fn plain_len(b: &[u8], word: impl Fn(u64) -> u64, stop: impl Fn(u8) -> bool) -> usize {
-    let mut i = 0;
+    plain_end(b, 0, &word, &stop)
+}
+
+/// Where the run of bytes of `b` from `i` without a byte for which `stop` holds ends (as
+/// [`plain_len`]).
+#[inline(always)]
+fn plain_end(b: &[u8], mut i: usize, word: impl Fn(u64) -> u64, stop: impl Fn(u8) -> bool) -> usize {
     while let Some(w) = b.get(i..i + 8) {
         let flags = word(u64::from_le_bytes(w.try_into().unwrap_or_default()));
         if flags != 0 {
@@ -33,7 +39,8 @@ pub(crate) fn plain_len(b: &[u8], word: impl Fn(u64) -> u64, stop: impl Fn(u8) -
         }
         i += 8;
     }
-    i + b[i..].iter().position(|&c| stop(c)).unwrap_or(b.len() - i)
+    let tail = b.get(i..).unwrap_or_default();
+    i + tail.iter().position(|&c| stop(c)).unwrap_or(tail.len())
 }
 
 /// The high bit of each byte of `w` from 0x80 (exact: no borrow).
@@ -52,9 +59,9 @@ pub(crate) fn escaped_len(b: &[u8], word: impl Fn(u64) -> u64, stop: impl Fn(u8)
     let mut i = 0;
     let mut escaped = false;
     loop {
-        i += plain_len(&b[i..], &word, &stop);
-        match b.get(i..i + 2) {
-            Some(&[b'\\', c]) if short(c) => {
+        i = plain_end(b, i, &word, &stop);
+        match (b.get(i), b.get(i + 1)) {
+            (Some(b'\\'), Some(&c)) if short(c) => {
                 i += 2;
                 escaped = true;
             }

@@ -353,6 +353,8 @@ impl Scan<'_> {
 
     /// A string at `"`: the span of its body and whether it holds escapes. `None` for what
     /// serde refuses (control characters, unknown escapes) and for `\u` surrogates.
+    // Most strings are short keys: a call costs as much as their word.
+    #[inline(always)]
     fn string(&mut self) -> Option<(usize, usize, bool)> {
         let b = self.b;
         let start = self.i + 1;
