@@ -875,9 +875,10 @@ mod tests {
                     if k > 0 {
                         out.push_str(r.pick(&[",", ", ", " ,\n"]));
                     }
-                    if open == '{' {
+                    // Now and then a member without its key or colon.
+                    if open == '{' && r.below(12) > 0 {
                         out.push_str(r.pick(&["\"k\"", "\"\\u0069d\"", "\"a\\\"b\""]));
-                        out.push_str(r.pick(&[":", ": ", " : "]));
+                        out.push_str(r.pick(&[":", ": ", " : ", ":", ": ", " : ", ""]));
                     }
                     jsonish(r, depth + 1, out);
                 }
