@@ -153,24 +153,39 @@ enum St {
     Done,
 }
 
-/// Bytes that need no attention inside a string: printable ASCII other than quotes and `\\`.
-const PLAIN: [bool; 256] = {
-    let mut t = [false; 256];
-    let mut b = 0x20;
+/// Escapes of two bytes, by their second byte: JSON's `\"`, `\\`, `\/`, `\b`, `\f`, `\n`, `\r`,
+/// `\t` (`[0]`); Python's any ASCII byte but those that start a hex escape (`[1]`).
+const SHORT_ESCAPES: [[bool; 256]; 2] = {
+    let mut t = [[false; 256]; 2];
+    let json = b"\"\\/bfnrt";
+    let mut k = 0;
+    while k < json.len() {
+        t[0][json[k] as usize] = true;
+        k += 1;
+    }
+    let mut b = 0;
     while b < 0x80 {
-        t[b] = b != b'"' as usize && b != b'\'' as usize && b != b'\\' as usize;
+        t[1][b] = b != b'x' as usize && b != b'u' as usize && b != b'U' as usize;
         b += 1;
     }
     t
 };
 
-/// Where the run of [`PLAIN`] bytes starting at `from` ends: a word at a time (a short
-/// string costs one word), flagging quotes, backslashes, control and non-ASCII bytes.
+/// Whether a backslash then `c` is a whole escape (no hex digits follow) in the dialect (`py`).
 #[inline(always)]
-fn plain_end(input: &[u8], from: usize) -> usize {
-    use crate::swar::{has_byte, has_control, non_ascii, plain_len};
-    let word = |w| has_byte(w, b'"') | has_byte(w, b'\'') | has_byte(w, b'\\') | has_control(w) | non_ascii(w);
-    from + plain_len(&input[from..], word, |c| !PLAIN[c as usize])
+pub(crate) fn short_escape(c: u8, py: bool) -> bool {
+    SHORT_ESCAPES[usize::from(py)][c as usize]
+}
+
+/// Where the run of a `quote`d string's body starting at `from` ends, over plain printable
+/// ASCII and short escapes a word at a time (a short string costs one word): at the quote, a
+/// hex escape, an invalid or cut escape, a control or a non-ASCII byte.
+#[inline(always)]
+fn plain_end(input: &[u8], from: usize, quote: u8, py: bool) -> usize {
+    use crate::swar::{escaped_len, has_byte, has_control, non_ascii};
+    let word = |w| has_byte(w, quote) | has_byte(w, b'\\') | has_control(w) | non_ascii(w);
+    let stop = |c: u8| c == quote || c == b'\\' || !(0x20..0x80).contains(&c);
+    from + escaped_len(&input[from..], word, stop, |c| short_escape(c, py)).0
 }
 
 const WORDS: [&[u8]; 6] = [b"true", b"false", b"null", b"True", b"False", b"None"];
@@ -243,10 +258,8 @@ impl Scanner {
     /// reached the end of `input`.
     #[inline(always)]
     fn plain_str(&mut self, input: &[u8]) -> bool {
-        if !matches!(self.st, St::Str { .. }) {
-            return false;
-        }
-        self.pos = plain_end(input, self.pos);
+        let St::Str { quote } = self.st else { return false };
+        self.pos = plain_end(input, self.pos, quote, self.dialect == Dialect::Python);
         self.pos >= input.len()
     }
 
@@ -344,7 +357,7 @@ impl Scanner {
             let b = input[pos];
             match st {
                 St::Str { quote } => {
-                    let i = plain_end(input, pos);
+                    let i = plain_end(input, pos, quote, py);
                     pos = i;
                     if i >= n {
                         continue;
@@ -361,9 +374,6 @@ impl Scanner {
                         self.pending = pos;
                         pos += 1;
                         st = St::Esc { quote };
-                    } else if c == b'"' || c == b'\'' {
-                        // The other quote character.
-                        pos += 1;
                     } else {
                         // Control or non-ASCII: the careful path, up to the next quote/backslash.
                         let limit = memchr::memchr2(quote, b'\\', &input[i..]).map_or(n, |k| i + k);
@@ -514,7 +524,7 @@ impl Scanner {
                         }
                     } else {
                         match b {
-                            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => st = St::Str { quote },
+                            _ if short_escape(b, false) => st = St::Str { quote },
                             b'u' => st = St::Hex { quote, left: 4 },
                             _ => fail!(),
                         }
@@ -806,6 +816,73 @@ mod tests {
         let r = sc.run(text, true);
         assert_eq!((r.outcome, r.end), (Outcome::Success, text.len()));
         assert_eq!(scan(text, JsonKind::Value, false).end, text.len());
+    }
+
+    /// The scan of a whole input against the same scan resumed a byte at a time, where every
+    /// escape goes through the state machine rather than the word loop's run.
+    fn agrees_with_bytewise(text: &[u8], dialect: Dialect) {
+        let whole = Scanner::new(dialect, Target::Value, 0).run(text, false);
+        let mut sc = Scanner::new(dialect, Target::Value, 0);
+        let bytewise = (0..text.len()).map(|i| sc.run(&text[..i], true)).find(|r| !r.touched_end).unwrap_or_else(|| sc.run(text, false));
+        assert_eq!(whole, bytewise, "{dialect:?} {:?}", String::from_utf8_lossy(text));
+    }
+
+    /// Strings of escapes at every offset in a word, runs of backslashes of every length
+    /// before a quote, hex escapes, control bytes, multi-byte and invalid UTF-8.
+    #[test]
+    fn string_runs_agree_with_the_state_machine() {
+        for run in 0..18 {
+            for offset in 0..10 {
+                for end in [&b"\"]"[..], b"'\"]", b"n\"]", b"u00e9\"]", b"x41'\"]", b"\n\"]", b"\xc3\xa9\"]", b"\xff\"]"] {
+                    let mut t = b"[\"".to_vec();
+                    t.extend(std::iter::repeat_n(b'a', offset));
+                    t.extend(std::iter::repeat_n(b'\\', run));
+                    t.extend_from_slice(end);
+                    agrees_with_bytewise(&t, Dialect::Json);
+                    t[1] = b'\'';
+                    agrees_with_bytewise(&t, Dialect::Python);
+                }
+            }
+        }
+        let atoms: [&[u8]; 20] = [
+            b"\\",
+            b"\\\\",
+            b"\\\"",
+            b"\"",
+            b"'",
+            b"n",
+            b"u",
+            b"x",
+            b"U",
+            b"0",
+            b"aD",
+            b"\x01",
+            b"\n",
+            b"\t",
+            b"\xc3\xa9",
+            b"\xe2\x9c\x93",
+            b"\xf0\x9f\x98\x80",
+            b"\xff",
+            b"\xe2\x9c",
+            b"plain text",
+        ];
+        let mut x = 0x5eed_u64;
+        let mut draw = |n: usize| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % n as u64) as usize
+        };
+        for _ in 0..5000 {
+            let quote = [b'"', b'\''][draw(2)];
+            let mut t = vec![b'[', quote];
+            for _ in 0..draw(12) {
+                t.extend_from_slice(atoms[draw(atoms.len())]);
+            }
+            t.extend_from_slice(&[quote, b']']);
+            agrees_with_bytewise(&t, Dialect::Json);
+            agrees_with_bytewise(&t, Dialect::Python);
+        }
     }
 
     #[test]

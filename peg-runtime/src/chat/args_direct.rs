@@ -9,7 +9,8 @@
 
 use serde_json::Value;
 
-use crate::swar::{has_byte, has_control, plain_len};
+use crate::json::short_escape;
+use crate::swar::{escaped_len, has_byte, has_control};
 
 /// Containers nested past this leave the verdict to the full check (serde's own limit is 128).
 const MAX_NESTING: usize = 64;
@@ -214,16 +215,53 @@ impl Scan<'_> {
         }
     }
 
-    /// Any value, its numbers as the canonical form's blanking needs them.
+    /// Any value, its numbers as the canonical form's blanking needs them. A flat walk, a bit
+    /// per open container telling an array from an object: data the schema leaves free is
+    /// often most of the arguments, and a call per value costs more than its tokens.
     fn free(&mut self) -> Option<()> {
-        match self.peek()? {
-            b'{' => self.members(|s, _| s.free()),
-            b'[' => self.array(Scan::free),
-            b'"' => self.string().map(drop),
-            b't' => self.word(b"true"),
-            b'f' => self.word(b"false"),
-            b'n' => self.word(b"null"),
-            _ => self.number(NumAs::Free),
+        let base = self.depth;
+        // Bit 0 is the innermost container (at most `MAX_NESTING` of them).
+        let mut arrays = 0_u64;
+        loop {
+            match self.peek()? {
+                open @ (b'{' | b'[') => {
+                    self.nest()?;
+                    self.i += 1;
+                    let array = open == b'[';
+                    arrays = arrays << 1 | u64::from(array);
+                    self.ws();
+                    if self.peek()? != open + 2 {
+                        if !array {
+                            self.key()?;
+                        }
+                        continue;
+                    }
+                    // Empty (`]` and `}` follow their opening bracket by two).
+                    self.i += 1;
+                    self.depth -= 1;
+                    arrays >>= 1;
+                }
+                b'"' => drop(self.string()?),
+                b't' => self.word(b"true")?,
+                b'f' => self.word(b"false")?,
+                b'n' => self.word(b"null")?,
+                _ => self.number(NumAs::Free)?,
+            }
+            // After a value: close containers up to a comma, then the next value.
+            loop {
+                if self.depth == base {
+                    return Some(());
+                }
+                let array = arrays & 1 == 1;
+                if !self.separator_or(if array { b']' } else { b'}' })? {
+                    if !array {
+                        self.key()?;
+                    }
+                    break;
+                }
+                self.depth -= 1;
+                arrays >>= 1;
+            }
         }
     }
 
@@ -273,13 +311,7 @@ impl Scan<'_> {
         self.ws();
         if self.eat(b'}').is_none() {
             loop {
-                if self.peek()? != b'"' {
-                    return None;
-                }
-                let (start, end, escaped) = self.string()?;
-                self.ws();
-                self.eat(b':')?;
-                self.ws();
+                let (start, end, escaped) = self.key()?;
                 let b = self.b;
                 member(self, (!escaped).then(|| &b[start..end]))?;
                 if self.separator_or(b'}')? {
@@ -289,6 +321,18 @@ impl Scan<'_> {
         }
         self.depth -= 1;
         Some(())
+    }
+
+    /// A member's key (as [`Scan::string`]) and colon, up to its value.
+    fn key(&mut self) -> Option<(usize, usize, bool)> {
+        if self.peek()? != b'"' {
+            return None;
+        }
+        let key = self.string()?;
+        self.ws();
+        self.eat(b':')?;
+        self.ws();
+        Some(key)
     }
 
     fn object(&mut self, o: &Object) -> Option<()> {
@@ -309,39 +353,42 @@ impl Scan<'_> {
 
     /// A string at `"`: the span of its body and whether it holds escapes. `None` for what
     /// serde refuses (control characters, unknown escapes) and for `\u` surrogates.
+    // Most strings are short keys: a call costs as much as their word.
+    #[inline(always)]
     fn string(&mut self) -> Option<(usize, usize, bool)> {
         let b = self.b;
         let start = self.i + 1;
         let mut i = start;
         let mut escaped = false;
         loop {
-            // To the next quote, backslash or control byte.
-            i += plain_len(&b[i..], |w| has_byte(w, b'"') | has_byte(w, b'\\') | has_control(w), |c| matches!(c, b'"' | b'\\') || c < 0x20);
+            // To the next quote, control byte or escape of more than two bytes.
+            let (run, short) = escaped_len(
+                b.get(i..)?,
+                |w| has_byte(w, b'"') | has_byte(w, b'\\') | has_control(w),
+                |c| matches!(c, b'"' | b'\\') || c < 0x20,
+                |c| short_escape(c, false),
+            );
+            i += run;
+            escaped |= short;
             match *b.get(i)? {
                 b'"' => {
                     self.i = i + 1;
                     return Some((start, i, escaped));
                 }
-                b'\\' => {
+                b'\\' if b.get(i + 1) == Some(&b'u') => {
                     escaped = true;
-                    match *b.get(i + 1)? {
-                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i += 2,
-                        b'u' => {
-                            let hex = b.get(i + 2..i + 6)?;
-                            // A surrogate (`\uD800` to `\uDFFF`) must pair up: the full check.
-                            let surrogate = matches!(hex[0], b'd' | b'D') && !hex[1].is_ascii_digit()
-                                || hex[..2].eq_ignore_ascii_case(b"d8")
-                                || hex[..2].eq_ignore_ascii_case(b"d9");
-                            if !hex.iter().all(u8::is_ascii_hexdigit) || surrogate {
-                                return None;
-                            }
-                            i += 6;
-                        }
-                        _ => return None,
+                    let hex = b.get(i + 2..i + 6)?;
+                    // A surrogate (`\uD800` to `\uDFFF`) must pair up: the full check.
+                    let surrogate = matches!(hex[0], b'd' | b'D') && !hex[1].is_ascii_digit()
+                        || hex[..2].eq_ignore_ascii_case(b"d8")
+                        || hex[..2].eq_ignore_ascii_case(b"d9");
+                    if !hex.iter().all(u8::is_ascii_hexdigit) || surrogate {
+                        return None;
                     }
+                    i += 6;
                 }
-                c if c < 0x20 => return None,
-                _ => i += 1,
+                // A control byte or an unknown escape.
+                _ => return None,
             }
         }
     }
@@ -755,6 +802,135 @@ mod tests {
             let Ok(t) = String::from_utf8(t) else { continue };
             assert!(!a.surely_fits(&t) || full(&a, &t), "{t}");
         }
+    }
+
+    /// The walk of free values as it was, a call per value: the flat walk's reference.
+    fn free_by_calls(s: &mut Scan) -> Option<()> {
+        match s.peek()? {
+            b'{' => s.members(|s, _| free_by_calls(s)),
+            b'[' => s.array(free_by_calls),
+            b'"' => s.string().map(drop),
+            b't' => s.word(b"true"),
+            b'f' => s.word(b"false"),
+            b'n' => s.word(b"null"),
+            _ => s.number(NumAs::Free),
+        }
+    }
+
+    /// A string as it was scanned, a byte at a time: the word loop's reference.
+    fn string_bytewise(s: &mut Scan) -> Option<(usize, usize, bool)> {
+        let (b, start) = (s.b, s.i + 1);
+        let (mut i, mut escaped) = (start, false);
+        loop {
+            match *b.get(i)? {
+                b'"' => {
+                    s.i = i + 1;
+                    return Some((start, i, escaped));
+                }
+                b'\\' => {
+                    escaped = true;
+                    match *b.get(i + 1)? {
+                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i += 2,
+                        b'u' => {
+                            let hex = std::str::from_utf8(b.get(i + 2..i + 6)?).ok()?;
+                            let code = u16::from_str_radix(hex, 16).ok().filter(|_| !hex.starts_with('+'))?;
+                            if (0xD800..0xE000).contains(&code) {
+                                return None;
+                            }
+                            i += 6;
+                        }
+                        _ => return None,
+                    }
+                }
+                c if c < 0x20 => return None,
+                _ => i += 1,
+            }
+        }
+    }
+
+    /// Random JSON-ish text of the bytes and tokens that matter to the walk: brackets,
+    /// separators, words, numbers, strings with escapes of every kind, control bytes and
+    /// multi-byte characters, mostly well formed.
+    fn jsonish(r: &mut Rng, depth: usize, out: &mut String) {
+        const TOKENS: &[&str] = &["", ",", ":", "]", "}", "[", "{", " ", "tru", "nul", "\"", "-", "1.", "0x", "\\"];
+        const PIECES: &[&str] = &["a", "\\\"", "\\\\", "\\n", "\\u00e9", "\\uD83D", "\\ud7ff", "\\u12", "\\x", "\u{1}", "\t", "é", "✓ 😀", "/", "\\/", "\\"];
+        if r.below(40) == 0 {
+            out.push_str(r.pick(TOKENS));
+        }
+        match r.below(if depth > 5 { 4 } else { 7 }) {
+            0 => out.push_str(r.pick(NUMBERS)),
+            1 => out.push_str(r.pick(&["true", "false", "null"])),
+            2 | 3 => {
+                out.push('"');
+                for _ in 0..r.below(12) {
+                    out.push_str(r.pick(PIECES));
+                }
+                out.push('"');
+            }
+            4 | 5 => {
+                let (open, close) = if r.below(2) == 0 { ('[', ']') } else { ('{', '}') };
+                out.push(open);
+                out.push_str(r.pick(&["", " ", "\n "]));
+                for k in 0..r.below(5) {
+                    if k > 0 {
+                        out.push_str(r.pick(&[",", ", ", " ,\n"]));
+                    }
+                    // Now and then a member without its key or colon.
+                    if open == '{' && r.below(12) > 0 {
+                        out.push_str(r.pick(&["\"k\"", "\"\\u0069d\"", "\"a\\\"b\""]));
+                        out.push_str(r.pick(&[":", ": ", " : ", ":", ": ", " : ", ""]));
+                    }
+                    jsonish(r, depth + 1, out);
+                }
+                out.push_str(r.pick(&["", " "]));
+                out.push(close);
+            }
+            _ => {
+                let deep = r.below(70);
+                out.push_str(&"[".repeat(deep));
+                jsonish(r, depth + 1, out);
+                out.push_str(&"]".repeat(deep));
+            }
+        }
+        if r.below(40) == 0 {
+            out.push_str(r.pick(TOKENS));
+        }
+    }
+
+    /// The flat walk of free values and the word loop over strings answer as the walks
+    /// they replace, and stop at the same place.
+    #[test]
+    fn free_walk_agrees_with_a_call_per_value() {
+        let mut r = Rng(0xf7ee);
+        let mut texts: Vec<String> = (0..4000)
+            .map(|_| {
+                let mut t = String::new();
+                jsonish(&mut r, 0, &mut t);
+                t
+            })
+            .collect();
+        for depth in [62, 63, 64, 65] {
+            texts.push(format!("{}{}", "[{\"a\":".repeat(depth / 2), "}]".repeat(depth / 2)));
+            texts.push(format!("{}1{}", "[".repeat(depth), "]".repeat(depth)));
+        }
+        let mut accepted = 0;
+        for t in &texts {
+            let mut flat = Scan { b: t.as_bytes(), i: 0, depth: 0 };
+            let mut calls = Scan { b: t.as_bytes(), i: 0, depth: 0 };
+            let (a, b) = (flat.free(), free_by_calls(&mut calls));
+            assert_eq!(a, b, "{t}");
+            if a.is_some() {
+                accepted += 1;
+                assert_eq!(flat.i, calls.i, "{t}");
+            }
+            for start in t.match_indices('"').map(|(i, _)| i).take(8) {
+                let mut words = Scan { b: t.as_bytes(), i: start, depth: 0 };
+                let mut bytes = Scan { b: t.as_bytes(), i: start, depth: 0 };
+                assert_eq!(words.string(), string_bytewise(&mut bytes), "{t} at {start}");
+                assert_eq!(words.i, bytes.i);
+            }
+        }
+        assert!(accepted > 1000, "{accepted}");
     }
 
     /// The floats taken without serde are written by serde within both digit bounds.
