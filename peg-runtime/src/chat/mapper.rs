@@ -491,6 +491,9 @@ struct Call {
     tail_at: usize,
     /// The length of `written` when it was found to fit the tool's schema.
     fits_at: Option<usize>,
+    /// The arguments came whole, a JSON object that surely fits the schema: checked as they
+    /// went out and not kept, so `written` holds only what came after them.
+    fitted_whole: bool,
     /// What was repaired to make the arguments valid JSON, for the recovery's detail.
     escaped_control: bool,
     closed_open: bool,
@@ -543,6 +546,16 @@ fn put_known_args(call: &mut Call, s: &str, sink: &mut dyn Sink) {
     if let Some(w) = &mut call.written {
         w.push_str(s);
     }
+    emit_args(call, s, sink);
+}
+
+/// Whether `s` is only JSON whitespace (or empty).
+fn is_json_space(s: &str) -> bool {
+    s.bytes().all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+}
+
+/// Sends argument text to the sink, or to the call's buffer until its header is out.
+fn emit_args(call: &mut Call, s: &str, sink: &mut dyn Sink) {
     match call.index {
         Some(i) => sink.args(i, s),
         None => call.buffer.push_str(s),
@@ -631,12 +644,15 @@ impl Fold {
         call.trim.started = true;
         call.args_any = true;
         call.tail().skip_value();
-        put_known_args(call, text, sink);
+        if fits {
+            // Checked already: a copy kept for the check would be the only one.
+            call.fitted_whole = true;
+            emit_args(call, text, sink);
+        } else {
+            put_known_args(call, text, sink);
+        }
         // The tail followed the value whole.
         call.tail_at = call.written.as_ref().map_or(0, String::len);
-        if fits {
-            call.fits_at = call.written.as_ref().map(String::len);
-        }
         true
     }
 
@@ -889,11 +905,15 @@ impl Fold {
         };
         // The one-pass check settles nearly every call; what it cannot, the value decides.
         let sure = match schema {
+            _ if call.fitted_whole => true,
             _ if call.fits_at == Some(args.len()) => true,
             Some(s) => s.surely_fits(args),
             None => super::args_direct::surely_object(args),
         };
-        let misfit = if sure {
+        let misfit = if call.fitted_whole && !is_json_space(args) {
+            // Anything but whitespace after a whole JSON object leaves no JSON object.
+            Some("are not a JSON object".to_owned())
+        } else if sure {
             None
         } else {
             match serde_json::from_str::<serde_json::Value>(args) {
@@ -962,6 +982,9 @@ impl Fold {
     /// call's schema (the one-pass check); a yes is kept for [`Fold::check_call`].
     fn surely_fits(call: &mut Call, cx: &Context) -> bool {
         let Some(args) = &call.written else { return false };
+        if call.fitted_whole {
+            return is_json_space(args);
+        }
         if call.fits_at == Some(args.len()) {
             return true;
         }
@@ -1691,6 +1714,32 @@ mod tests {
         changed.nodes[last].end -= 2;
         changed.nodes[last].children.pop();
         assert_eq!(walk(&changed, &mut d.folded.clone()), walk(&changed, &mut Vec::new()));
+    }
+
+    /// Whole arguments checked as they go out are not kept; what comes after them in the same
+    /// call decides as it would have with them: whitespace keeps them fitting, anything else
+    /// leaves no JSON object.
+    #[test]
+    fn whole_arguments_that_fit_are_not_kept() {
+        let schema = serde_json::json!({"type": "object", "properties": {"a": {"type": "integer"}}});
+        let tools = HashMap::from([("f".to_owned(), Some(Arc::new(ArgsSchema::new(&schema))))]);
+        let cx = Context { has_scopes: true, id_prefix: "call_".into(), tools, ..Context::default() };
+        let verdicts = |after: &[&str]| {
+            let mut f = Fold::default();
+            let mut sink = MessageSink::default();
+            f.structural(Kind::NewCall, "", &cx, &mut sink);
+            f.structural(Kind::ToolName, "f", &cx, &mut sink);
+            f.text(Kind::ToolArgs, " {\"a\": 1} ", true, true, &cx, &mut sink);
+            assert!(f.call.as_ref().is_some_and(|c| c.fitted_whole && c.written.as_deref() == Some("")));
+            for piece in after {
+                f.text(Kind::ToolArgs, piece, true, true, &cx, &mut sink);
+            }
+            f.structural(Kind::EndCall, "", &cx, &mut sink);
+            (sink.message.tool_calls[0].arguments.clone(), f.recoveries.iter().map(|r| r.kind).collect::<Vec<_>>())
+        };
+        assert_eq!(verdicts(&[]), ("{\"a\": 1}".to_owned(), vec![]));
+        assert_eq!(verdicts(&[" \n"]).1, []);
+        assert_eq!(verdicts(&["{\"a\": 2}"]).1, [RecoveryKind::ArgumentsOutsideSchema]);
     }
 
     #[test]
