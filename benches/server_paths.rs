@@ -14,7 +14,9 @@
 //!
 //! Run: `cargo bench --bench server_paths` (add a filter, e.g. `-- oneshot`, to run one group).
 //! `SERVER_PATHS_ONCE=NAME` parses one `oneshot` case once and exits, for instruction counts
-//! under `valgrind --tool=callgrind` (`none` for the setup alone, to subtract).
+//! under `valgrind --tool=callgrind` (`none` for the setup alone, to subtract);
+//! `SERVER_PATHS_REPS=N` parses it N times (N=11 minus N=1, divided by ten: one parse, without
+//! the setup's run-to-run noise).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -68,9 +70,12 @@ fn oneshot(c: &mut Criterion, shared: &shared_data::Shared) {
         ("string_arg_64k", tools.parser(Strictness::Lenient), string_arg_output(64 * 1024)),
     ];
     if let Ok(only) = std::env::var("SERVER_PATHS_ONCE") {
+        let reps = std::env::var("SERVER_PATHS_REPS").ok().and_then(|r| r.parse().ok()).unwrap_or(1);
         for (name, parser, output) in &cases {
             if *name == only {
-                black_box(parser.parse(black_box(output), ParseMode::Complete).unwrap());
+                for _ in 0..reps {
+                    black_box(parser.parse(black_box(output), ParseMode::Complete).unwrap());
+                }
             }
         }
         return;

@@ -178,14 +178,11 @@ pub(crate) fn short_escape(c: u8, py: bool) -> bool {
 }
 
 /// Where the run of a `quote`d string's body starting at `from` ends, over plain printable
-/// ASCII and short escapes a word at a time (a short string costs one word): at the quote, a
+/// ASCII and short escapes sixteen bytes at a time: at the quote, a
 /// hex escape, an invalid or cut escape, a control or a non-ASCII byte.
 #[inline(always)]
 fn plain_end(input: &[u8], from: usize, quote: u8, py: bool) -> usize {
-    use crate::swar::{escaped_len, has_byte, has_control, non_ascii};
-    let word = |w| has_byte(w, quote) | has_byte(w, b'\\') | has_control(w) | non_ascii(w);
-    let stop = |c: u8| c == quote || c == b'\\' || !(0x20..0x80).contains(&c);
-    from + escaped_len(&input[from..], word, stop, |c| short_escape(c, py)).0
+    from + crate::swar::escaped_len(&input[from..], quote, true, |c| short_escape(c, py)).0
 }
 
 const WORDS: [&[u8]; 6] = [b"true", b"false", b"null", b"True", b"False", b"None"];

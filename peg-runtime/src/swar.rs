@@ -1,6 +1,7 @@
-//! Word-at-a-time (SWAR) byte searches: eight bytes per step without SIMD intrinsics, for the
-//! short runs between the special bytes of JSON and Python text, where a vectorized search's
-//! setup costs more than it saves.
+//! Byte searches a word or a block at a time without SIMD intrinsics, for the short runs
+//! between the special bytes of JSON and Python text, where a general vectorized search's setup
+//! costs more than it saves: word-at-a-time (SWAR) flags, and fixed-size blocks the compiler
+//! turns into vector compares.
 
 /// The high bit of each byte of `w` equal to `x` (the lowest exact, those above it may be
 /// false: a borrow).
@@ -25,13 +26,7 @@ pub(crate) fn has_control(w: u64) -> u64 {
 /// ends at the word's lowest flag.
 #[inline(always)]
 pub(crate) fn plain_len(b: &[u8], word: impl Fn(u64) -> u64, stop: impl Fn(u8) -> bool) -> usize {
-    plain_end(b, 0, &word, &stop)
-}
-
-/// Where the run of bytes of `b` from `i` without a byte for which `stop` holds ends (as
-/// [`plain_len`]).
-#[inline(always)]
-fn plain_end(b: &[u8], mut i: usize, word: impl Fn(u64) -> u64, stop: impl Fn(u8) -> bool) -> usize {
+    let mut i = 0;
     while let Some(w) = b.get(i..i + 8) {
         let flags = word(u64::from_le_bytes(w.try_into().unwrap_or_default()));
         if flags != 0 {
@@ -43,40 +38,100 @@ fn plain_end(b: &[u8], mut i: usize, word: impl Fn(u64) -> u64, stop: impl Fn(u8
     i + tail.iter().position(|&c| stop(c)).unwrap_or(tail.len())
 }
 
-/// The high bit of each byte of `w` from 0x80 (exact: no borrow).
+/// The length of the prefix of a string body `b` (quoted with `quote`) made of plain bytes
+/// and two-byte escapes, and whether it holds an escape. It ends at the quote, a control byte,
+/// a byte from 0x80 if `non_ascii`, or a backslash but one whose next byte `short` takes
+/// (that escape is skipped whole: code escapes a quote or backslash every few bytes, and an
+/// escape must not end the fast loop).
 #[inline(always)]
-pub(crate) fn non_ascii(w: u64) -> u64 {
-    w & (LO * 0x80)
-}
-
-/// The length of the prefix of `b` made of plain bytes and two-byte escapes, and whether it
-/// holds an escape: runs as [`plain_len`] (`word` and `stop` flag the backslash too), each
-/// backslash whose next byte `short` takes skipped with that byte, so an escape does not end
-/// the word loop's run. It ends at any other byte `word` flags: a quote, a backslash before
-/// another escape (or at the end of `b`).
-#[inline(always)]
-pub(crate) fn escaped_len(b: &[u8], word: impl Fn(u64) -> u64, stop: impl Fn(u8) -> bool, short: impl Fn(u8) -> bool) -> (usize, bool) {
+pub(crate) fn escaped_len(b: &[u8], quote: u8, non_ascii: bool, short: impl Fn(u8) -> bool) -> (usize, bool) {
     let mut i = 0;
     let mut escaped = false;
-    loop {
-        i = plain_end(b, i, &word, &stop);
-        match (b.get(i), b.get(i + 1)) {
-            (Some(b'\\'), Some(&c)) if short(c) => {
-                i += 2;
-                escaped = true;
+    'blocks: while let Some(block) = b.get(i..i + 16) {
+        let Ok(block) = <&[u8; 16]>::try_from(block) else { break };
+        let mut stops = string_stops(block, quote, non_ascii);
+        while stops != 0 {
+            let k = stops.trailing_zeros() as usize;
+            let at = i + k;
+            if b[at] != b'\\' || !b.get(at + 1).is_some_and(|&n| short(n)) {
+                return (at, escaped);
             }
-            _ => return (i, escaped),
+            escaped = true;
+            if k >= 14 {
+                // The escape ends at or past the block's end: go on after it.
+                i = at + 2;
+                continue 'blocks;
+            }
+            // The escape's two bytes are passed.
+            stops &= !0 << (k + 2);
+        }
+        i += 16;
+    }
+    while let Some(&c) = b.get(i) {
+        if is_string_stop(c, quote, non_ascii) {
+            if c != b'\\' || !b.get(i + 1).is_some_and(|&n| short(n)) {
+                return (i, escaped);
+            }
+            escaped = true;
+            i += 2;
+        } else {
+            i += 1;
         }
     }
+    (i, escaped)
 }
+
+#[inline(always)]
+fn is_string_stop(c: u8, quote: u8, non_ascii: bool) -> bool {
+    (c == quote) | (c == b'\\') | (c < 0x20) | (non_ascii & (c >= 0x80))
+}
+
+/// A bit per byte of `block` for which [`is_string_stop`] holds: SSE2 compares and one mask.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn string_stops(block: &[u8; 16], quote: u8, non_ascii: bool) -> u32 {
+    use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8, _mm_set_epi64x};
+    let half = |h: &[u8]| i64::from_le_bytes(h.try_into().unwrap_or_default());
+    let (lo, hi) = (half(&block[..8]), half(&block[8..]));
+    // SAFETY: SSE2 is part of every x86-64 target; these intrinsics read no memory.
+    let (stops, high) = unsafe {
+        let v = _mm_set_epi64x(hi, lo);
+        let quotes = _mm_cmpeq_epi8(v, _mm_set1_epi8(quote as i8));
+        let backslashes = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
+        // Below 0x20, unsigned: the byte is its own minimum with 0x1f.
+        let controls = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v);
+        // The mask of the bytes themselves is their high bits: the bytes from 0x80.
+        (_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(quotes, backslashes), controls)), _mm_movemask_epi8(v))
+    };
+    let stops = stops as u32;
+    if non_ascii {
+        stops | high as u32
+    } else {
+        stops
+    }
+}
+
+/// [`string_stops`] a byte at a time (other targets, and the reference of the vector one).
+#[cfg(any(test, not(target_arch = "x86_64")))]
+#[inline(always)]
+fn string_stops_bytewise(block: &[u8; 16], quote: u8, non_ascii: bool) -> u32 {
+    let mut stops = 0;
+    for (k, &c) in block.iter().enumerate() {
+        stops |= u32::from(is_string_stop(c, quote, non_ascii)) << k;
+    }
+    stops
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+use string_stops_bytewise as string_stops;
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// `escaped_len` of a JSON string body (stopping at `"`, `\` and control bytes; short
-    /// escapes of `"`, `\` and `n`), a byte at a time.
-    fn reference(b: &[u8]) -> (usize, bool) {
+    /// `escaped_len` of a JSON string body (stopping at `"`, `\` and control bytes, and at
+    /// bytes from 0x80 if `non_ascii`; short escapes of `"`, `\` and `n`), a byte at a time.
+    fn reference(b: &[u8], non_ascii: bool) -> (usize, bool) {
         let (mut i, mut escaped) = (0, false);
         loop {
             match b.get(i) {
@@ -84,29 +139,48 @@ mod tests {
                     i += 2;
                     escaped = true;
                 }
-                Some(&c) if c != b'"' && c != b'\\' && c >= 0x20 => i += 1,
+                Some(&c) if c != b'"' && c != b'\\' && c >= 0x20 && !(non_ascii && c >= 0x80) => i += 1,
                 _ => return (i, escaped),
             }
         }
     }
 
-    fn fast(b: &[u8]) -> (usize, bool) {
-        let word = |w| has_byte(w, b'"') | has_byte(w, b'\\') | has_control(w);
-        escaped_len(b, word, |c| c == b'"' || c == b'\\' || c < 0x20, |c| matches!(c, b'"' | b'\\' | b'n'))
+    fn fast(b: &[u8], non_ascii: bool) -> (usize, bool) {
+        escaped_len(b, b'"', non_ascii, |c| matches!(c, b'"' | b'\\' | b'n'))
+    }
+
+    #[test]
+    fn string_stops_equal_their_bytewise_reference() {
+        let mut x = 0x2545_f491_4f6c_dd1d_u64;
+        for _ in 0..20000 {
+            let mut block = [0u8; 16];
+            for b in &mut block {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                // Near the boundaries that matter: 0x1f/0x20, the quotes, the backslash, 0x7f/0x80.
+                *b = [0x00, 0x1f, 0x20, b'"', b'\'', b'\\', b'a', 0x7f, 0x80, 0xff][(x % 10) as usize].wrapping_add((x >> 8) as u8 % 2);
+            }
+            for (quote, non_ascii) in [(b'"', false), (b'"', true), (b'\'', true)] {
+                assert_eq!(string_stops(&block, quote, non_ascii), string_stops_bytewise(&block, quote, non_ascii), "{block:?}");
+            }
+        }
     }
 
     /// Escapes and runs of backslashes of every length before a quote, at every offset in a
-    /// word, and random mixes of the bytes that matter.
+    /// block, and random mixes of the bytes that matter, long enough for several blocks.
     #[test]
     fn escaped_len_matches_a_byte_at_a_time_scan() {
-        for run in 0..20 {
-            for offset in 0..17 {
-                for end in [&b"\""[..], b"n", b"u", b"\x01", b"x\"", b""] {
-                    let mut b = vec![b'a'; offset];
-                    b.extend(std::iter::repeat_n(b'\\', run));
-                    b.extend_from_slice(end);
-                    b.extend_from_slice(b"tail\"");
-                    assert_eq!(fast(&b), reference(&b), "{:?}", String::from_utf8_lossy(&b));
+        for non_ascii in [false, true] {
+            for run in 0..20 {
+                for offset in 0..33 {
+                    for end in [&b"\""[..], b"n", b"u", b"\x01", b"\xc3\xa9\"", b"x\"", b""] {
+                        let mut b = vec![b'a'; offset];
+                        b.extend(std::iter::repeat_n(b'\\', run));
+                        b.extend_from_slice(end);
+                        b.extend_from_slice(b"tail\"");
+                        assert_eq!(fast(&b, non_ascii), reference(&b, non_ascii), "{:?}", String::from_utf8_lossy(&b));
+                    }
                 }
             }
         }
@@ -117,11 +191,14 @@ mod tests {
             x ^= x << 17;
             (x % n as u64) as usize
         };
-        let alphabet = b"\\\\\\\"\"nu\x01\x1f aZ~\x7f\x80\xff";
+        // Mostly plain bytes, so that runs cross blocks.
+        let alphabet = b"\\\\\\\"\"nu\x01\x1f aZ~\x7f\x80\xffabcdefghijklmnopqrstuvwxyz0123456789";
         for _ in 0..20000 {
-            let len = draw(40);
+            let len = draw(80);
             let b: Vec<u8> = (0..len).map(|_| alphabet[draw(alphabet.len())]).collect();
-            assert_eq!(fast(&b), reference(&b), "{b:?}");
+            for non_ascii in [false, true] {
+                assert_eq!(fast(&b, non_ascii), reference(&b, non_ascii), "{b:?}");
+            }
         }
     }
 }

@@ -10,7 +10,7 @@
 use serde_json::Value;
 
 use crate::json::short_escape;
-use crate::swar::{escaped_len, has_byte, has_control};
+use crate::swar::escaped_len;
 
 /// Containers nested past this leave the verdict to the full check (serde's own limit is 128).
 const MAX_NESTING: usize = 64;
@@ -328,7 +328,7 @@ impl Scan<'_> {
         if self.peek()? != b'"' {
             return None;
         }
-        let key = self.short_plain_string().or_else(|| self.string())?;
+        let key = self.string()?;
         self.ws();
         self.eat(b':')?;
         self.ws();
@@ -351,25 +351,6 @@ impl Scan<'_> {
         (seen & o.required == o.required).then_some(())
     }
 
-    /// [`Scan::string`] of a short string of printable ASCII (most keys), a byte at a time:
-    /// for a few bytes a word's setup costs more. `None` (nothing read) for anything else.
-    #[inline(always)]
-    fn short_plain_string(&mut self) -> Option<(usize, usize, bool)> {
-        let start = self.i + 1;
-        let body = self.b.get(start..)?;
-        for (k, &c) in body.iter().take(16).enumerate() {
-            match c {
-                b'"' => {
-                    self.i = start + k + 1;
-                    return Some((start, start + k, false));
-                }
-                b'\\' | 0..=0x1f | 0x80.. => return None,
-                _ => {}
-            }
-        }
-        None
-    }
-
     /// A string at `"`: the span of its body and whether it holds escapes. `None` for what
     /// serde refuses (control characters, unknown escapes) and for `\u` surrogates.
     // Most strings are short keys: a call costs as much as their word.
@@ -381,12 +362,7 @@ impl Scan<'_> {
         let mut escaped = false;
         loop {
             // To the next quote, control byte or escape of more than two bytes.
-            let (run, short) = escaped_len(
-                b.get(i..)?,
-                |w| has_byte(w, b'"') | has_byte(w, b'\\') | has_control(w),
-                |c| matches!(c, b'"' | b'\\') || c < 0x20,
-                |c| short_escape(c, false),
-            );
+            let (run, short) = escaped_len(b.get(i..)?, b'"', false, |c| short_escape(c, false));
             i += run;
             escaped |= short;
             match *b.get(i)? {
