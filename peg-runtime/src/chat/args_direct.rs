@@ -265,8 +265,11 @@ impl Scan<'_> {
         }
     }
 
-    fn word(&mut self, w: &[u8]) -> Option<()> {
-        self.b[self.i..].starts_with(w).then(|| self.i += w.len())
+    /// A literal of `N` bytes (a fixed size: compared in registers, not by a call).
+    #[inline(always)]
+    fn word<const N: usize>(&mut self, w: &[u8; N]) -> Option<()> {
+        let at = self.b.get(self.i..self.i + N)?;
+        (at == w).then(|| self.i += N)
     }
 
     fn nest(&mut self) -> Option<()> {
@@ -465,7 +468,13 @@ impl Scan<'_> {
 /// its shortest digits are the significand's, and with its point at most 16 digits in (and
 /// at most 16 digits after it when it is below 1) both notations fit.
 fn short_float(int: &[u8], frac: &[u8], exp: i32) -> bool {
-    let n = int.iter().chain(frac).skip_while(|&&c| c == b'0').count();
+    let zeros = |d: &mut dyn Iterator<Item = &u8>| d.take_while(|&&c| c == b'0').count();
+    // The digits `int` then `frac`, without leading zeros.
+    let lead = match zeros(&mut int.iter()) {
+        z if z == int.len() => z + zeros(&mut frac.iter()),
+        z => z,
+    };
+    let n = int.len() + frac.len() - lead;
     if n == 0 {
         // Zero: `0.0` or `-0.0`.
         return true;
@@ -475,7 +484,10 @@ fn short_float(int: &[u8], frac: &[u8], exp: i32) -> bool {
         return false;
     }
     // The significant digits without trailing zeros, and the point after `p` of them.
-    let trailing = int.iter().chain(frac).rev().take_while(|&&c| c == b'0').count();
+    let trailing = match zeros(&mut frac.iter().rev()) {
+        z if z == frac.len() => z + zeros(&mut int.iter().rev()),
+        z => z,
+    };
     let kept = (n - trailing) as i32;
     let p = n as i32 + e10;
     p <= 16 && (p > 0 || kept - p <= 16)
