@@ -863,13 +863,8 @@ mod tests {
             b"\xe2\x9c",
             b"plain text",
         ];
-        let mut x = 0x5eed_u64;
-        let mut draw = |n: usize| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x % n as u64) as usize
-        };
+        let mut rng = crate::test_rng::Rng(0x5eed);
+        let mut draw = |n: usize| rng.below(n);
         for _ in 0..5000 {
             let quote = [b'"', b'\''][draw(2)];
             let mut t = vec![b'[', quote];

@@ -66,6 +66,8 @@ mod resume;
 pub mod schema;
 mod session;
 mod swar;
+#[cfg(test)]
+mod test_rng;
 
 pub use arena::{Arena, ArenaData, JsonKind, Node, NodeId, PythonKind};
 pub use ast::{Ast, AstId, AstNode, Visit};

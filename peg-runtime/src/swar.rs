@@ -128,6 +128,7 @@ use string_stops_bytewise as string_stops;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_rng::Rng;
 
     /// `escaped_len` of a JSON string body (stopping at `"`, `\` and control bytes, and at
     /// bytes from 0x80 if `non_ascii`; short escapes of `"`, `\` and `n`), a byte at a time.
@@ -151,15 +152,12 @@ mod tests {
 
     #[test]
     fn string_stops_equal_their_bytewise_reference() {
-        let mut x = 0x2545_f491_4f6c_dd1d_u64;
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
         for _ in 0..20000 {
             let mut block = [0u8; 16];
             for b in &mut block {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
                 // Near the boundaries that matter: 0x1f/0x20, the quotes, the backslash, 0x7f/0x80.
-                *b = [0x00, 0x1f, 0x20, b'"', b'\'', b'\\', b'a', 0x7f, 0x80, 0xff][(x % 10) as usize].wrapping_add((x >> 8) as u8 % 2);
+                *b = rng.pick(&[0x00, 0x1f, 0x20, b'"', b'\'', b'\\', b'a', 0x7f, 0x80, 0xff]).wrapping_add(rng.below(2) as u8);
             }
             for (quote, non_ascii) in [(b'"', false), (b'"', true), (b'\'', true)] {
                 assert_eq!(string_stops(&block, quote, non_ascii), string_stops_bytewise(&block, quote, non_ascii), "{block:?}");
@@ -184,13 +182,8 @@ mod tests {
                 }
             }
         }
-        let mut x = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut draw = |n: usize| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x % n as u64) as usize
-        };
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut draw = |n: usize| rng.below(n);
         // Mostly plain bytes, so that runs cross blocks.
         let alphabet = b"\\\\\\\"\"nu\x01\x1f aZ~\x7f\x80\xffabcdefghijklmnopqrstuvwxyz0123456789";
         for _ in 0..20000 {

@@ -551,21 +551,7 @@ mod tests {
     use super::*;
     use crate::chat::args_schema::ArgsSchema;
     use crate::gbnf::Grammar;
-
-    /// A seeded xorshift: draws are replayable.
-    struct Rng(u64);
-
-    impl Rng {
-        fn below(&mut self, n: usize) -> usize {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            (self.0 % n as u64) as usize
-        }
-        fn pick<T: Clone>(&mut self, xs: &[T]) -> T {
-            xs[self.below(xs.len())].clone()
-        }
-    }
+    use crate::test_rng::Rng;
 
     const NAMES: &[&str] = &["a", "b", "city", "days", "x", "ab", "é"];
 
