@@ -1,20 +1,23 @@
-//! Byte searches a word or a block at a time without SIMD intrinsics, for the short runs
-//! between the special bytes of JSON and Python text, where a general vectorized search's setup
-//! costs more than it saves: word-at-a-time (SWAR) flags, and fixed-size blocks the compiler
-//! turns into vector compares.
+//! Byte searches for the short runs between the special bytes of JSON and Python text, where a
+//! general vectorized search's setup costs more than it saves: word-at-a-time (SWAR) flags for
+//! the chat layer's normalizer, and string bodies sixteen bytes at a time for the JSON scanner
+//! and the one-pass check (an SSE2 mask on x86-64, a byte loop elsewhere).
 
 /// The high bit of each byte of `w` equal to `x` (the lowest exact, those above it may be
 /// false: a borrow).
+#[cfg(feature = "chat")]
 #[inline(always)]
 pub(crate) fn has_byte(w: u64, x: u8) -> u64 {
     let v = w ^ (u64::from(x) * LO);
     v.wrapping_sub(LO) & !v & (LO * 0x80)
 }
 
+#[cfg(feature = "chat")]
 const LO: u64 = 0x0101_0101_0101_0101;
 
 /// The high bit of each byte of `w` below 0x20, a control byte (the lowest exact, as
 /// [`has_byte`]).
+#[cfg(feature = "chat")]
 #[inline(always)]
 pub(crate) fn has_control(w: u64) -> u64 {
     w.wrapping_sub(LO * 0x20) & !w & (LO * 0x80)
@@ -24,6 +27,7 @@ pub(crate) fn has_control(w: u64) -> u64 {
 /// high bit of each such byte of a word (as [`has_byte`] and [`has_control`] do: the lowest
 /// flag exact, those above it may be false), so a run is skipped eight bytes at a time and
 /// ends at the word's lowest flag.
+#[cfg(feature = "chat")]
 #[inline(always)]
 pub(crate) fn plain_len(b: &[u8], word: impl Fn(u64) -> u64, stop: impl Fn(u8) -> bool) -> usize {
     let mut i = 0;
