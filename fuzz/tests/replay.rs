@@ -12,7 +12,10 @@ use std::path::{Path, PathBuf};
 use chat_peg_fuzz::{check_of, corpus_files, TARGETS};
 
 /// Regressions that fail today: target, file name under `regressions/<target>/`, and why.
-const KNOWN_FAILING: &[(&str, &str, &str)] = &[];
+const KNOWN_FAILING: &[(&str, &str, &str)] = &[
+    ("chat", "stream-args-repaired-vs-one-shot-kimi", "streamed `{` of arguments that turn out not JSON is closed and reported as repaired; the one-shot parse has no arguments"),
+    ("chat", "stream-args-vs-one-shot-invalid-object-kimi", "streamed arguments of an object that turns invalid cannot be taken back; the one-shot parse moves them to content"),
+];
 
 fn dir(kind: &str, target: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(kind).join(target)
