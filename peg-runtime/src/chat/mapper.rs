@@ -489,8 +489,9 @@ struct Call {
     /// kept, the tail follows it only when asked ([`Call::tail`]): up to `tail_at`.
     tail: JsonTail,
     tail_at: usize,
-    /// The length of `written` when it was found to fit the tool's schema.
-    fits_at: Option<usize>,
+    /// The one-pass check's verdict on `written` ([`Fold::surely_fits`]) and the length it was
+    /// given for.
+    checked: Option<(usize, bool)>,
     /// The arguments came whole, a JSON object that surely fits the schema: checked as they
     /// went out and not kept, so `written` holds only what came after them.
     fitted_whole: bool,
@@ -521,10 +522,12 @@ fn put_args(call: &mut Call, s: &str, sink: &mut dyn Sink) {
         return;
     }
     call.args_any = true;
-    if call.written.is_none() {
-        call.tail.push(s);
+    match &mut call.written {
+        // The tail follows the kept text when asked (`Call::tail`).
+        Some(w) => w.push_str(s),
+        None => call.tail.push(s),
     }
-    put_known_args(call, s, sink);
+    emit_args(call, s, sink);
 }
 
 impl Call {
@@ -539,14 +542,6 @@ impl Call {
         }
         &mut self.tail
     }
-}
-
-/// [`put_args`] of text the tail already followed.
-fn put_known_args(call: &mut Call, s: &str, sink: &mut dyn Sink) {
-    if let Some(w) = &mut call.written {
-        w.push_str(s);
-    }
-    emit_args(call, s, sink);
 }
 
 /// Whether `s` is only JSON whitespace (or empty).
@@ -647,12 +642,12 @@ impl Fold {
         if fits {
             // Checked already: a copy kept for the check would be the only one.
             call.fitted_whole = true;
-            emit_args(call, text, sink);
-        } else {
-            put_known_args(call, text, sink);
+        } else if let Some(w) = &mut call.written {
+            w.push_str(text);
         }
         // The tail followed the value whole.
         call.tail_at = call.written.as_ref().map_or(0, String::len);
+        emit_args(call, text, sink);
         true
     }
 
@@ -888,7 +883,9 @@ impl Fold {
 
     /// Flags call `index` if it does not fit the request's tools: an unknown name, arguments
     /// that are no JSON object or do not fit the tool's schema.
-    fn check_call(&mut self, index: usize, call: &Call, cx: &Context) {
+    fn check_call(&mut self, index: usize, call: &mut Call, cx: &Context) {
+        // The one-pass check settles nearly every call; what it cannot, the value decides.
+        let sure = Self::surely_fits(call, cx);
         let Some(args) = &call.written else { return };
         let span = (call.start, call.end.max(call.start));
         let name = call.name.as_deref().unwrap_or("");
@@ -903,18 +900,11 @@ impl Fold {
                 None
             }
         };
-        // The one-pass check settles nearly every call; what it cannot, the value decides.
-        let sure = match schema {
-            _ if call.fitted_whole => true,
-            _ if call.fits_at == Some(args.len()) => true,
-            Some(s) => s.surely_fits(args),
-            None => super::args_direct::surely_object(args),
-        };
-        let misfit = if call.fitted_whole && !is_json_space(args) {
+        let misfit = if sure {
+            None
+        } else if call.fitted_whole {
             // Anything but whitespace after a whole JSON object leaves no JSON object.
             Some("are not a JSON object".to_owned())
-        } else if sure {
-            None
         } else {
             match serde_json::from_str::<serde_json::Value>(args) {
                 Ok(v) if v.is_object() => match schema {
@@ -974,25 +964,28 @@ impl Fold {
                 };
                 self.record(RecoveryKind::ArgumentsRepaired, (call.start, call.end.max(call.start)), format!("call {index}: {what}"), cx);
             }
-            self.check_call(index, &call, cx);
+            self.check_call(index, &mut call, cx);
         }
     }
 
-    /// Whether the argument text written so far is a whole JSON value that surely fits the
-    /// call's schema (the one-pass check); a yes is kept for [`Fold::check_call`].
+    /// Whether the argument text written so far is surely one JSON object that fits the
+    /// call's schema (without a schema: surely an object), by the one-pass check. The verdict
+    /// is kept until more text is written, so ending a call checks it once.
     fn surely_fits(call: &mut Call, cx: &Context) -> bool {
         let Some(args) = &call.written else { return false };
         if call.fitted_whole {
             return is_json_space(args);
         }
-        if call.fits_at == Some(args.len()) {
-            return true;
+        if let Some((len, fits)) = call.checked {
+            if len == args.len() {
+                return fits;
+            }
         }
-        let Some(schema) = call.name.as_deref().and_then(|n| cx.tools.get(n)).and_then(Option::as_deref) else { return false };
-        let fits = schema.surely_fits(args);
-        if fits {
-            call.fits_at = Some(args.len());
-        }
+        let fits = match call.name.as_deref().and_then(|n| cx.tools.get(n)).and_then(Option::as_deref) {
+            Some(schema) => schema.surely_fits(args),
+            None => super::args_direct::surely_object(args),
+        };
+        call.checked = Some((args.len(), fits));
         fits
     }
 
@@ -1177,19 +1170,36 @@ impl Driver {
         if !n.partial || n.start != start || n.end < read || n.end > input.len() {
             return false;
         }
-        let (text, to) = match std::str::from_utf8(&input[read..n.end]) {
-            Ok(t) => (Cow::Borrowed(t), n.end),
+        let to = self.fold_text((kind, start), input, (read, n.end), (false, false), cx, sink);
+        self.growing = Some((kind, start, to));
+        true
+    }
+
+    /// Folds the bytes `from..end` of the text node (`kind`, `start`), with its (first,
+    /// sealed) flags; a growing node is read up to a whole character. Returns where it was
+    /// read to.
+    #[inline]
+    fn fold_text(
+        &mut self,
+        (kind, start): (Kind, usize),
+        input: &[u8],
+        (from, end): (usize, usize),
+        (first, sealed): (bool, bool),
+        cx: &Context,
+        sink: &mut dyn Sink,
+    ) -> usize {
+        let (text, to) = match std::str::from_utf8(&input[from..end]) {
+            Ok(t) => (Cow::Borrowed(t), end),
             Err(_) => {
-                let to = utf8_safe_end(input, read, n.end);
-                (json_text::lossy(&input[read..to]), to)
+                let to = if sealed { end } else { utf8_safe_end(input, from, end) };
+                (json_text::lossy(&input[from..to]), to)
             }
         };
         self.fold.at = (start, to);
-        self.fold.text(kind, &text, false, false, cx, sink);
+        self.fold.text(kind, &text, first, sealed, cx, sink);
         self.fold.reach();
         self.fold.pos = self.fold.pos.max(to);
-        self.growing = Some((kind, start, to));
-        true
+        to
     }
 
     /// [`Driver::advance`]; where the parse no longer agrees with the fold, it is folded afresh,
@@ -1268,12 +1278,7 @@ impl Driver {
                 if ev.kind == Kind::ToolArgs && !ev.sealed && first && input[ev.start..ev.end].trim_ascii_start().first() != Some(&b'{') {
                     break;
                 }
-                let to = if ev.sealed { ev.end } else { utf8_safe_end(input, from, ev.end) };
-                let text = json_text::lossy(&input[from..to]);
-                self.fold.at = (ev.start, to);
-                self.fold.text(ev.kind, &text, first, ev.sealed, cx, sink);
-                self.fold.reach();
-                self.fold.pos = self.fold.pos.max(to);
+                let to = self.fold_text((ev.kind, ev.start), input, (from, ev.end), (first, ev.sealed), cx, sink);
                 if !ev.sealed {
                     self.growing = Some((ev.kind, ev.start, to));
                     self.in_place = (!fragile).then_some(ev.node);
@@ -1666,9 +1671,8 @@ mod tests {
         assert_eq!(m.content, "hello world");
     }
 
-    /// Ids after the arguments: the call is announced without an id when its arguments start,
-    /// they stream live, and the id follows in a fragment of its own once read (or generated
-    /// when the call ends); an id that comes first is in the header.
+    /// A stream of calls: the calls folded are remembered per sibling list, so later walks
+    /// count them instead of visiting them, and give the events a full walk gives.
     #[test]
     fn folded_calls_are_counted_not_walked() {
         use T::N;
@@ -1742,6 +1746,9 @@ mod tests {
         assert_eq!(verdicts(&["{\"a\": 2}"]).1, [RecoveryKind::ArgumentsOutsideSchema]);
     }
 
+    /// Ids after the arguments: the call is announced without an id when its arguments start,
+    /// they stream live, and the id follows in a fragment of its own once read (or generated
+    /// when the call ends); an id that comes first is in the header.
     #[test]
     fn ids_after_the_arguments_come_in_a_later_fragment() {
         use crate::chat::{ChatDelta, ToolCallDelta};
