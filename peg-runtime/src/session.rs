@@ -15,7 +15,9 @@ use crate::ast::AstId;
 use crate::ast::AstNode;
 use crate::error::Error;
 use crate::json::Scanner;
-use crate::parse::{finish_output_with_order, memoizable, until_scan, Engine, Entry, Link, Memo, Outcome, ParseOptions, ParseOutput, ParseResult, Resume};
+use crate::parse::{
+    canonical_into, finish_output_with_order, memoizable, until_scan, Engine, Entry, Link, Memo, Outcome, ParseOptions, ParseOutput, ParseResult, Resume,
+};
 
 /// A streaming parse over input that arrives in chunks.
 ///
@@ -72,7 +74,14 @@ struct Frontier {
     ops: Vec<Op>,
     /// The leaf's resume state (moved out of its memo entry while the frontier lives).
     leaf_resume: Option<Resume>,
+    /// The path, leaf to root, each link with the index of its AST node in the kept output
+    /// (tags/rules whose node is there): when the leaf stops needing input, a parse from one of
+    /// its links rebuilds the part below it (see [`Session::climb`]).
+    path: Vec<Step>,
 }
+
+/// A link of the frontier's path and the index of its AST node in the kept output.
+type Step = (Link, Option<u32>);
 
 /// The common frontier of a streaming tool argument: a JSON/Python scanner in the middle of a
 /// value with only tags/rules above it. An update then resumes the scanner and stores the new end
@@ -197,9 +206,12 @@ impl Session {
             // Rerunning a scanner that stopped is idempotent, so `fast` takes over from here.
             self.end_json();
         }
-        self.in_place = self.fast();
-        if !self.in_place {
-            self.last = self.run(true)?;
+        match self.fast() {
+            Some(in_place) => self.in_place = in_place,
+            None => {
+                self.in_place = false;
+                self.run(true)?;
+            }
         }
         Ok(&self.last)
     }
@@ -217,9 +229,8 @@ impl Session {
     /// ```
     pub fn finish(&mut self) -> Result<ParseOutput, Error> {
         self.in_place = false;
-        let out = self.run(false)?;
-        self.last = out.clone();
-        Ok(out)
+        self.run(false)?;
+        Ok(self.last.clone())
     }
 
     /// The output of the last [`parse`](Session::parse), [`update`](Session::update) or
@@ -277,10 +288,11 @@ impl Session {
         }
     }
 
-    /// The frontier fast path, updating `self.last`; false when the slow path must run.
+    /// The frontier fast path, updating `self.last`: whether only the ends of the path moved;
+    /// `None` when the slow path must run.
     #[inline(never)]
-    fn fast(&mut self) -> bool {
-        let Some(f) = self.frontier.as_mut() else { return false };
+    fn fast(&mut self) -> Option<bool> {
+        let f = self.frontier.as_mut()?;
         let arena = &*self.arena;
         let (leaf, pos) = f.leaf;
         self.memo.generation += 1;
@@ -292,7 +304,7 @@ impl Session {
             if r.outcome == Outcome::NeedMoreInput {
                 let (end, invalid) = (r.end, r.invalid_utf8);
                 apply_ops(&f.ops, end, invalid, &mut self.nodes, &mut self.last);
-                return true;
+                return Some(true);
             }
         }
         let step = match (arena.node(leaf), arena.searcher(leaf)) {
@@ -302,26 +314,139 @@ impl Session {
         };
         let Some((r, resume)) = step else {
             self.frontier = None;
-            return false;
+            return None;
         };
         let resume = if r.touched { resume } else { None };
         if r.outcome != Outcome::NeedMoreInput {
-            // Leave the leaf's result to the slow path, which runs in this same generation.
+            // The parses that follow (from a link of the path, or the slow path's from the
+            // root, which runs in this same generation) find the leaf's result.
             if memoizable(arena.node(leaf)) {
                 let entry = Entry { res: r, generation, ast: Box::new([]), resume };
                 self.memo.map.insert((leaf.0, pos), entry);
             }
+            if self.climb() {
+                return Some(false);
+            }
             self.frontier = None;
             self.memo.generation -= 1;
-            return false;
+            return None;
         }
         f.leaf_resume = resume;
         apply_ops(&f.ops, r.end, r.invalid, &mut self.nodes, &mut self.last);
-        true
+        Some(true)
     }
 
+    /// The frontier's leaf stopped needing input (it matched, or failed): re-parses the path's
+    /// links upwards from the leaf's parent until one still needs more input along a path the
+    /// frontier can follow. Everything above that link is unchanged, as in a parse from the
+    /// root with the memo: its links' earlier children did not look at the end of input, and
+    /// they pass the link's need-more-input up as before. So the output keeps all but what the
+    /// link built, which is a suffix of it in pre-order (nothing lies right of the path), and
+    /// only the path's ends move. A token that completes a literal costs a parse of the
+    /// literal's parent, not of the whole output. `false` when no link below the root qualifies
+    /// (the slow path then parses from the root, in this generation, reusing what was parsed).
+    fn climb(&mut self) -> bool {
+        let Some(f) = self.frontier.take() else { return false };
+        let arena = &*self.arena;
+        let top = f.path.len() - 1;
+        for k in 1..top {
+            let (link, _) = f.path[k];
+            let mut engine = Engine::new(arena, &self.input, true, self.options, &mut self.nodes, Some(&mut self.memo)).nested(top - k);
+            // An error (nesting too deep) is the slow path's to report.
+            let Ok(r) = engine.parse_node(link.id, link.pos) else { return false };
+            if r.outcome != Outcome::NeedMoreInput {
+                continue;
+            }
+            let built = std::mem::take(&mut engine.out);
+            let chain = std::mem::take(&mut engine.chain);
+            drop(engine);
+            if !follows_to_a_leaf(arena, &chain, (link.id, link.pos)) {
+                return false;
+            }
+            let upper = ops_of(arena, &f.path[k + 1..]);
+            let (at, order) = self.splice(&f.path[k..], &built);
+            let mut path: Vec<Step> = chain
+                .into_iter()
+                .map(|mut l| {
+                    l.mark += link.mark;
+                    let out = l.ast.and_then(|a| order.iter().position(|&o| o == a)).map(|i| (at + i) as u32);
+                    (l, out)
+                })
+                .collect();
+            path.extend_from_slice(&f.path[k + 1..]);
+            apply_ops(&upper, r.end, r.invalid, &mut self.nodes, &mut self.last);
+            self.follow(path);
+            return true;
+        }
+        false
+    }
+
+    /// Replaces in the kept output (and the session's own node of the nearest tag/rule above)
+    /// what the link `path[0]` built before with `built`, its new top-level nodes; returns
+    /// where the new nodes start in the output and their ids in the session's nodes.
+    fn splice(&mut self, path: &[Step], built: &[AstId]) -> (usize, Vec<AstId>) {
+        let arena = &*self.arena;
+        let mark = path[0].0.mark;
+        let ast = &mut self.last.ast;
+        let mut order = Vec::new();
+        for (l, out) in &path[1..] {
+            match arena.node(l.id) {
+                // Need more input drops what a lookahead's or an atomic's child built.
+                Node::Peek { .. } | Node::Negate { .. } | Node::Atomic { .. } => return (ast.nodes.len(), order),
+                Node::Tag { .. } | Node::Rule { .. } => {
+                    let Some(parent) = out.map(|o| o as usize) else { return (ast.nodes.len(), order) };
+                    let keep = (mark - l.mark) as usize;
+                    let at = ast.nodes[parent].children.get(keep).map_or(ast.nodes.len(), |c| c.0 as usize);
+                    ast.nodes.truncate(at);
+                    ast.nodes[parent].children.truncate(keep);
+                    canonical_into(&self.nodes, built, Some(parent), ast, &mut order);
+                    if let Some(n) = l.ast.and_then(|a| self.nodes.get_mut(a.0 as usize)) {
+                        n.children.truncate(keep);
+                        n.children.extend_from_slice(built);
+                    }
+                    return (at, order);
+                }
+                _ => {}
+            }
+        }
+        let keep = mark as usize;
+        let at = ast.roots.get(keep).map_or(ast.nodes.len(), |c| c.0 as usize);
+        ast.nodes.truncate(at);
+        ast.roots.truncate(keep);
+        canonical_into(&self.nodes, built, None, ast, &mut order);
+        (at, order)
+    }
+
+    /// Makes `path` (leaf to root, a parse's path to where it needed more input) the frontier,
+    /// with the scanner lane when it applies.
+    fn follow(&mut self, path: Vec<Step>) {
+        let arena = &*self.arena;
+        let ops = ops_of(arena, &path[1..]);
+        let leaf = (path[0].0.id, path[0].0.pos);
+        let mut leaf_resume = self.memo.map.get_mut(&(leaf.0 .0, leaf.1)).and_then(|e| e.resume.take());
+        let labels_only = ops.iter().all(|op| matches!(op, Op::Label { .. }));
+        let json_leaf = if labels_only { leaf_resume.take_if(|r| matches!(r, Resume::Json(_))) } else { None };
+        if let Some(Resume::Json(scanner)) = json_leaf {
+            let (outs, nodes) = ops
+                .iter()
+                .map(|op| match *op {
+                    Op::Label { node, out } => (out.map(|k| k as usize), node.map(|a| a as usize)),
+                    _ => (None, None),
+                })
+                .unzip::<_, _, Vec<_>, Vec<_>>();
+            let outs: Vec<usize> = outs.into_iter().flatten().collect();
+            let more = outs.get(2..).unwrap_or_default().into();
+            let outs = [outs.first().copied().unwrap_or(usize::MAX), outs.get(1).copied().unwrap_or(usize::MAX)];
+            let nodes = nodes.into_iter().flatten().collect();
+            let invalid = scanner.invalid_utf8();
+            self.json = Some(JsonFront { scanner, outs, more, nodes, invalid });
+        }
+        self.frontier = Some(Frontier { leaf, ops, leaf_resume, path });
+    }
+
+    /// A parse from the root (with the memo), kept as the last output.
     #[inline(never)]
-    fn run(&mut self, partial: bool) -> Result<ParseOutput, Error> {
+    fn run(&mut self, partial: bool) -> Result<(), Error> {
         self.end_json();
         if let Some(f) = self.frontier.take() {
             // Hand the leaf's latest state back to its memo entry.
@@ -332,46 +457,21 @@ impl Session {
         }
         let arena = &*self.arena;
         let (output, order, links) = memo_parse(arena, &self.input, partial, self.options, &mut self.nodes, &mut self.memo)?;
-        let usable = partial
-            && output.result.outcome == Outcome::NeedMoreInput
-            && links.first().is_some_and(|l| arena.node(l.id).children().is_empty() && !matches!(arena.node(l.id), Node::Ref { .. }))
-            && links.last().is_some_and(|l| l.id == arena.resolve(arena.root()) && l.pos == 0)
-            && links.iter().all(|l| l.clean);
-        if usable {
-            let mut ops = Vec::new();
-            for l in &links[1..] {
-                match arena.node(l.id) {
-                    Node::Peek { .. } | Node::Negate { .. } => ops.push(Op::Reset(l.pos)),
-                    Node::Sequence { .. } | Node::Repeat { .. } if l.pre_invalid => ops.push(Op::Invalid),
-                    Node::Tag { .. } | Node::Rule { .. } => {
-                        let out = l.ast.and_then(|a| order.iter().position(|&o| o == a)).map(|k| k as u32);
-                        ops.push(Op::Label { node: l.ast.map(|a| a.0), out });
-                    }
-                    _ => {}
-                }
-            }
-            let leaf = (links[0].id, links[0].pos);
-            let mut leaf_resume = self.memo.map.get_mut(&(leaf.0 .0, leaf.1)).and_then(|e| e.resume.take());
-            let labels_only = ops.iter().all(|op| matches!(op, Op::Label { .. }));
-            let json_leaf = if labels_only { leaf_resume.take_if(|r| matches!(r, Resume::Json(_))) } else { None };
-            if let Some(Resume::Json(scanner)) = json_leaf {
-                let (outs, nodes) = ops
-                    .iter()
-                    .map(|op| match *op {
-                        Op::Label { node, out } => (out.map(|k| k as usize), node.map(|a| a as usize)),
-                        _ => (None, None),
-                    })
-                    .unzip::<_, _, Vec<_>, Vec<_>>();
-                let outs: Vec<usize> = outs.into_iter().flatten().collect();
-                let more = outs.get(2..).unwrap_or_default().into();
-                let outs = [outs.first().copied().unwrap_or(usize::MAX), outs.get(1).copied().unwrap_or(usize::MAX)];
-                let nodes = nodes.into_iter().flatten().collect();
-                let invalid = scanner.invalid_utf8();
-                self.json = Some(JsonFront { scanner, outs, more, nodes, invalid });
-            }
-            self.frontier = Some(Frontier { leaf, ops, leaf_resume });
+        let root = (arena.resolve(arena.root()), 0);
+        if partial && output.result.outcome == Outcome::NeedMoreInput && follows_to_a_leaf(arena, &links, root) {
+            let path = links
+                .into_iter()
+                .map(|l| {
+                    let out = l.ast.and_then(|a| order.iter().position(|&o| o == a)).map(|k| k as u32);
+                    (l, out)
+                })
+                .collect();
+            self.last = output;
+            self.follow(path);
+            return Ok(());
         }
-        Ok(output)
+        self.last = output;
+        Ok(())
     }
 }
 
@@ -442,6 +542,28 @@ pub(crate) fn append(input: &mut Vec<u8>, chunk: &[u8]) {
 
 fn empty_output() -> ParseOutput {
     ParseOutput { result: ParseResult { outcome: Outcome::Fail, start: 0, end: 0 }, ast: Default::default() }
+}
+
+/// Whether `links` (leaf first, as a parse that needed more input recorded them) go from a leaf
+/// up to `top` with nothing but the path touching the end of input: the frontier can follow.
+fn follows_to_a_leaf(arena: &Arena, links: &[Link], top: (NodeId, usize)) -> bool {
+    links.first().is_some_and(|l| arena.node(l.id).children().is_empty() && !matches!(arena.node(l.id), Node::Ref { .. }))
+        && links.last().is_some_and(|l| (l.id, l.pos) == top)
+        && links.iter().all(|l| l.clean)
+}
+
+/// What the links of a path do to the end and invalid flag passed up from below them.
+fn ops_of(arena: &Arena, links: &[Step]) -> Vec<Op> {
+    let mut ops = Vec::new();
+    for (l, out) in links {
+        match arena.node(l.id) {
+            Node::Peek { .. } | Node::Negate { .. } => ops.push(Op::Reset(l.pos)),
+            Node::Sequence { .. } | Node::Repeat { .. } if l.pre_invalid => ops.push(Op::Invalid),
+            Node::Tag { .. } | Node::Rule { .. } => ops.push(Op::Label { node: l.ast.map(|a| a.0), out: *out }),
+            _ => {}
+        }
+    }
+    ops
 }
 
 /// Moves the ends of the partial path after its leaf grew to (`end`, `invalid`).
@@ -552,6 +674,67 @@ mod tests {
         let out = s.finish().unwrap();
         assert!(out.ast.nodes.iter().any(|n| n.tag.as_deref() == Some("content") && n.invalid_utf8));
         assert_eq!(out, arena.parse(text, false).unwrap());
+    }
+
+    /// Nested sequences, choices that change their mind, repetitions, lookaheads, atomics,
+    /// rules and tags: the frontier's leaf completes inside each of them.
+    fn structured() -> Arc<Arena> {
+        Arc::new(
+            Arena::build(|p| {
+                let name = p.tag("name", p.chars("[a-z_]", 1, None));
+                let args = p.tag("args", p.json());
+                let call = p.rule("call", "<call" + p.space() + name + p.space() + ">" + p.space() + p.optional(args) + p.space() + "</call>");
+                let pair = p.atomic(p.tag("pair", "[" + p.tag("key", p.chars("[a-z]", 1, Some(3))) + "=" + p.tag("value", p.until("]")) + "]"));
+                let nested = p.rule("nested", "(" + p.zero_or_more(p.rule_ref("nested") | p.tag("leaf", p.chars("[a-z]", 1, None))) + ")");
+                let word = p.tag("word", p.chars("[a-z ]", 1, None));
+                let quoted = p.tag("quoted", p.atomic("'" + p.tag("q", p.chars("[a-z]", 0, None)) + "'/"));
+                let guarded = p.negate("<call") + p.tag("other", "<" + p.chars("[a-z]", 0, None) + ">");
+                p.optional("<think>" + p.tag("reasoning", p.until("</think>")) + "</think>" + p.space())
+                    + p.zero_or_more(
+                        p.tag("item", call | pair | nested | guarded | quoted | word)
+                            + p.optional(p.peek(p.space() + p.tag("ahead", "<") + "call") + p.space()),
+                    )
+                    + p.end()
+            })
+            .unwrap(),
+        )
+    }
+
+    #[test]
+    fn structure_completing_mid_stream_matches_one_shot() {
+        const PIECES: &[&str] = &[
+            "<call get_time>{\"tz\": [1, \"x\"]}</call>",
+            "<call  f > </call>",
+            "<call g>{}",
+            "[ab=c d]",
+            "[abcd=x]",
+            "(a(b)(c(d))e)",
+            "(a(b",
+            "<br>",
+            "<call",
+            "hello world",
+            " ",
+            "<think>hm</think> ",
+            "]",
+            "caf\u{e9}",
+            "'abc'/",
+            "'a'",
+        ];
+        let arena = structured();
+        let mut rng = crate::test_rng::Rng(0x5e55);
+        for case in 0..300 {
+            let text: String = (0..1 + rng.below(6)).map(|_| rng.pick(PIECES)).collect();
+            let bytes = text.as_bytes();
+            let mut s = Session::new(arena.clone());
+            let mut at = 0;
+            while at < bytes.len() {
+                let next = (at + 1 + rng.below(if case % 2 == 0 { 1 } else { 6 })).min(bytes.len());
+                s.push(&bytes[at..next]);
+                at = next;
+                assert_eq!(s.update().unwrap(), &arena.parse(&bytes[..at], true).unwrap(), "{text:?} at {at}");
+            }
+            assert_eq!(s.finish().unwrap(), arena.parse(bytes, false).unwrap(), "{text:?}");
+        }
     }
 
     #[test]

@@ -173,7 +173,14 @@ pub(crate) fn finish_output_with_order(nodes: &[AstNode], roots: &[AstId], r: Re
 fn canonical(nodes: &[AstNode], roots: &[AstId]) -> (Ast, Vec<AstId>) {
     let mut ast = Ast::default();
     let mut order = Vec::new();
-    let mut stack: Vec<(AstId, Option<usize>)> = roots.iter().rev().map(|&r| (r, None)).collect();
+    canonical_into(nodes, roots, None, &mut ast, &mut order);
+    (ast, order)
+}
+
+/// Appends the subtrees of `tops` to `ast` in pre-order, as children of `parent` (roots for
+/// `None`), and for each node appended the id it had in `nodes` to `order`.
+pub(crate) fn canonical_into(nodes: &[AstNode], tops: &[AstId], parent: Option<usize>, ast: &mut Ast, order: &mut Vec<AstId>) {
+    let mut stack: Vec<(AstId, Option<usize>)> = tops.iter().rev().map(|&r| (r, parent)).collect();
     while let Some((old, parent)) = stack.pop() {
         let n = &nodes[old.0 as usize];
         let new = ast.nodes.len();
@@ -185,7 +192,6 @@ fn canonical(nodes: &[AstNode], roots: &[AstId]) -> (Ast, Vec<AstId>) {
         }
         stack.extend(n.children.iter().rev().map(|&c| (c, Some(new))));
     }
-    (ast, order)
 }
 
 impl AstNode {
@@ -300,6 +306,9 @@ pub(crate) struct Link {
     pub pre_invalid: bool,
     /// The AST node a `tag`/`rule` link created.
     pub ast: Option<AstId>,
+    /// How many AST ids the out stack held when the node's call began: its own ids follow
+    /// those of what precedes it under its nearest `tag`/`rule` (or among the roots).
+    pub mark: u32,
 }
 
 impl<'e> Engine<'e> {
@@ -325,6 +334,13 @@ impl<'e> Engine<'e> {
             chain: Vec::new(),
             pre: (false, false),
         }
+    }
+
+    /// Counts `depth` calls as already in progress: a parse that starts below the root
+    /// meets the nesting limit where a parse from the root would.
+    pub(crate) fn nested(mut self, depth: usize) -> Engine<'e> {
+        self.depth = depth;
+        self
     }
 
     /// Parses node `id` at `pos`, appending the AST nodes it creates to `self.out`.
@@ -356,7 +372,7 @@ impl<'e> Engine<'e> {
         if res.outcome == Outcome::NeedMoreInput && self.partial && self.memo.is_some() {
             let labeled = matches!(self.arena.node(id), Node::Tag { .. } | Node::Rule { .. });
             let ast = if labeled { self.out.last().copied() } else { None };
-            self.chain.push(Link { id, pos, clean: !pre.0, pre_invalid: pre.1, ast });
+            self.chain.push(Link { id, pos, clean: !pre.0, pre_invalid: pre.1, ast, mark: mark as u32 });
         }
         if res.outcome == Outcome::Fail {
             self.out.truncate(mark);
