@@ -16,7 +16,7 @@ use crate::ast::AstNode;
 use crate::error::Error;
 use crate::json::Scanner;
 use crate::parse::{
-    canonical_into, finish_output_with_order, memoizable, until_scan, Engine, Entry, Link, Memo, Outcome, ParseOptions, ParseOutput, ParseResult, Resume,
+    canonical_into, finish_output_with_order, memoizable, until_scan, Built, Engine, Entry, Link, Memo, Outcome, ParseOptions, ParseOutput, ParseResult, Resume,
 };
 
 /// A streaming parse over input that arrives in chunks.
@@ -321,7 +321,7 @@ impl Session {
             // The parses that follow (from a link of the path, or the slow path's from the
             // root, which runs in this same generation) find the leaf's result.
             if memoizable(arena.node(leaf)) {
-                let entry = Entry { res: r, generation, ast: Box::new([]), resume };
+                let entry = Entry { res: r, generation, ast: Built::NONE, resume };
                 self.memo.map.insert((leaf.0, pos), entry);
             }
             if self.climb() {

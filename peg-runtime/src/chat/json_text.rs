@@ -171,9 +171,19 @@ pub(crate) struct PyToJson {
     /// The letter and the digits so far of a hex escape (`PyState::Hex`): written once all
     /// its digits are in, so a broken one (`\uZZ`) never reaches the JSON text.
     hex: String,
+    /// The text is JSON as a JSON scanner took it (see [`PyToJson::json`]).
+    json: bool,
 }
 
 impl PyToJson {
+    /// For text a JSON scanner took: JSON but for raw control characters in strings (the
+    /// scanner's one leniency). Nothing outside strings is rewritten, so only strings are
+    /// followed: no Python words, quotes or trailing commas are watched for, and no comma or
+    /// word cut by a piece's end is held back.
+    pub(crate) fn json() -> PyToJson {
+        PyToJson { json: true, ..PyToJson::default() }
+    }
+
     fn flush_ident(&mut self, out: &mut String) {
         if self.ident.is_empty() {
             return;
@@ -224,6 +234,7 @@ impl PyToJson {
                     |w| has_byte(w, b'"') | has_byte(w, b'\'') | has_byte(w, b'\\') | has_control(w),
                     |c| matches!(c, b'"' | b'\'' | b'\\') || c < 0x20,
                 ),
+                PyState::Normal if self.json => b[i..].iter().position(|&c| c == b'"').unwrap_or(b.len() - i),
                 PyState::Normal if self.ident.is_empty() && !self.comma => {
                     b[i..].iter().position(|&c| matches!(c, b'"' | b'\'' | b'A'..=b'Z' | b'a'..=b'z' | b'_' | b',')).unwrap_or(b.len() - i)
                 }
@@ -998,6 +1009,40 @@ mod tests {
                 let mut out = String::new();
                 for piece in crate::chat::stream_pieces(text, &[size]) {
                     n.push(piece, &mut out);
+                }
+                n.finish(&mut out);
+                assert_eq!(out, want, "{text:?} in pieces of {size}");
+                assert_eq!(n.escaped_control, reference.escaped_control);
+            }
+        }
+    }
+
+    /// On what a JSON scanner takes (JSON with raw control characters in strings), the JSON
+    /// mode writes what the full normalizer writes, however the text is cut, and it holds back
+    /// nothing outside strings (commas and words go out with their piece).
+    #[test]
+    fn json_mode_matches_the_full_normalizer_on_scanned_json() {
+        let texts = [
+            r#"{"code": "fn main() {\n    println!(\"{} \\ {}\", a, b); // café \u00e9\n}", "n": [1, -2.5e3, true, false, null]}"#,
+            "{\"a\": \"tab\there, raw\u{1}control \\u00e9 \\ud83d\\ude00 é\", \"b\": [\"\", \"\\\"\", {}], \"c\" :\t{\"d\" : null ,\n\"e\": 0}}",
+            "[\"ends in a backslash \\",
+        ];
+        for text in texts {
+            assert_ne!(crate::json::scan(text.as_bytes(), crate::arena::JsonKind::Value, true).outcome, crate::Outcome::Fail, "{text:?}");
+            let mut reference = PyToJson::default();
+            let mut want = String::new();
+            reference.push(text, &mut want);
+            reference.finish(&mut want);
+            for size in [1, 2, 3, 4, 7, 64] {
+                let mut n = PyToJson::json();
+                let mut out = String::new();
+                for piece in crate::chat::stream_pieces(text, &[size]) {
+                    let (before, outside) = (out.len(), n.is_fresh());
+                    n.push(piece, &mut out);
+                    assert!(n.ident.is_empty() && !n.comma, "{text:?}: nothing held after {piece:?}");
+                    if outside && n.is_fresh() && !piece.contains('"') {
+                        assert_eq!(&out[before..], piece, "{text:?}: {piece:?} passes as written");
+                    }
                 }
                 n.finish(&mut out);
                 assert_eq!(out, want, "{text:?} in pieces of {size}");

@@ -20,7 +20,7 @@ use crate::ast::{Ast, AstId, AstNode};
 use crate::chat::args_schema::ArgsSchema;
 use crate::chat::builder::tags;
 use crate::chat::json_text::{self, escape_into, escapes, quote, unquote, JsonTail, LiteralToJson, PyToJson};
-use crate::chat::message::ChatMessage;
+use crate::chat::message::{push_token, ChatMessage};
 use crate::chat::recovery::{Recovery, RecoveryKind, TAG_PREFIX};
 
 /// What an event does.
@@ -373,6 +373,8 @@ pub(crate) struct Context {
     pub id_after_args: bool,
     /// The grammar tags `tool` or `tool_open`: calls are delimited by scopes.
     pub has_scopes: bool,
+    /// Every parser of native arguments is a JSON scanner (`predict::args_are_json`).
+    pub args_json: bool,
     /// Generated ids are this prefix plus the call index.
     pub id_prefix: String,
     /// Literals some parsers of a text kind start with: a growing node of that kind whose
@@ -524,7 +526,7 @@ fn put_args(call: &mut Call, s: &str, sink: &mut dyn Sink) {
     call.args_any = true;
     match &mut call.written {
         // The tail follows the kept text when asked (`Call::tail`).
-        Some(w) => w.push_str(s),
+        Some(w) => push_token(w, s),
         None => call.tail.push(s),
     }
     emit_args(call, s, sink);
@@ -930,7 +932,8 @@ impl Fold {
     fn new_call(&mut self, cx: &Context, sink: &mut dyn Sink) {
         self.end_call(cx, sink);
         let written = (!cx.tools.is_empty()).then(String::new);
-        self.call = Some(Call { start: self.at.0, end: self.at.0, written, ..Call::default() });
+        let py = if cx.args_json { PyToJson::json() } else { PyToJson::default() };
+        self.call = Some(Call { start: self.at.0, end: self.at.0, written, py, ..Call::default() });
     }
 
     fn end_call(&mut self, cx: &Context, sink: &mut dyn Sink) {

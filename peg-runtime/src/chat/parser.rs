@@ -10,7 +10,7 @@ use crate::chat::builder::tags;
 use crate::chat::json_text::{self, close_partial_json};
 use crate::chat::mapper::{ArgType, Context, Driver, Kind, MessageSink, Sink};
 use crate::chat::message::ChatMessage;
-use crate::chat::predict::{id_after_args, leading_literals, Predictor};
+use crate::chat::predict::{args_are_json, id_after_args, leading_literals, Predictor};
 use crate::chat::recovery::Recovery;
 use crate::error::{Error, ErrorKind};
 use crate::parse::{Outcome, ParseOutput};
@@ -259,6 +259,7 @@ impl ChatParser {
             has_tool_id: has_tag(&[tags::TOOL_ID]),
             has_scopes: has_tag(&[tags::TOOL, tags::TOOL_OPEN]),
             id_after_args: id_after_args(&arena),
+            args_json: args_are_json(&arena),
             id_prefix: options.tool_id_prefix.clone(),
             prefill: options.prefill.len(),
             ..Context::default()

@@ -108,6 +108,30 @@ pub(crate) fn leading_literals(arena: &Arena) -> Vec<(&'static str, String)> {
     out
 }
 
+/// Whether every parser of native arguments (`tool_args`) is a JSON scanner: their text is
+/// JSON as written, but for raw control characters in strings (see [`PyToJson::json`]).
+///
+/// [`PyToJson::json`]: crate::chat::json_text::PyToJson::json
+pub(crate) fn args_are_json(arena: &Arena) -> bool {
+    fn scanned(arena: &Arena, id: NodeId, depth: usize) -> bool {
+        match arena.node(arena.resolve(id)) {
+            _ if depth > 32 => false,
+            Node::Json { .. } => true,
+            Node::Choice { children } => !children.is_empty() && children.iter().all(|&c| scanned(arena, c, depth + 1)),
+            Node::Rule { child, .. }
+            | Node::Schema { child, .. }
+            | Node::Gbnf { child, .. }
+            | Node::Constrained { nodes: [child, _] }
+            | Node::Atomic { child } => scanned(arena, *child, depth + 1),
+            _ => false,
+        }
+    }
+    arena.nodes().iter().all(|n| match n {
+        Node::Tag { tag, child } if tag.as_str() == tags::TOOL_ARGS => scanned(arena, *child, 0),
+        _ => true,
+    })
+}
+
 /// Whether, inside some `tool` node, a `tool_id` can come after the call's arguments (a
 /// `tool_args` or `tool_arg*` node), e.g. `{"name": ..., "arguments": ..., "id": ...}`. The
 /// mapper then announces a call whose arguments start before its id without one, and sends
@@ -312,6 +336,16 @@ pub(crate) fn string_growth(quote: char, text: &str) -> Option<usize> {
 mod tests {
     use super::*;
     use crate::chat::NativeBuilder;
+
+    #[test]
+    fn arguments_are_json_when_every_parser_of_them_is_a_json_scanner() {
+        let json = NativeBuilder::build(|p| p.tool_args(p.json_object() | p.rule("args", p.json())) + p.tool_args(p.atomic(p.json_array()))).unwrap();
+        assert!(args_are_json(&json));
+        let python = NativeBuilder::build(|p| p.tool_args(p.json()) + p.tool_args(p.json() | p.python())).unwrap();
+        assert!(!args_are_json(&python));
+        let text = NativeBuilder::build(|p| p.tool_args(p.until("</args>"))).unwrap();
+        assert!(!args_are_json(&text));
+    }
 
     #[test]
     fn tags_classify_by_their_parsers() {

@@ -661,7 +661,7 @@ impl Sink for Recorder<'_> {
         self.out.args(index, s);
         // Applying pieces one by one equals applying the coalesced delta.
         match self.message.tool_calls.get_mut(index) {
-            Some(call) => call.arguments.push_str(s),
+            Some(call) => push_token(&mut call.arguments, s),
             None => self.message.apply_ref(DeltaRef::ToolCall { index, id: None, name: None, arguments: Some(s) }),
         }
     }

@@ -228,8 +228,37 @@ pub(crate) enum Resume {
 pub(crate) struct Entry {
     pub(crate) res: Res,
     pub(crate) generation: u64,
-    pub(crate) ast: Box<[AstId]>,
+    pub(crate) ast: Built,
     pub(crate) resume: Option<Resume>,
+}
+
+/// The top-level AST ids a memoized result built: most build none or one, kept inline (a
+/// stream re-parses its path at every structural token, and a box per result was most of
+/// its allocations).
+#[derive(Debug)]
+pub(crate) enum Built {
+    Few(u8, [AstId; 2]),
+    Many(Box<[AstId]>),
+}
+
+impl Built {
+    pub(crate) const NONE: Built = Built::Few(0, [AstId(0); 2]);
+
+    fn of(ids: &[AstId]) -> Built {
+        match *ids {
+            [] => Built::NONE,
+            [a] => Built::Few(1, [a, AstId(0)]),
+            [a, b] => Built::Few(2, [a, b]),
+            _ => Built::Many(ids.into()),
+        }
+    }
+
+    fn ids(&self) -> &[AstId] {
+        match self {
+            Built::Few(n, ids) => &ids[..*n as usize],
+            Built::Many(ids) => ids,
+        }
+    }
 }
 
 #[derive(Default, Clone, Copy)]
@@ -356,7 +385,7 @@ impl<'e> Engine<'e> {
             let generation = memo.generation;
             if let Some(e) = memo.map.get_mut(&(id.0, pos)) {
                 if !e.res.touched || e.generation == generation {
-                    self.out.extend_from_slice(&e.ast);
+                    self.out.extend_from_slice(e.ast.ids());
                     return Ok(e.res);
                 }
                 resume = e.resume.take();
@@ -383,7 +412,7 @@ impl<'e> Engine<'e> {
         }
         if memoize {
             let memo = self.memo.as_deref_mut().expect("checked");
-            let entry = Entry { res, generation: memo.generation, ast: self.out[mark..].into(), resume: if res.touched { resume } else { None } };
+            let entry = Entry { res, generation: memo.generation, ast: Built::of(&self.out[mark..]), resume: if res.touched { resume } else { None } };
             memo.map.insert((id.0, pos), entry);
         }
         Ok(res)
