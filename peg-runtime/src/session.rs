@@ -74,14 +74,15 @@ struct Frontier {
     ops: Vec<Op>,
     /// The leaf's resume state (moved out of its memo entry while the frontier lives).
     leaf_resume: Option<Resume>,
-    /// The path, leaf to root, each link with the index of its AST node in the kept output
-    /// (tags/rules whose node is there): when the leaf stops needing input, a parse from one of
-    /// its links rebuilds the part below it (see [`Session::climb`]).
+    /// The path, leaf to root, each link with what it does to the ends passed up: when the
+    /// leaf stops needing input, a parse from one of its links rebuilds the part below it (see
+    /// [`Session::climb`]).
     path: Vec<Step>,
 }
 
-/// A link of the frontier's path and the index of its AST node in the kept output.
-type Step = (Link, Option<u32>);
+/// A link of the frontier's path and its [`Op`] (a tag's or rule's holds its node's index in
+/// the kept output).
+type Step = (Link, Option<Op>);
 
 /// The common frontier of a streaming tool argument: a JSON/Python scanner in the middle of a
 /// value with only tags/rules above it. An update then resumes the scanner and stores the new end
@@ -363,14 +364,15 @@ impl Session {
             if !follows_to_a_leaf(arena, &chain, (link.id, link.pos)) {
                 return false;
             }
-            let upper = ops_of(arena, &f.path[k + 1..]);
+            let upper = ops_of(&f.path[k + 1..]);
             let (at, order) = self.splice(&f.path[k..], &built);
+            let arena = &*self.arena;
             let mut path: Vec<Step> = chain
                 .into_iter()
                 .map(|mut l| {
                     l.mark += link.mark;
                     let out = l.ast.and_then(|a| order.iter().position(|&o| o == a)).map(|i| (at + i) as u32);
-                    (l, out)
+                    (l, op_of(arena, &l, out))
                 })
                 .collect();
             path.extend_from_slice(&f.path[k + 1..]);
@@ -389,12 +391,13 @@ impl Session {
         let mark = path[0].0.mark;
         let ast = &mut self.last.ast;
         let mut order = Vec::new();
-        for (l, out) in &path[1..] {
-            match arena.node(l.id) {
+        for (l, op) in &path[1..] {
+            match (arena.node(l.id), op) {
                 // Need more input drops what a lookahead's or an atomic's child built.
-                Node::Peek { .. } | Node::Negate { .. } | Node::Atomic { .. } => return (ast.nodes.len(), order),
-                Node::Tag { .. } | Node::Rule { .. } => {
-                    let Some(parent) = out.map(|o| o as usize) else { return (ast.nodes.len(), order) };
+                (Node::Peek { .. } | Node::Negate { .. } | Node::Atomic { .. }, _) => return (ast.nodes.len(), order),
+                (Node::Tag { .. } | Node::Rule { .. }, op) => {
+                    let Some(Op::Label { out: Some(parent), .. }) = op else { return (ast.nodes.len(), order) };
+                    let parent = *parent as usize;
                     let keep = (mark - l.mark) as usize;
                     let at = ast.nodes[parent].children.get(keep).map_or(ast.nodes.len(), |c| c.0 as usize);
                     ast.nodes.truncate(at);
@@ -420,8 +423,7 @@ impl Session {
     /// Makes `path` (leaf to root, a parse's path to where it needed more input) the frontier,
     /// with the scanner lane when it applies.
     fn follow(&mut self, path: Vec<Step>) {
-        let arena = &*self.arena;
-        let ops = ops_of(arena, &path[1..]);
+        let ops = ops_of(&path[1..]);
         let leaf = (path[0].0.id, path[0].0.pos);
         let mut leaf_resume = self.memo.map.get_mut(&(leaf.0 .0, leaf.1)).and_then(|e| e.resume.take());
         let labels_only = ops.iter().all(|op| matches!(op, Op::Label { .. }));
@@ -463,7 +465,7 @@ impl Session {
                 .into_iter()
                 .map(|l| {
                     let out = l.ast.and_then(|a| order.iter().position(|&o| o == a)).map(|k| k as u32);
-                    (l, out)
+                    (l, op_of(arena, &l, out))
                 })
                 .collect();
             self.last = output;
@@ -552,18 +554,20 @@ fn follows_to_a_leaf(arena: &Arena, links: &[Link], top: (NodeId, usize)) -> boo
         && links.iter().all(|l| l.clean)
 }
 
-/// What the links of a path do to the end and invalid flag passed up from below them.
-fn ops_of(arena: &Arena, links: &[Step]) -> Vec<Op> {
-    let mut ops = Vec::new();
-    for (l, out) in links {
-        match arena.node(l.id) {
-            Node::Peek { .. } | Node::Negate { .. } => ops.push(Op::Reset(l.pos)),
-            Node::Sequence { .. } | Node::Repeat { .. } if l.pre_invalid => ops.push(Op::Invalid),
-            Node::Tag { .. } | Node::Rule { .. } => ops.push(Op::Label { node: l.ast.map(|a| a.0), out: *out }),
-            _ => {}
-        }
+/// What a link does to the end and invalid flag passed up from below it; `out`: the index of
+/// a tag's or rule's node in the kept output.
+fn op_of(arena: &Arena, l: &Link, out: Option<u32>) -> Option<Op> {
+    match arena.node(l.id) {
+        Node::Peek { .. } | Node::Negate { .. } => Some(Op::Reset(l.pos)),
+        Node::Sequence { .. } | Node::Repeat { .. } if l.pre_invalid => Some(Op::Invalid),
+        Node::Tag { .. } | Node::Rule { .. } => Some(Op::Label { node: l.ast.map(|a| a.0), out }),
+        _ => None,
     }
-    ops
+}
+
+/// The ops of a path's links, in order.
+fn ops_of(path: &[Step]) -> Vec<Op> {
+    path.iter().filter_map(|&(_, op)| op).collect()
 }
 
 /// Moves the ends of the partial path after its leaf grew to (`end`, `invalid`).
