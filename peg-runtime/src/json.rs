@@ -401,16 +401,12 @@ impl Scanner {
                     None => hand_over!(before),
                 },
                 _ => {
-                    let word: &[u8] = match b {
-                        b't' => b"true",
-                        b'f' => b"false",
-                        b'n' => b"null",
+                    pos += match b {
+                        b't' if word_at(input, pos, b"true") => 4,
+                        b'f' if word_at(input, pos, b"false") => 5,
+                        b'n' if word_at(input, pos, b"null") => 4,
                         _ => hand_over!(before),
                     };
-                    if !input[pos..].starts_with(word) {
-                        hand_over!(before)
-                    }
-                    pos += word.len();
                 }
             }
             value = None;
@@ -823,7 +819,12 @@ impl Scanner {
 /// comes after a value).
 #[inline(always)]
 fn json_number_end(input: &[u8], pos: usize) -> Option<usize> {
-    let digits = |i: usize| i + input[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+    let digits = |mut i: usize| {
+        while input.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+        i
+    };
     let int = pos + usize::from(input[pos] == b'-');
     let mut end = match input.get(int)? {
         b'0' => int + 1,
@@ -845,6 +846,12 @@ fn json_number_end(input: &[u8], pos: usize) -> Option<usize> {
         }
     }
     (end < input.len()).then_some(end)
+}
+
+/// Whether `input` holds `word` at `pos` (a fixed size: compared in registers, not by a call).
+#[inline(always)]
+fn word_at<const N: usize>(input: &[u8], pos: usize, word: &[u8; N]) -> bool {
+    input.get(pos..pos + N).is_some_and(|w| w == word)
 }
 
 /// Where the run of JSON whitespace from `pos` ends.
