@@ -430,6 +430,11 @@ impl Scanner {
                     }
                     _ => return Err((pos, St::Str { quote })),
                 },
+                // A two-byte character (accented Latin letters), as `str_slow` takes it.
+                Some(0xC2..=0xDF) if input.get(pos + 1).is_some_and(|&c| c & 0xC0 == 0x80) => {
+                    self.pending = pos;
+                    pos += 2;
+                }
                 Some(_) => {
                     let limit = memchr::memchr2(quote, b'\\', &input[pos..]).map_or(input.len(), |k| pos + k);
                     match self.str_slow(input, quote, limit, pos) {
@@ -1110,6 +1115,8 @@ mod tests {
             b"\t",
             b"\n",
             b"\xc3\xa9",
+            b"\xc3",
+            b"\xc0\xa9",
             b"\xe2\x9c\x93",
             b"\xff",
             b"\xe2\x9c",
