@@ -275,7 +275,179 @@ impl Scanner {
     // Callers inline `run`, not the loop: one compiled copy per (dialect, mode).
     #[inline(never)]
     fn run_states_at<const PY: bool, const PARTIAL: bool>(&mut self, input: &[u8]) -> (usize, Stop) {
+        if !PY {
+            if let Some(end) = self.json_run(input) {
+                return (end, Stop::Done);
+            }
+        }
         self.run_states::<PY>(input, PARTIAL)
+    }
+
+    /// The common run of JSON as structured code: a value, a member or an item per step
+    /// instead of a turn of the state machine per token (tool arguments are mostly short
+    /// tokens). What it does not take (an invalid escape, a line break in a string, text cut
+    /// by the end of the input, invalid text) it leaves to the state machine, in the
+    /// state the machine would be in at that byte, so the outcome and the scanner are the
+    /// machine's. `Some(end)`: the value ended at `end`.
+    #[inline(never)]
+    fn json_run(&mut self, input: &[u8]) -> Option<usize> {
+        let mut pos = self.pos;
+        // The state the machine would be in before the value at `pos` (it differs only where
+        // the input ends there); `None`: after a value.
+        let mut value = match self.st {
+            St::Value => Some(St::Value),
+            St::After => None,
+            St::Start => match (self.target, input.get(pos)) {
+                (Target::Value | Target::Object, Some(b'{')) | (Target::Value | Target::Array, Some(b'[')) => Some(St::Start),
+                _ => return None,
+            },
+            _ => return None,
+        };
+        macro_rules! hand_over {
+            ($st:expr) => {{
+                self.pos = pos;
+                self.st = $st;
+                return None;
+            }};
+        }
+        // At a key's opening quote, a key frame on top: the key and the colon, up to the value.
+        macro_rules! key {
+            () => {
+                match self.json_string(input, pos + 1) {
+                    Ok(end) => pos = skip_ws(input, end),
+                    Err((at, st)) => {
+                        pos = at;
+                        hand_over!(st)
+                    }
+                }
+                if input.get(pos) != Some(&b':') {
+                    hand_over!(St::Colon)
+                }
+                pos += 1;
+                if let Some(top) = self.stack.last_mut() {
+                    *top = Frame::Member;
+                }
+                value = Some(St::Value);
+            };
+        }
+        loop {
+            let Some(before) = value else {
+                let Some(&top) = self.stack.last() else {
+                    self.pos = pos;
+                    self.st = St::Done;
+                    return Some(pos);
+                };
+                pos = skip_ws(input, pos);
+                match (input.get(pos), top) {
+                    (Some(b','), Frame::Array) => {
+                        pos += 1;
+                        value = Some(St::ArrNext);
+                    }
+                    (Some(b','), Frame::Member) => {
+                        if let Some(top) = self.stack.last_mut() {
+                            *top = Frame::Key;
+                        }
+                        pos = skip_ws(input, pos + 1);
+                        if input.get(pos) != Some(&b'"') {
+                            hand_over!(St::Key)
+                        }
+                        key!();
+                    }
+                    (Some(b']'), Frame::Array) | (Some(b'}'), Frame::Member) => {
+                        pos += 1;
+                        self.stack.pop();
+                    }
+                    _ => hand_over!(St::After),
+                }
+                continue;
+            };
+            pos = skip_ws(input, pos);
+            let Some(&b) = input.get(pos) else { hand_over!(before) };
+            match b {
+                b'"' => match self.json_string(input, pos + 1) {
+                    Ok(end) => pos = end,
+                    Err((at, st)) => {
+                        pos = at;
+                        hand_over!(st)
+                    }
+                },
+                b'{' => {
+                    self.stack.push(Frame::Key);
+                    pos = skip_ws(input, pos + 1);
+                    match input.get(pos) {
+                        Some(b'"') => {
+                            key!();
+                            continue;
+                        }
+                        Some(b'}') => {
+                            pos += 1;
+                            self.stack.pop();
+                        }
+                        _ => hand_over!(St::ObjFirst),
+                    }
+                }
+                b'[' => {
+                    self.stack.push(Frame::Array);
+                    pos = skip_ws(input, pos + 1);
+                    if input.get(pos) != Some(&b']') {
+                        value = Some(St::ArrFirst);
+                        continue;
+                    }
+                    pos += 1;
+                    self.stack.pop();
+                }
+                b'-' | b'0'..=b'9' => match json_number_end(input, pos) {
+                    Some(end) => pos = end,
+                    None => hand_over!(before),
+                },
+                _ => {
+                    pos += match b {
+                        b't' if word_at(input, pos, b"true") => 4,
+                        b'f' if word_at(input, pos, b"false") => 5,
+                        b'n' if word_at(input, pos, b"null") => 4,
+                        _ => hand_over!(before),
+                    };
+                }
+            }
+            value = None;
+        }
+    }
+
+    /// [`Scanner::json_run`]'s string body from `pos`: the end after its closing quote, or
+    /// where and in which state the state machine takes over.
+    #[inline(always)]
+    fn json_string(&mut self, input: &[u8], mut pos: usize) -> Result<usize, (usize, St)> {
+        let quote = b'"';
+        loop {
+            pos = plain_end(input, pos, quote, false);
+            match input.get(pos) {
+                Some(b'"') => return Ok(pos + 1),
+                Some(b'\\') => match input.get(pos + 1..pos + 6) {
+                    // Short escapes are passed by `plain_end`: a `\u` and its four digits.
+                    Some([b'u', hex @ ..]) if hex.iter().all(u8::is_ascii_hexdigit) => {
+                        self.pending = pos;
+                        pos += 6;
+                    }
+                    _ => return Err((pos, St::Str { quote })),
+                },
+                // A two-byte character (accented Latin letters), as `str_slow` takes it.
+                Some(0xC2..=0xDF) if input.get(pos + 1).is_some_and(|&c| c & 0xC0 == 0x80) => {
+                    self.pending = pos;
+                    pos += 2;
+                }
+                Some(_) => {
+                    let limit = memchr::memchr2(quote, b'\\', &input[pos..]).map_or(input.len(), |k| pos + k);
+                    match self.str_slow(input, quote, limit, pos) {
+                        Ok((end, St::Str { .. })) => pos = end,
+                        // A character cut by the end of the input.
+                        Ok((end, st)) => return Err((end, st)),
+                        // A line break: the machine fails there.
+                        Err(_) => return Err((pos, St::Str { quote })),
+                    }
+                }
+                None => return Err((pos, St::Str { quote })),
+            }
+        }
     }
 
     /// The state machine; `PY` is the dialect, a constant so that each dialect's loop carries no
@@ -647,6 +819,55 @@ impl Scanner {
     }
 }
 
+/// Where the JSON number at `pos` ends, if it is whole before the end of `input` (the byte
+/// after it decides nothing here: as in the state machine, what follows is checked as what
+/// comes after a value).
+#[inline(always)]
+fn json_number_end(input: &[u8], pos: usize) -> Option<usize> {
+    let digits = |mut i: usize| {
+        while input.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+        i
+    };
+    let int = pos + usize::from(input[pos] == b'-');
+    let mut end = match input.get(int)? {
+        b'0' => int + 1,
+        b'1'..=b'9' => digits(int + 1),
+        _ => return None,
+    };
+    if input.get(end) == Some(&b'.') {
+        let frac = digits(end + 1);
+        if frac == end + 1 {
+            return None;
+        }
+        end = frac;
+    }
+    if let Some(b'e' | b'E') = input.get(end) {
+        let sign = end + 1 + usize::from(matches!(input.get(end + 1), Some(b'+' | b'-')));
+        end = digits(sign);
+        if end == sign {
+            return None;
+        }
+    }
+    (end < input.len()).then_some(end)
+}
+
+/// Whether `input` holds `word` at `pos` (a fixed size: compared in registers, not by a call).
+#[inline(always)]
+fn word_at<const N: usize>(input: &[u8], pos: usize, word: &[u8; N]) -> bool {
+    input.get(pos..pos + N).is_some_and(|w| w == word)
+}
+
+/// Where the run of JSON whitespace from `pos` ends.
+#[inline(always)]
+fn skip_ws(input: &[u8], mut pos: usize) -> usize {
+    while pos < input.len() && is_ws(input[pos]) {
+        pos += 1;
+    }
+    pos
+}
+
 fn num_final(s: Num, py: bool) -> bool {
     matches!(s, Num::Zero | Num::Int | Num::Frac | Num::Exp) || (py && s == Num::Dot)
 }
@@ -874,6 +1095,101 @@ mod tests {
             t.extend_from_slice(&[quote, b']']);
             agrees_with_bytewise(&t, Dialect::Json);
             agrees_with_bytewise(&t, Dialect::Python);
+        }
+    }
+
+    /// Random JSON-ish text: brackets, separators, words, numbers, strings with escapes of
+    /// every kind, control bytes, multi-byte and invalid UTF-8, odd whitespace; mostly valid.
+    fn jsonish(r: &mut crate::test_rng::Rng, depth: usize, out: &mut Vec<u8>) {
+        const ODD: &[&[u8]] = &[b",", b":", b"]", b"}", b"[", b"{", b"tru", b"\"", b"-", b"1.", b"01", b"1e", b"\\", b"\n", b"x"];
+        const PIECES: &[&[u8]] = &[
+            b"a",
+            b"\\\"",
+            b"\\\\",
+            b"\\n",
+            b"\\u00e9",
+            b"\\u12",
+            b"\\uZZZZ",
+            b"\\x",
+            b"\x01",
+            b"\t",
+            b"\n",
+            b"\xc3\xa9",
+            b"\xc3",
+            b"\xc0\xa9",
+            b"\xe2\x9c\x93",
+            b"\xff",
+            b"\xe2\x9c",
+            b"plain words",
+        ];
+        const NUMBERS: &[&[u8]] = &[b"0", b"-0", b"7", b"-12", b"3.25", b"-3.5e2", b"1E+2", b"1e-7", b"123456789", b"0.5"];
+        let ws = |r: &mut crate::test_rng::Rng, out: &mut Vec<u8>| out.extend_from_slice(r.pick(&[&b""[..], b"", b" ", b"\n  ", b"\t", b" \r\n"]));
+        if r.below(30) == 0 {
+            out.extend_from_slice(r.pick(ODD));
+        }
+        match r.below(if depth > 4 { 4 } else { 7 }) {
+            0 => out.extend_from_slice(r.pick(NUMBERS)),
+            1 => out.extend_from_slice(r.pick(&[&b"true"[..], b"false", b"null"])),
+            2 | 3 => {
+                out.push(b'"');
+                for _ in 0..r.below(6) {
+                    out.extend_from_slice(r.pick(PIECES));
+                }
+                out.push(b'"');
+            }
+            _ => {
+                let object = r.below(2) == 0;
+                out.push(if object { b'{' } else { b'[' });
+                ws(r, out);
+                for k in 0..r.below(4) {
+                    if k > 0 {
+                        out.push(b',');
+                        ws(r, out);
+                    }
+                    if object {
+                        out.extend_from_slice(r.pick(&[&b"\"k\""[..], b"\"a\\\"b\"", b"\"\\u0069d\"", b"\"caf\xc3\xa9\""]));
+                        ws(r, out);
+                        out.push(b':');
+                        ws(r, out);
+                    }
+                    jsonish(r, depth + 1, out);
+                    ws(r, out);
+                }
+                out.push(if object { b'}' } else { b']' });
+            }
+        }
+        if r.below(30) == 0 {
+            out.extend_from_slice(r.pick(ODD));
+        }
+    }
+
+    /// The structured run over JSON leaves the outcome and the scanner exactly as the state
+    /// machine alone would: on whole and cut input, partial or complete, fresh or resumed.
+    #[test]
+    fn json_run_agrees_with_the_state_machine() {
+        let mut r = crate::test_rng::Rng(0x15_0a);
+        let machine = |sc: &mut Scanner, input: &[u8], partial: bool| {
+            let (end, stop) = sc.run_states::<false>(input, partial);
+            sc.result(end, stop)
+        };
+        for _ in 0..3000 {
+            let mut t = Vec::new();
+            jsonish(&mut r, 0, &mut t);
+            if r.below(2) == 0 {
+                t.extend_from_slice(b" tail");
+            }
+            let target = r.pick(&[Target::Value, Target::Object, Target::Array]);
+            for cut in (0..=t.len()).filter(|&c| c == t.len() || r.below(4) == 0) {
+                for partial in [true, false] {
+                    let (mut fast, mut slow) = (Scanner::new(Dialect::Json, target, 0), Scanner::new(Dialect::Json, target, 0));
+                    assert_eq!(fast.run(&t[..cut], partial), machine(&mut slow, &t[..cut], partial), "{:?} at {cut}", String::from_utf8_lossy(&t));
+                    assert_eq!(fast, slow, "{:?} at {cut}", String::from_utf8_lossy(&t));
+                    if partial && fast.st != St::Done {
+                        assert_eq!(fast.run(&t, false), machine(&mut slow, &t, false), "{:?} resumed at {cut}", String::from_utf8_lossy(&t));
+                        assert_eq!(fast, slow);
+                    }
+                }
+            }
         }
     }
 

@@ -327,6 +327,8 @@ impl Scan<'_> {
     }
 
     /// A member's key (as [`Scan::string`]) and colon, up to its value.
+    // Inlined into the walks: keys are most of the tokens of nested arguments.
+    #[inline(always)]
     fn key(&mut self) -> Option<(usize, usize, bool)> {
         if self.peek()? != b'"' {
             return None;
@@ -392,30 +394,30 @@ impl Scan<'_> {
     }
 
     /// A number whose canonical form the grammar takes where `how` says.
+    // Inlined into the walks: most numbers are short, and taken without a call.
+    #[inline(always)]
     fn number(&mut self, how: NumAs) -> Option<()> {
         let b = self.b;
         let start = self.i;
-        let mut i = start + usize::from(b.get(start) == Some(&b'-'));
-        let int_start = i;
-        i = digits_end(b, i);
-        let int_len = i - int_start;
-        if int_len == 0 || (int_len > 1 && b[int_start] == b'0') {
+        let int_start = start + usize::from(b.get(start) == Some(&b'-'));
+        let mut i = digits_end(b, int_start);
+        let int = &b[int_start..i];
+        if int.is_empty() || (int.len() > 1 && int[0] == b'0') {
             return None;
         }
         let mut float = false;
-        let mut frac = int_start..int_start;
+        let mut frac: &[u8] = &[];
         if b.get(i) == Some(&b'.') {
             float = true;
-            i += 1;
-            let f = i;
-            i = digits_end(b, i);
+            let f = i + 1;
+            i = digits_end(b, f);
             if i == f {
                 return None;
             }
-            frac = f..i;
+            frac = &b[f..i];
         }
-        let mut exp: Option<i32> = None;
-        if matches!(b.get(i), Some(b'e' | b'E')) {
+        let mut exp = 0;
+        if let Some(b'e' | b'E') = b.get(i) {
             float = true;
             i += 1;
             let negative = b.get(i) == Some(&b'-');
@@ -430,33 +432,39 @@ impl Scan<'_> {
             // Longer exponents take the careful path below.
             let d = &b[e..i];
             let x = if d.len() > 4 { i32::MAX } else { d.iter().fold(0, |x, &c| x * 10 + i32::from(c - b'0')) };
-            exp = Some(if negative { -x } else { x });
+            exp = if negative { -x } else { x };
         }
         self.i = i;
         if !float {
             // An integer of at most 15 digits is the same text in every canonical form, and
             // within every bound (`-0` is a float to serde).
-            return (int_len <= 15 && &b[start..i] != b"-0").then_some(());
+            return (int.len() <= 15 && &b[start..i] != b"-0").then_some(());
         }
-        if how != NumAs::Int && short_float(&b[int_start..int_start + int_len], &b[frac], exp.unwrap_or(0)) {
+        if how != NumAs::Int && short_float(int, frac, exp) {
             return Some(());
         }
-        // The float serde reads, written as serde writes it (the canonical form).
-        let text = std::str::from_utf8(&b[start..i]).ok()?;
-        let n: serde_json::Number = serde_json::from_str(text).ok()?;
-        let f = n.as_f64()?;
-        if how == NumAs::Int {
-            // An integral float is written as an integer (`args_schema::write_canonical`).
-            return (n.is_f64() && f.fract() == 0.0 && f.abs() < 1e15).then_some(());
-        }
-        let mut buf = Buf::default();
-        std::fmt::Write::write_fmt(&mut buf, format_args!("{n}")).ok()?;
-        let t = std::str::from_utf8(&buf.b[..buf.len]).ok()?;
-        let fits = match how {
-            NumAs::Free => number_text_fits(t),
-            _ => grammar_number(t),
-        };
-        fits.then_some(())
+        serde_float_fits(&b[start..i], how).then_some(())
+    }
+}
+
+/// Whether the float `text` fits where `how` says, as serde reads it and writes it back (the
+/// canonical form).
+#[inline(never)]
+fn serde_float_fits(text: &[u8], how: NumAs) -> bool {
+    let Some(n) = std::str::from_utf8(text).ok().and_then(|t| serde_json::from_str::<serde_json::Number>(t).ok()) else { return false };
+    let Some(f) = n.as_f64() else { return false };
+    if how == NumAs::Int {
+        // An integral float is written as an integer (`args_schema::write_canonical`).
+        return n.is_f64() && f.fract() == 0.0 && f.abs() < 1e15;
+    }
+    let mut buf = Buf::default();
+    if std::fmt::Write::write_fmt(&mut buf, format_args!("{n}")).is_err() {
+        return false;
+    }
+    let t = std::str::from_utf8(&buf.b[..buf.len]).unwrap_or_default();
+    match how {
+        NumAs::Free => number_text_fits(t),
+        _ => grammar_number(t),
     }
 }
 
@@ -468,10 +476,11 @@ impl Scan<'_> {
 /// its shortest digits are the significand's, and with its point at most 16 digits in (and
 /// at most 16 digits after it when it is below 1) both notations fit.
 fn short_float(int: &[u8], frac: &[u8], exp: i32) -> bool {
-    let zeros = |d: &mut dyn Iterator<Item = &u8>| d.take_while(|&&c| c == b'0').count();
+    let zeros = |d: &[u8]| d.iter().take_while(|&&c| c == b'0').count();
+    let trailing_zeros = |d: &[u8]| d.iter().rev().take_while(|&&c| c == b'0').count();
     // The digits `int` then `frac`, without leading zeros.
-    let lead = match zeros(&mut int.iter()) {
-        z if z == int.len() => z + zeros(&mut frac.iter()),
+    let lead = match zeros(int) {
+        z if z == int.len() => z + zeros(frac),
         z => z,
     };
     let n = int.len() + frac.len() - lead;
@@ -484,8 +493,8 @@ fn short_float(int: &[u8], frac: &[u8], exp: i32) -> bool {
         return false;
     }
     // The significant digits without trailing zeros, and the point after `p` of them.
-    let trailing = match zeros(&mut frac.iter().rev()) {
-        z if z == frac.len() => z + zeros(&mut int.iter().rev()),
+    let trailing = match trailing_zeros(frac) {
+        z if z == frac.len() => z + trailing_zeros(int),
         z => z,
     };
     let kept = (n - trailing) as i32;

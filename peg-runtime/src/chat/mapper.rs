@@ -569,8 +569,7 @@ impl Fold {
                 let mut norm = std::mem::take(&mut self.scratch);
                 norm.clear();
                 let (headers, call) = self.ensure_call(cx, sink);
-                if first && sealed && Self::whole_json_args(call, text, cx, sink) {
-                    Self::maybe_header(headers, call, cx, false, sink);
+                if first && sealed && Self::whole_json_args(headers, call, text, cx, sink) {
                     self.scratch = norm;
                     return;
                 }
@@ -624,7 +623,7 @@ impl Fold {
     /// leave the tail after a complete value, so they are written in one copy. The check
     /// against the tool's schema is done in the same pass when the name is known (its
     /// verdict kept for [`Fold::check_call`]). `false` (nothing done) otherwise.
-    fn whole_json_args(call: &mut Call, text: &str, cx: &Context, sink: &mut dyn Sink) -> bool {
+    fn whole_json_args(headers: &mut usize, call: &mut Call, text: &str, cx: &Context, sink: &mut dyn Sink) -> bool {
         if call.args_any || call.value.is_some() || call.trim.started || !call.py.is_fresh() || !call.tail().is_fresh() {
             return false;
         }
@@ -649,6 +648,9 @@ impl Fold {
         }
         // The tail followed the value whole.
         call.tail_at = call.written.as_ref().map_or(0, String::len);
+        // The header first where it is ready: the arguments then go to the sink directly, not
+        // through the call's buffer (a second copy of them).
+        Self::maybe_header(headers, call, cx, false, sink);
         emit_args(call, text, sink);
         true
     }
@@ -1117,6 +1119,39 @@ fn utf8_safe_end(input: &[u8], from: usize, end: usize) -> usize {
     }
 }
 
+/// The input a parse read: its bytes and, for a one-shot parse (which is given a `str`), the
+/// same text as a `str`, so that text cut from it at character boundaries needs no second
+/// UTF-8 check. A stream's input is bytes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Input<'a> {
+    pub bytes: &'a [u8],
+    text: Option<&'a str>,
+}
+
+impl<'a> Input<'a> {
+    /// The first `len` bytes.
+    pub(crate) fn prefix(self, len: usize) -> Input<'a> {
+        Input { bytes: &self.bytes[..len], text: self.text.and_then(|t| t.get(..len)) }
+    }
+
+    /// Bytes `from..end` as text, if they are known to be.
+    fn text(self, from: usize, end: usize) -> Option<&'a str> {
+        self.text?.get(from..end)
+    }
+}
+
+impl<'a> From<&'a [u8]> for Input<'a> {
+    fn from(bytes: &'a [u8]) -> Input<'a> {
+        Input { bytes, text: None }
+    }
+}
+
+impl<'a> From<&'a str> for Input<'a> {
+    fn from(text: &'a str) -> Input<'a> {
+        Input { bytes: text.as_bytes(), text: Some(text) }
+    }
+}
+
 /// Drives a [`Fold`] over successive ASTs of one growing input.
 ///
 /// Between parses, a growing node whose growth is predictable may be extended directly with
@@ -1173,7 +1208,7 @@ impl Driver {
         if !n.partial || n.start != start || n.end < read || n.end > input.len() {
             return false;
         }
-        let to = self.fold_text((kind, start), input, (read, n.end), (false, false), cx, sink);
+        let to = self.fold_text((kind, start), input.into(), (read, n.end), (false, false), cx, sink);
         self.growing = Some((kind, start, to));
         true
     }
@@ -1185,17 +1220,18 @@ impl Driver {
     fn fold_text(
         &mut self,
         (kind, start): (Kind, usize),
-        input: &[u8],
+        input: Input,
         (from, end): (usize, usize),
         (first, sealed): (bool, bool),
         cx: &Context,
         sink: &mut dyn Sink,
     ) -> usize {
-        let (text, to) = match std::str::from_utf8(&input[from..end]) {
+        let bytes = input.bytes;
+        let (text, to) = match input.text(from, end).map_or_else(|| std::str::from_utf8(&bytes[from..end]), Ok) {
             Ok(t) => (Cow::Borrowed(t), end),
             Err(_) => {
-                let to = if sealed { end } else { utf8_safe_end(input, from, end) };
-                (json_text::lossy(&input[from..to]), to)
+                let to = if sealed { end } else { utf8_safe_end(bytes, from, end) };
+                (json_text::lossy(&bytes[from..to]), to)
             }
         };
         self.fold.at = (start, to);
@@ -1211,7 +1247,7 @@ impl Driver {
     /// fold took in but did not emit yet (a call whose header waits for its name, arguments held
     /// back): the stream then ends as a one-shot parse of the same output, which never saw the
     /// abandoned reading.
-    pub(crate) fn follow(&mut self, ast: &Ast, input: &[u8], final_input: bool, cx: &Context, sink: &mut dyn Sink) -> bool {
+    pub(crate) fn follow(&mut self, ast: &Ast, input: Input, final_input: bool, cx: &Context, sink: &mut dyn Sink) -> bool {
         if self.advance(ast, input, final_input, cx, sink) {
             return true;
         }
@@ -1230,11 +1266,12 @@ impl Driver {
     /// Folds what is new in `ast`, a parse of `input`. Returns `false`, folding nothing, when
     /// the parse no longer agrees with what was folded (an earlier node vanished or changed
     /// kind): emitted text cannot be retracted, so the caller must give up following it.
-    pub(crate) fn advance(&mut self, ast: &Ast, input: &[u8], final_input: bool, cx: &Context, sink: &mut dyn Sink) -> bool {
+    pub(crate) fn advance(&mut self, ast: &Ast, input: Input, final_input: bool, cx: &Context, sink: &mut dyn Sink) -> bool {
+        let bytes = input.bytes;
         let mut events = std::mem::take(&mut self.events);
         events.clear();
         let lo = self.done;
-        let mut walk = Walk::new(ast, input.len(), final_input, lo, &mut self.folded);
+        let mut walk = Walk::new(ast, bytes.len(), final_input, lo, &mut self.folded);
         walk.roots(&mut events);
         let (total, before_lo, fragile) = (walk.count, walk.before_lo, walk.fragile);
         self.in_place = None;
@@ -1269,7 +1306,7 @@ impl Driver {
                     _ => (ev.start, true),
                 };
                 if !ev.sealed && first && !cx.leading.is_empty() {
-                    let t = json_text::lossy(&input[ev.start..ev.end]);
+                    let t = json_text::lossy(&bytes[ev.start..ev.end]);
                     let t = t.trim_start();
                     if cx.leading.iter().any(|(k, lit)| *k == ev.kind && lit.starts_with(t)) {
                         break;
@@ -1278,7 +1315,7 @@ impl Driver {
                 // Arguments stream once they open an object. Anything else (a word that may
                 // be `false`, a string) may still turn out to be prose the grammar keeps as
                 // content, and streamed text cannot be taken back: it waits to be complete.
-                if ev.kind == Kind::ToolArgs && !ev.sealed && first && input[ev.start..ev.end].trim_ascii_start().first() != Some(&b'{') {
+                if ev.kind == Kind::ToolArgs && !ev.sealed && first && bytes[ev.start..ev.end].trim_ascii_start().first() != Some(&b'{') {
                     break;
                 }
                 let to = self.fold_text((ev.kind, ev.start), input, (from, ev.end), (first, ev.sealed), cx, sink);
@@ -1289,7 +1326,7 @@ impl Driver {
                 }
                 self.growing = None;
             } else if ev.sealed {
-                let text = json_text::lossy(&input[ev.start..ev.end]);
+                let text = json_text::lossy(&bytes[ev.start..ev.end]);
                 self.fold.at = (ev.start, ev.end);
                 // A call's end belongs to it; a new call's start does not.
                 if ev.kind == Kind::EndCall {
@@ -1597,7 +1634,7 @@ mod tests {
         cx.arg_types.insert("get".into(), [("city".to_owned(), ArgType::String), ("days".to_owned(), ArgType::Json)].into_iter().collect());
         let mut d = Driver::default();
         let mut sink = MessageSink::default();
-        d.advance(&tree, input.as_bytes(), true, &cx, &mut sink);
+        d.advance(&tree, Input::from(input.as_bytes()), true, &cx, &mut sink);
         d.fold.finish(&cx, &mut sink);
         let m: ChatMessage = sink.message;
         assert_eq!(m.content, "Hi");
@@ -1619,21 +1656,21 @@ mod tests {
         let mut sink = MessageSink::default();
         // The call's name is in, its header waits for the id.
         let call = ast(vec![N("tool", 0, 13, true, vec![N("tool_name", 6, 9, false, vec![])])]);
-        assert!(d.follow(&call, &input.as_bytes()[..13], false, &cx, &mut sink));
+        assert!(d.follow(&call, Input::from(&input.as_bytes()[..13]), false, &cx, &mut sink));
         assert_eq!(sink.message, ChatMessage::default());
         // More input, and the parse reads all of it as content.
         let input = "<call>get<id> is how calls start";
         let prose = ast(vec![N("content", 0, input.len(), false, vec![])]);
-        assert!(!d.clone().advance(&prose, input.as_bytes(), true, &cx, &mut MessageSink::default()), "the fold no longer agrees");
-        assert!(d.follow(&prose, input.as_bytes(), true, &cx, &mut sink));
+        assert!(!d.clone().advance(&prose, Input::from(input.as_bytes()), true, &cx, &mut MessageSink::default()), "the fold no longer agrees");
+        assert!(d.follow(&prose, Input::from(input.as_bytes()), true, &cx, &mut sink));
         d.fold.finish(&cx, &mut sink);
         assert_eq!(sink.message.content, input);
         assert!(sink.message.tool_calls.is_empty());
         // What was emitted cannot be taken back: without the emitted message, no refold.
         let mut d = Driver::default();
         let mut deltas = DeltaSink::default();
-        assert!(d.follow(&call, &input.as_bytes()[..13], false, &cx, &mut deltas));
-        assert!(!d.follow(&prose, input.as_bytes(), true, &cx, &mut deltas));
+        assert!(d.follow(&call, Input::from(&input.as_bytes()[..13]), false, &cx, &mut deltas));
+        assert!(!d.follow(&prose, Input::from(input.as_bytes()), true, &cx, &mut deltas));
     }
 
     /// Arguments stream once they open an object; a bare word (perhaps `false`, perhaps prose)
@@ -1648,14 +1685,14 @@ mod tests {
         for (input, streamed) in [("f fals", ""), ("f  ", ""), (r#"f "a b"#, ""), (r#"f {"a": 1"#, r#"{"a": 1"#)] {
             let mut d = Driver::default();
             let mut sink = MessageSink::default();
-            assert!(d.follow(&args(input, 1, true), input.as_bytes(), false, &cx, &mut sink));
+            assert!(d.follow(&args(input, 1, true), Input::from(input.as_bytes()), false, &cx, &mut sink));
             let shown = sink.message.tool_calls.first().map(|c| c.arguments.as_str()).unwrap_or_default();
             assert_eq!(shown, streamed, "{input:?}");
         }
         let input = "f false";
         let mut d = Driver::default();
         let mut sink = MessageSink::default();
-        assert!(d.follow(&args(input, 1, false), input.as_bytes(), true, &cx, &mut sink));
+        assert!(d.follow(&args(input, 1, false), Input::from(input.as_bytes()), true, &cx, &mut sink));
         assert_eq!(sink.message.tool_calls[0].arguments, "false");
     }
 
@@ -1667,7 +1704,7 @@ mod tests {
         let mut sink = DeltaSink::default();
         for cut in [3, 8, 9, 13, full.len()] {
             let tree = ast(vec![T::N("content", 0, cut, cut < full.len(), vec![])]);
-            d.advance(&tree, &full.as_bytes()[..cut], cut == full.len(), &cx, &mut sink);
+            d.advance(&tree, Input::from(&full.as_bytes()[..cut]), cut == full.len(), &cx, &mut sink);
         }
         d.fold.finish(&cx, &mut sink);
         let m = ChatMessage::from_deltas(&sink.deltas);
@@ -1695,13 +1732,13 @@ mod tests {
         let mut d = Driver::default();
         let mut sink = MessageSink::default();
         for len in (4..=input.len()).step_by(3) {
-            assert!(d.follow(&tree(len), &input.as_bytes()[..len], false, &cx, &mut sink), "at {len}");
+            assert!(d.follow(&tree(len), Input::from(&input.as_bytes()[..len]), false, &cx, &mut sink), "at {len}");
         }
         // Finished calls were remembered and skipped; the fold is that of one full walk.
         assert!(d.folded.iter().any(|f| f.children >= 4), "{:?}", d.folded);
         let mut whole = Driver::default();
         let mut once = MessageSink::default();
-        assert!(whole.follow(&tree(input.len() - 1), &input.as_bytes()[..input.len() - 1], false, &cx, &mut once));
+        assert!(whole.follow(&tree(input.len() - 1), Input::from(&input.as_bytes()[..input.len() - 1]), false, &cx, &mut once));
         assert_eq!(sink.message, once.message);
         assert_eq!(sink.message.tool_calls.len(), 6);
         // The same walk with and without the remembered prefix; and when the last remembered
@@ -1838,10 +1875,10 @@ mod tests {
         let cx = Context { prefill: 3, ..Context::default() };
         let mut d = Driver::default();
         let mut sink = MessageSink::default();
-        assert!(d.advance(&tree, input.as_bytes(), false, &cx, &mut sink));
+        assert!(d.advance(&tree, Input::from(input.as_bytes()), false, &cx, &mut sink));
         assert_eq!(d.fold.recoveries, []);
         for _ in 0..2 {
-            assert!(d.advance(&tree, input.as_bytes(), true, &cx, &mut sink));
+            assert!(d.advance(&tree, Input::from(input.as_bytes()), true, &cx, &mut sink));
         }
         d.fold.finish(&cx, &mut sink);
         let expected = Recovery { kind: RecoveryKind::ReasoningMarker, offset: 0, len: 10, detail: String::new() };

@@ -8,7 +8,7 @@ use crate::arena::{Arena, Node};
 use crate::chat::args_schema::ArgsSchema;
 use crate::chat::builder::tags;
 use crate::chat::json_text::{self, close_partial_json};
-use crate::chat::mapper::{ArgType, Context, Driver, Kind, MessageSink, Sink};
+use crate::chat::mapper::{ArgType, Context, Driver, Input, Kind, MessageSink, Sink};
 use crate::chat::message::ChatMessage;
 use crate::chat::predict::{args_are_json, id_after_args, leading_literals, Predictor};
 use crate::chat::recovery::Recovery;
@@ -354,11 +354,11 @@ impl ChatParser {
         // A complete output is folded as a stream would see it: first as partial input, then
         // as complete, so that the one-shot message is exactly what the deltas add up to.
         let out = parse(bytes, true);
-        let mut diagnostic = fold_parse(inner, &mut driver, &mut sink, bytes, out.as_ref().map_err(Error::clone), true, 0)?;
+        let mut diagnostic = fold_parse(inner, &mut driver, &mut sink, &*input, out.as_ref().map_err(Error::clone), true, 0)?;
         if !partial {
             if diagnostic.is_none() {
                 let out = parse(bytes, false);
-                diagnostic = fold_parse(inner, &mut driver, &mut sink, bytes, out.as_ref().map_err(Error::clone), false, bytes.len())?;
+                diagnostic = fold_parse(inner, &mut driver, &mut sink, &*input, out.as_ref().map_err(Error::clone), false, bytes.len())?;
             }
             driver.fold.finish(&inner.cx, &mut sink);
             no_recovery_if_strict(inner, &driver)?;
@@ -445,18 +445,20 @@ fn max_viable(arena: &Arena, input: &[u8], lo: usize) -> usize {
     lo
 }
 
-/// Folds one parse of `input` (`partial`: more may come). When the parse does not fit, the
+/// Folds one parse of `input` (bytes, or the `str` of a one-shot parse; `partial`: more may come). When the parse does not fit, the
 /// longest viable prefix is folded and the rest goes to content (lenient), or an error is
 /// returned (strict). `lo`: a prefix length known to be viable.
-pub(crate) fn fold_parse(
+pub(crate) fn fold_parse<'a>(
     inner: &Inner,
     driver: &mut Driver,
     sink: &mut dyn Sink,
-    input: &[u8],
+    input: impl Into<Input<'a>>,
     out: Result<&ParseOutput, Error>,
     partial: bool,
     lo: usize,
 ) -> Result<Option<Diagnostic>, Error> {
+    let input: Input = input.into();
+    let bytes = input.bytes;
     let cx = &inner.cx;
     let strict = inner.options.strictness == Strictness::Strict;
     let prefill = inner.options.prefill.len();
@@ -465,11 +467,11 @@ pub(crate) fn fold_parse(
         Err(e) if strict => return Err(e),
         Err(e) => {
             // A resource limit: treat like a mismatch where the last good parse stopped.
-            let l = max_viable(&inner.arena, input, lo);
+            let l = max_viable(&inner.arena, bytes, lo);
             return Ok(Some(fall_back(inner, driver, sink, input, l, &e.to_string())));
         }
     };
-    let len = input.len();
+    let len = bytes.len();
     let r = out.result;
     let diverged = |driver: &mut Driver, sink: &mut dyn Sink| {
         let what = "the grammar reinterprets output that was already emitted";
@@ -498,15 +500,15 @@ pub(crate) fn fold_parse(
             if strict {
                 return Err(Error::new(ErrorKind::ParseFailed, "text after the end of what the grammar matches").with_offset(at));
             }
-            if !driver.follow(&out.ast, &input[..r.end], true, cx, sink) {
+            if !driver.follow(&out.ast, input.prefix(r.end), true, cx, sink) {
                 return diverged(driver, sink);
             }
-            let rest = json_text::lossy(&input[r.end..]);
+            let rest = json_text::lossy(&bytes[r.end..]);
             driver.fold.unplaced(r.end, &rest, cx, sink);
             Ok(Some(Diagnostic { offset: at, message: "text after the end of what the grammar matches is kept as content".into() }))
         }
         Outcome::Fail | Outcome::NeedMoreInput => {
-            let l = if r.outcome == Outcome::NeedMoreInput { len } else { max_viable(&inner.arena, input, lo) };
+            let l = if r.outcome == Outcome::NeedMoreInput { len } else { max_viable(&inner.arena, bytes, lo) };
             let what = if l == len { "the output ends inside an unfinished structure" } else { "the output does not match the grammar" };
             if strict {
                 return Err(Error::new(ErrorKind::ParseFailed, what).with_offset(l.saturating_sub(prefill)));
@@ -517,17 +519,18 @@ pub(crate) fn fold_parse(
 }
 
 /// Folds the viable prefix `input[..l]` as final, then sends the unaccounted rest to content.
-fn fall_back(inner: &Inner, driver: &mut Driver, sink: &mut dyn Sink, input: &[u8], l: usize, what: &str) -> Diagnostic {
+fn fall_back(inner: &Inner, driver: &mut Driver, sink: &mut dyn Sink, input: Input, l: usize, what: &str) -> Diagnostic {
+    let bytes = input.bytes;
     let cx = &inner.cx;
     let mut rest_from = driver.fold.pos;
-    if let Ok(pre) = inner.arena.parse(&input[..l], true) {
-        if pre.result.outcome != Outcome::Fail && driver.follow(&pre.ast, &input[..l], true, cx, sink) {
+    if let Ok(pre) = inner.arena.parse(&bytes[..l], true) {
+        if pre.result.outcome != Outcome::Fail && driver.follow(&pre.ast, input.prefix(l), true, cx, sink) {
             // A complete match accounts for all of its text; a cut one only for what was folded.
             rest_from = if pre.result.outcome == Outcome::Success { l } else { driver.fold.pos };
         }
     }
-    let rest_from = rest_from.min(input.len());
-    let rest = json_text::lossy(&input[rest_from..]);
+    let rest_from = rest_from.min(bytes.len());
+    let rest = json_text::lossy(&bytes[rest_from..]);
     driver.fold.unplaced(rest_from, &rest, cx, sink);
     Diagnostic { offset: l.saturating_sub(inner.options.prefill.len()), message: format!("{what}; the rest is kept as content") }
 }
