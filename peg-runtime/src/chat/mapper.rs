@@ -1119,36 +1119,47 @@ fn utf8_safe_end(input: &[u8], from: usize, end: usize) -> usize {
     }
 }
 
-/// The input a parse read: its bytes and, for a one-shot parse (which is given a `str`), the
-/// same text as a `str`, so that text cut from it at character boundaries needs no second
-/// UTF-8 check. A stream's input is bytes.
+/// The input a parse read: its bytes and, where known, text that is a `str` already: all of
+/// it for a one-shot parse (which is given a `str`), the last chunk for a stream (pushed as a
+/// `str`). Text cut from it at character boundaries needs no second UTF-8 check.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Input<'a> {
     pub bytes: &'a [u8],
+    /// `bytes[text_at..]` as a `str`.
     text: Option<&'a str>,
+    text_at: usize,
 }
 
 impl<'a> Input<'a> {
+    /// `bytes`, whose last bytes are `tail`.
+    pub(crate) fn with_tail(bytes: &'a [u8], tail: &'a str) -> Input<'a> {
+        match bytes.len().checked_sub(tail.len()) {
+            Some(at) if bytes[at..] == *tail.as_bytes() => Input { bytes, text: Some(tail), text_at: at },
+            _ => Input::from(bytes),
+        }
+    }
+
     /// The first `len` bytes.
     pub(crate) fn prefix(self, len: usize) -> Input<'a> {
-        Input { bytes: &self.bytes[..len], text: self.text.and_then(|t| t.get(..len)) }
+        let text = self.text.and_then(|t| t.get(..len.checked_sub(self.text_at)?));
+        Input { bytes: &self.bytes[..len], text, text_at: self.text_at }
     }
 
     /// Bytes `from..end` as text, if they are known to be.
     fn text(self, from: usize, end: usize) -> Option<&'a str> {
-        self.text?.get(from..end)
+        self.text?.get(from.checked_sub(self.text_at)?..end - self.text_at)
     }
 }
 
 impl<'a> From<&'a [u8]> for Input<'a> {
     fn from(bytes: &'a [u8]) -> Input<'a> {
-        Input { bytes, text: None }
+        Input { bytes, text: None, text_at: 0 }
     }
 }
 
 impl<'a> From<&'a str> for Input<'a> {
     fn from(text: &'a str) -> Input<'a> {
-        Input { bytes: text.as_bytes(), text: Some(text) }
+        Input { bytes: text.as_bytes(), text: Some(text), text_at: 0 }
     }
 }
 
@@ -1202,13 +1213,13 @@ impl Driver {
     /// ends of its partial nodes (the path to the end of input): the events are those of the
     /// last walk but for the growing text's end, so only its growth is folded. `false`
     /// (nothing done) when the last walk left anything else open: the caller advances.
-    pub(crate) fn grew_in_place(&mut self, ast: &Ast, input: &[u8], cx: &Context, sink: &mut dyn Sink) -> bool {
+    pub(crate) fn grew_in_place(&mut self, ast: &Ast, input: Input, cx: &Context, sink: &mut dyn Sink) -> bool {
         let (Some((kind, start, read)), Some(id)) = (self.growing, self.in_place) else { return false };
         let Some(n) = ast.nodes.get(id.0 as usize) else { return false };
-        if !n.partial || n.start != start || n.end < read || n.end > input.len() {
+        if !n.partial || n.start != start || n.end < read || n.end > input.bytes.len() {
             return false;
         }
-        let to = self.fold_text((kind, start), input.into(), (read, n.end), (false, false), cx, sink);
+        let to = self.fold_text((kind, start), input, (read, n.end), (false, false), cx, sink);
         self.growing = Some((kind, start, to));
         true
     }

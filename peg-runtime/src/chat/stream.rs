@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use crate::chat::json_text;
-use crate::chat::mapper::{Driver, Kind, Sink, Verbatim};
+use crate::chat::mapper::{Driver, Input, Kind, Sink, Verbatim};
 use crate::chat::message::{push_token, ChatDelta, ChatMessage, DeltaBuffer, DeltaRef};
 use crate::chat::parser::{fold_parse, no_recovery_if_strict, ChatParser, Diagnostic, Inner, ParsedMessage, Strictness};
 use crate::chat::predict::{string_growth, until_extends_with, Growth};
@@ -232,7 +232,7 @@ impl<S: Resume> ChatStream<S> {
                     self.parses += 1;
                     // Folded from the session's own output: no copy of the AST.
                     let parsed = self.session.update().map(|_| ());
-                    if !(self.predict && parsed.is_ok() && self.session.grew_in_place() && self.step_in_place(out)?) {
+                    if !(self.predict && parsed.is_ok() && self.session.grew_in_place() && self.step_in_place(chunk, out)?) {
                         self.step(parsed, true, out)?;
                         self.record(out);
                     }
@@ -476,9 +476,11 @@ impl<S: Resume> ChatStream<S> {
     /// [`ChatStream::step`] after a parse that only moved the ends of the last one's partial
     /// nodes: only the growing text is folded. `Ok(false)` (nothing done) when the driver
     /// needs the whole parse.
-    fn step_in_place(&mut self, out: &mut DeltaBuffer) -> Result<bool, Error> {
+    fn step_in_place(&mut self, chunk: &str, out: &mut DeltaBuffer) -> Result<bool, Error> {
         let (input, ast, cx) = (self.session.input(), &self.session.output().ast, &self.inner.cx);
         let len = input.len();
+        // The chunk came as a `str`: text read from it needs no UTF-8 check.
+        let input = Input::with_tail(input, chunk);
         if self.inner.options.strictness == Strictness::Lenient {
             // A lenient fold cannot fail: the message takes the deltas as they are written.
             if !self.driver.grew_in_place(ast, input, cx, &mut Recorder { out, message: &mut self.message }) {
