@@ -1588,6 +1588,18 @@ mod tests {
     use crate::ast::AstNode;
     use crate::chat::ChatMessage;
 
+    #[test]
+    fn input_text_is_known_only_inside_its_str() {
+        let bytes = "ab caf\u{e9}".as_bytes();
+        let input = Input::with_tail(bytes, "f\u{e9}");
+        assert_eq!((input.text(5, 8), input.text(6, 8)), (Some("f\u{e9}"), Some("\u{e9}")));
+        assert_eq!((input.text(4, 8), input.text(5, 7)), (None, None)); // before the tail; mid-character
+        assert_eq!(input.prefix(6).text(5, 6), Some("f"));
+        assert_eq!(Input::with_tail(bytes, "x").text(7, 7), None); // not the bytes' tail
+        let whole = Input::from("ab caf\u{e9}");
+        assert_eq!((whole.text(0, 2), whole.prefix(3).text(0, 3)), (Some("ab"), Some("ab ")));
+    }
+
     /// A hand-made AST: `(tag, start, end, partial, children)` in pre-order.
     enum T {
         N(&'static str, usize, usize, bool, Vec<T>),
