@@ -49,6 +49,8 @@ pub struct Session {
     last: ParseOutput,
     /// The last update kept the AST before it and only moved the ends of its partial nodes.
     in_place: bool,
+    /// The out stack and path buffers of the parses a climb runs, kept between them.
+    spare: (Vec<AstId>, Vec<Link>),
 }
 
 /// One step of moving the partial path's ends after the leaf grew.
@@ -130,6 +132,7 @@ impl Session {
             json: None,
             last: empty_output(),
             in_place: false,
+            spare: Default::default(),
         }
     }
 
@@ -353,14 +356,18 @@ impl Session {
         for k in 1..top {
             let (link, _) = f.path[k];
             let mut engine = Engine::new(arena, &self.input, true, self.options, &mut self.nodes, Some(&mut self.memo)).nested(top - k);
+            (engine.out, engine.chain) = std::mem::take(&mut self.spare);
             // An error (nesting too deep) is the slow path's to report.
-            let Ok(r) = engine.parse_node(link.id, link.pos) else { return false };
+            let r = engine.parse_node(link.id, link.pos);
+            let (mut built, mut chain) = (std::mem::take(&mut engine.out), std::mem::take(&mut engine.chain));
+            drop(engine);
+            let Ok(r) = r else { return false };
             if r.outcome != Outcome::NeedMoreInput {
+                built.clear();
+                chain.clear();
+                self.spare = (built, chain);
                 continue;
             }
-            let built = std::mem::take(&mut engine.out);
-            let chain = std::mem::take(&mut engine.chain);
-            drop(engine);
             if !follows_to_a_leaf(arena, &chain, (link.id, link.pos)) {
                 return false;
             }
@@ -368,9 +375,9 @@ impl Session {
             let (at, order) = self.splice(&f.path[k..], &built);
             let arena = &*self.arena;
             let mut path: Vec<Step> = chain
-                .into_iter()
-                .map(|mut l| {
-                    l.mark += link.mark;
+                .iter()
+                .map(|&l| {
+                    let l = Link { mark: l.mark + link.mark, ..l };
                     let out = l.ast.and_then(|a| order.iter().position(|&o| o == a)).map(|i| (at + i) as u32);
                     (l, op_of(arena, &l, out))
                 })
@@ -378,6 +385,9 @@ impl Session {
             path.extend_from_slice(&f.path[k + 1..]);
             apply_ops(&upper, r.end, r.invalid, &mut self.nodes, &mut self.last);
             self.follow(path);
+            built.clear();
+            chain.clear();
+            self.spare = (built, chain);
             return true;
         }
         false
