@@ -224,6 +224,9 @@ impl PyToJson {
         // is ASCII, so runs end on character boundaries (an escape skipped inside a run may
         // take a multi-byte character: the run still ends at an ASCII byte).
         let b = s.as_bytes();
+        if self.json && self.json_passes(b) {
+            return 0;
+        }
         let mut run = 0;
         let mut i = 0;
         while i < b.len() {
@@ -290,6 +293,31 @@ impl PyToJson {
             self.step(c, out);
         }
         run
+    }
+
+    /// JSON mode's walk of a piece that passes as written (the common token): the quotes and
+    /// two-character escapes move the state; a control character, a `\u` escape or a piece
+    /// that ends in an escape leaves the state as it was, for the general walk. `true` when
+    /// the piece passed.
+    fn json_passes(&mut self, b: &[u8]) -> bool {
+        let mut in_string = match self.state {
+            PyState::Normal => false,
+            PyState::Dq => true,
+            _ => return false,
+        };
+        let mut i = 0;
+        while let Some(&c) = b.get(i) {
+            match (in_string, c) {
+                (_, b'"') => in_string = !in_string,
+                (true, b'\\') if matches!(b.get(i + 1), Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't')) => i += 1,
+                (true, b'\\') => return false,
+                (true, c) if c < 0x20 => return false,
+                _ => {}
+            }
+            i += 1;
+        }
+        self.state = if in_string { PyState::Dq } else { PyState::Normal };
+        true
     }
 
     /// Whether nothing is held or open: JSON text would pass through unchanged from here.
