@@ -855,7 +855,7 @@ fn json_number_end(input: &[u8], pos: usize) -> Option<usize> {
 
 /// Whether `input` holds `word` at `pos` (a fixed size: compared in registers, not by a call).
 #[inline(always)]
-fn word_at<const N: usize>(input: &[u8], pos: usize, word: &[u8; N]) -> bool {
+pub(crate) fn word_at<const N: usize>(input: &[u8], pos: usize, word: &[u8; N]) -> bool {
     input.get(pos..pos + N).is_some_and(|w| w == word)
 }
 

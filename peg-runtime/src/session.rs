@@ -374,14 +374,7 @@ impl Session {
             let upper = ops_of(&f.path[k + 1..]);
             let (at, order) = self.splice(&f.path[k..], &built);
             let arena = &*self.arena;
-            let mut path: Vec<Step> = chain
-                .iter()
-                .map(|&l| {
-                    let l = Link { mark: l.mark + link.mark, ..l };
-                    let out = l.ast.and_then(|a| order.iter().position(|&o| o == a)).map(|i| (at + i) as u32);
-                    (l, op_of(arena, &l, out))
-                })
-                .collect();
+            let mut path: Vec<Step> = chain.iter().map(|&l| step_of(arena, Link { mark: l.mark + link.mark, ..l }, &order, at)).collect();
             path.extend_from_slice(&f.path[k + 1..]);
             apply_ops(&upper, r.end, r.invalid, &mut self.nodes, &mut self.last);
             self.follow(path);
@@ -470,19 +463,12 @@ impl Session {
         let arena = &*self.arena;
         let (output, order, links) = memo_parse(arena, &self.input, partial, self.options, &mut self.nodes, &mut self.memo)?;
         let root = (arena.resolve(arena.root()), 0);
-        if partial && output.result.outcome == Outcome::NeedMoreInput && follows_to_a_leaf(arena, &links, root) {
-            let path = links
-                .into_iter()
-                .map(|l| {
-                    let out = l.ast.and_then(|a| order.iter().position(|&o| o == a)).map(|k| k as u32);
-                    (l, op_of(arena, &l, out))
-                })
-                .collect();
-            self.last = output;
-            self.follow(path);
-            return Ok(());
-        }
+        let follows = partial && output.result.outcome == Outcome::NeedMoreInput && follows_to_a_leaf(arena, &links, root);
         self.last = output;
+        if follows {
+            let path = links.into_iter().map(|l| step_of(arena, l, &order, 0)).collect();
+            self.follow(path);
+        }
         Ok(())
     }
 }
@@ -562,6 +548,12 @@ fn follows_to_a_leaf(arena: &Arena, links: &[Link], top: (NodeId, usize)) -> boo
     links.first().is_some_and(|l| arena.node(l.id).children().is_empty() && !matches!(arena.node(l.id), Node::Ref { .. }))
         && links.last().is_some_and(|l| (l.id, l.pos) == top)
         && links.iter().all(|l| l.clean)
+}
+
+/// A path's link with its op; `order[i]` is the session node at output index `at + i`.
+fn step_of(arena: &Arena, l: Link, order: &[AstId], at: usize) -> Step {
+    let out = l.ast.and_then(|a| order.iter().position(|&o| o == a)).map(|i| (at + i) as u32);
+    (l, op_of(arena, &l, out))
 }
 
 /// What a link does to the end and invalid flag passed up from below it; `out`: the index of

@@ -9,7 +9,7 @@
 
 use serde_json::Value;
 
-use crate::json::short_escape;
+use crate::json::{short_escape, word_at};
 use crate::swar::escaped_len;
 
 /// Containers nested past this leave the verdict to the full check (serde's own limit is 128).
@@ -265,11 +265,10 @@ impl Scan<'_> {
         }
     }
 
-    /// A literal of `N` bytes (a fixed size: compared in registers, not by a call).
+    /// A literal of `N` bytes.
     #[inline(always)]
     fn word<const N: usize>(&mut self, w: &[u8; N]) -> Option<()> {
-        let at = self.b.get(self.i..self.i + N)?;
-        (at == w).then(|| self.i += N)
+        word_at(self.b, self.i, w).then(|| self.i += N)
     }
 
     fn nest(&mut self) -> Option<()> {
