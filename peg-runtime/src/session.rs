@@ -49,8 +49,21 @@ pub struct Session {
     last: ParseOutput,
     /// The last update kept the AST before it and only moved the ends of its partial nodes.
     in_place: bool,
-    /// The out stack and path buffers of the parses a climb runs, kept between them.
-    spare: (Vec<AstId>, Vec<Link>),
+    /// Buffers kept between updates, so a structural token allocates nothing.
+    spare: Spare,
+}
+
+/// The buffers of a climb's parses and of the frontiers it replaces.
+#[derive(Debug, Default)]
+struct Spare {
+    /// A parse's out stack and path.
+    out: Vec<AstId>,
+    chain: Vec<Link>,
+    /// The session ids of the nodes a splice wrote.
+    order: Vec<AstId>,
+    /// A frontier's path and ops.
+    path: Vec<Step>,
+    ops: Vec<Op>,
 }
 
 /// One step of moving the partial path's ends after the leaf grew.
@@ -307,7 +320,7 @@ impl Session {
             let r = sc.run(&self.input, true);
             if r.outcome == Outcome::NeedMoreInput {
                 let (end, invalid) = (r.end, r.invalid_utf8);
-                apply_ops(&f.ops, end, invalid, &mut self.nodes, &mut self.last);
+                apply_ops(f.ops.iter().copied(), end, invalid, &mut self.nodes, &mut self.last);
                 return Some(true);
             }
         }
@@ -317,7 +330,9 @@ impl Session {
             _ => Engine::new(arena, &self.input, true, self.options, &mut self.nodes, None).eval_leaf(leaf, pos, f.leaf_resume.take()),
         };
         let Some((r, resume)) = step else {
-            self.frontier = None;
+            if let Some(f) = self.frontier.take() {
+                self.recycle(f);
+            }
             return None;
         };
         let resume = if r.touched { resume } else { None };
@@ -336,7 +351,7 @@ impl Session {
             return None;
         }
         f.leaf_resume = resume;
-        apply_ops(&f.ops, r.end, r.invalid, &mut self.nodes, &mut self.last);
+        apply_ops(f.ops.iter().copied(), r.end, r.invalid, &mut self.nodes, &mut self.last);
         Some(true)
     }
 
@@ -351,66 +366,82 @@ impl Session {
     /// (the slow path then parses from the root, in this generation, reusing what was parsed).
     fn climb(&mut self) -> bool {
         let Some(f) = self.frontier.take() else { return false };
-        let arena = &*self.arena;
+        let followed = self.climb_from(&f);
+        self.recycle(f);
+        followed
+    }
+
+    fn climb_from(&mut self, f: &Frontier) -> bool {
         let top = f.path.len() - 1;
         for k in 1..top {
             let (link, _) = f.path[k];
+            let arena = &*self.arena;
             let mut engine = Engine::new(arena, &self.input, true, self.options, &mut self.nodes, Some(&mut self.memo)).nested(top - k);
-            (engine.out, engine.chain) = std::mem::take(&mut self.spare);
+            engine.out = cleared(&mut self.spare.out);
+            engine.chain = cleared(&mut self.spare.chain);
             // An error (nesting too deep) is the slow path's to report.
             let r = engine.parse_node(link.id, link.pos);
-            let (mut built, mut chain) = (std::mem::take(&mut engine.out), std::mem::take(&mut engine.chain));
+            let (built, chain) = (std::mem::take(&mut engine.out), std::mem::take(&mut engine.chain));
             drop(engine);
-            let Ok(r) = r else { return false };
-            if r.outcome != Outcome::NeedMoreInput {
-                built.clear();
-                chain.clear();
-                self.spare = (built, chain);
-                continue;
+            let followed = match r {
+                Ok(r) if r.outcome == Outcome::NeedMoreInput => {
+                    if !follows_to_a_leaf(arena, &chain, (link.id, link.pos)) {
+                        return false;
+                    }
+                    let at = self.splice(&f.path[k..], &built);
+                    let order = std::mem::take(&mut self.spare.order);
+                    let arena = &*self.arena;
+                    let mut path = cleared(&mut self.spare.path);
+                    path.extend(chain.iter().map(|&l| step_of(arena, Link { mark: l.mark + link.mark, ..l }, &order, at)));
+                    path.extend_from_slice(&f.path[k + 1..]);
+                    apply_ops(f.path[k + 1..].iter().filter_map(|s| s.1), r.end, r.invalid, &mut self.nodes, &mut self.last);
+                    self.follow(path);
+                    self.spare.order = order;
+                    true
+                }
+                Ok(_) => false,
+                Err(_) => return false,
+            };
+            (self.spare.out, self.spare.chain) = (built, chain);
+            if followed {
+                return true;
             }
-            if !follows_to_a_leaf(arena, &chain, (link.id, link.pos)) {
-                return false;
-            }
-            let upper = ops_of(&f.path[k + 1..]);
-            let (at, order) = self.splice(&f.path[k..], &built);
-            let arena = &*self.arena;
-            let mut path: Vec<Step> = chain.iter().map(|&l| step_of(arena, Link { mark: l.mark + link.mark, ..l }, &order, at)).collect();
-            path.extend_from_slice(&f.path[k + 1..]);
-            apply_ops(&upper, r.end, r.invalid, &mut self.nodes, &mut self.last);
-            self.follow(path);
-            built.clear();
-            chain.clear();
-            self.spare = (built, chain);
-            return true;
         }
         false
     }
 
+    /// Keeps the buffers of a frontier that ended.
+    fn recycle(&mut self, f: Frontier) {
+        (self.spare.path, self.spare.ops) = (f.path, f.ops);
+    }
+
     /// Replaces in the kept output (and the session's own node of the nearest tag/rule above)
     /// what the link `path[0]` built before with `built`, its new top-level nodes; returns
-    /// where the new nodes start in the output and their ids in the session's nodes.
-    fn splice(&mut self, path: &[Step], built: &[AstId]) -> (usize, Vec<AstId>) {
+    /// where the new nodes start in the output (their ids in the session's nodes are left in
+    /// `spare.order`).
+    fn splice(&mut self, path: &[Step], built: &[AstId]) -> usize {
         let arena = &*self.arena;
         let mark = path[0].0.mark;
         let ast = &mut self.last.ast;
-        let mut order = Vec::new();
+        let order = &mut self.spare.order;
+        order.clear();
         for (l, op) in &path[1..] {
             match (arena.node(l.id), op) {
                 // Need more input drops what a lookahead's or an atomic's child built.
-                (Node::Peek { .. } | Node::Negate { .. } | Node::Atomic { .. }, _) => return (ast.nodes.len(), order),
+                (Node::Peek { .. } | Node::Negate { .. } | Node::Atomic { .. }, _) => return ast.nodes.len(),
                 (Node::Tag { .. } | Node::Rule { .. }, op) => {
-                    let Some(Op::Label { out: Some(parent), .. }) = op else { return (ast.nodes.len(), order) };
+                    let Some(Op::Label { out: Some(parent), .. }) = op else { return ast.nodes.len() };
                     let parent = *parent as usize;
                     let keep = (mark - l.mark) as usize;
                     let at = ast.nodes[parent].children.get(keep).map_or(ast.nodes.len(), |c| c.0 as usize);
                     ast.nodes.truncate(at);
                     ast.nodes[parent].children.truncate(keep);
-                    canonical_into(&self.nodes, built, Some(parent), ast, &mut order);
+                    canonical_into(&self.nodes, built, Some(parent), ast, order);
                     if let Some(n) = l.ast.and_then(|a| self.nodes.get_mut(a.0 as usize)) {
                         n.children.truncate(keep);
                         n.children.extend_from_slice(built);
                     }
-                    return (at, order);
+                    return at;
                 }
                 _ => {}
             }
@@ -419,32 +450,35 @@ impl Session {
         let at = ast.roots.get(keep).map_or(ast.nodes.len(), |c| c.0 as usize);
         ast.nodes.truncate(at);
         ast.roots.truncate(keep);
-        canonical_into(&self.nodes, built, None, ast, &mut order);
-        (at, order)
+        canonical_into(&self.nodes, built, None, ast, order);
+        at
     }
 
     /// Makes `path` (leaf to root, a parse's path to where it needed more input) the frontier,
     /// with the scanner lane when it applies.
     fn follow(&mut self, path: Vec<Step>) {
-        let ops = ops_of(&path[1..]);
+        let mut ops = cleared(&mut self.spare.ops);
+        ops.extend(path[1..].iter().filter_map(|&(_, op)| op));
         let leaf = (path[0].0.id, path[0].0.pos);
         let mut leaf_resume = self.memo.map.get_mut(&(leaf.0 .0, leaf.1)).and_then(|e| e.resume.take());
         let labels_only = ops.iter().all(|op| matches!(op, Op::Label { .. }));
         let json_leaf = if labels_only { leaf_resume.take_if(|r| matches!(r, Resume::Json(_))) } else { None };
         if let Some(Resume::Json(scanner)) = json_leaf {
-            let (outs, nodes) = ops
+            let mut outs = ops.iter().filter_map(|op| match *op {
+                Op::Label { out: Some(k), .. } => Some(k as usize),
+                _ => None,
+            });
+            let first = [outs.next().unwrap_or(usize::MAX), outs.next().unwrap_or(usize::MAX)];
+            let more = outs.collect();
+            let nodes = ops
                 .iter()
-                .map(|op| match *op {
-                    Op::Label { node, out } => (out.map(|k| k as usize), node.map(|a| a as usize)),
-                    _ => (None, None),
+                .filter_map(|op| match *op {
+                    Op::Label { node: Some(a), .. } => Some(a as usize),
+                    _ => None,
                 })
-                .unzip::<_, _, Vec<_>, Vec<_>>();
-            let outs: Vec<usize> = outs.into_iter().flatten().collect();
-            let more = outs.get(2..).unwrap_or_default().into();
-            let outs = [outs.first().copied().unwrap_or(usize::MAX), outs.get(1).copied().unwrap_or(usize::MAX)];
-            let nodes = nodes.into_iter().flatten().collect();
+                .collect();
             let invalid = scanner.invalid_utf8();
-            self.json = Some(JsonFront { scanner, outs, more, nodes, invalid });
+            self.json = Some(JsonFront { scanner, outs: first, more, nodes, invalid });
         }
         self.frontier = Some(Frontier { leaf, ops, leaf_resume, path });
     }
@@ -453,12 +487,13 @@ impl Session {
     #[inline(never)]
     fn run(&mut self, partial: bool) -> Result<(), Error> {
         self.end_json();
-        if let Some(f) = self.frontier.take() {
+        if let Some(mut f) = self.frontier.take() {
             // Hand the leaf's latest state back to its memo entry.
             let (leaf, pos) = f.leaf;
             if let Some(e) = self.memo.map.get_mut(&(leaf.0, pos)) {
-                e.resume = f.leaf_resume;
+                e.resume = f.leaf_resume.take();
             }
+            self.recycle(f);
         }
         let arena = &*self.arena;
         let (output, order, links) = memo_parse(arena, &self.input, partial, self.options, &mut self.nodes, &mut self.memo)?;
@@ -466,7 +501,8 @@ impl Session {
         let follows = partial && output.result.outcome == Outcome::NeedMoreInput && follows_to_a_leaf(arena, &links, root);
         self.last = output;
         if follows {
-            let path = links.into_iter().map(|l| step_of(arena, l, &order, 0)).collect();
+            let mut path = cleared(&mut self.spare.path);
+            path.extend(links.into_iter().map(|l| step_of(arena, l, &order, 0)));
             self.follow(path);
         }
         Ok(())
@@ -567,17 +603,19 @@ fn op_of(arena: &Arena, l: &Link, out: Option<u32>) -> Option<Op> {
     }
 }
 
-/// The ops of a path's links, in order.
-fn ops_of(path: &[Step]) -> Vec<Op> {
-    path.iter().filter_map(|&(_, op)| op).collect()
+/// `v`'s buffer, emptied, leaving an empty `Vec` (no allocation) behind.
+fn cleared<T>(v: &mut Vec<T>) -> Vec<T> {
+    let mut v = std::mem::take(v);
+    v.clear();
+    v
 }
 
 /// Moves the ends of the partial path after its leaf grew to (`end`, `invalid`).
 #[inline]
-fn apply_ops(ops: &[Op], end: usize, invalid: bool, nodes: &mut [AstNode], last: &mut ParseOutput) {
+fn apply_ops(ops: impl IntoIterator<Item = Op>, end: usize, invalid: bool, nodes: &mut [AstNode], last: &mut ParseOutput) {
     let (mut end, mut invalid) = (end, invalid);
     for op in ops {
-        match *op {
+        match op {
             Op::Reset(at) => {
                 end = at;
                 invalid = false;

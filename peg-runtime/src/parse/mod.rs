@@ -178,10 +178,10 @@ fn canonical(nodes: &[AstNode], roots: &[AstId]) -> (Ast, Vec<AstId>) {
 }
 
 /// Appends the subtrees of `tops` to `ast` in pre-order, as children of `parent` (roots for
-/// `None`), and for each node appended the id it had in `nodes` to `order`.
+/// `None`), and for each node appended the id it had in `nodes` to `order`. Recursive: the AST
+/// is no deeper than the parse that built it went, in smaller frames.
 pub(crate) fn canonical_into(nodes: &[AstNode], tops: &[AstId], parent: Option<usize>, ast: &mut Ast, order: &mut Vec<AstId>) {
-    let mut stack: Vec<(AstId, Option<usize>)> = tops.iter().rev().map(|&r| (r, parent)).collect();
-    while let Some((old, parent)) = stack.pop() {
+    for &old in tops {
         let n = &nodes[old.0 as usize];
         let new = ast.nodes.len();
         order.push(old);
@@ -190,7 +190,7 @@ pub(crate) fn canonical_into(nodes: &[AstNode], tops: &[AstId], parent: Option<u
             Some(p) => ast.nodes[p].children.push(AstId(new as u32)),
             None => ast.roots.push(AstId(new as u32)),
         }
-        stack.extend(n.children.iter().rev().map(|&c| (c, Some(new))));
+        canonical_into(nodes, &n.children, Some(new), ast, order);
     }
 }
 
