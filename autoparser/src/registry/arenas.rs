@@ -85,6 +85,9 @@ fn harmony(policy: &Policy, recovering: bool) -> Result<Arena, Error> {
         .iter()
         .map(|(name, schema)| {
             let open = b.tag(tags::TOOL_OPEN, "to=functions." + b.tag(tags::TOOL_NAME, b.literal(name)));
+            // A name the recipient only starts with is an undeclared function's (a grammar's
+            // header allows no word after the name; GBNF has no lookahead).
+            let open = if recovering { open + boundary() } else { open };
             let args = json_arguments(&b, name, schema);
             b.tag(tags::TOOL, open + header(true) + args + b.tag(tags::TOOL_CLOSE, msg_end()))
         })
@@ -232,6 +235,14 @@ mod tests {
         kinds.sort_by_key(|k| k.name());
         assert_eq!(content, "note<|channel|>commentary json");
         assert_eq!((calls, kinds), (vec!["special_function".into()], vec![RecoveryKind::UnknownTool, RecoveryKind::UnplacedText]));
+    }
+
+    /// A recipient that only starts with a declared name calls an undeclared function.
+    #[test]
+    fn harmony_reads_the_whole_name() {
+        let out = "<|channel|>commentary to=functions.get_weather2 <|constrain|>json<|message|>{\"city\": \"Paris\"}<|call|>";
+        let lenient = parse_as(Strictness::Lenient, ToolChoice::Auto, false, out).unwrap();
+        assert_eq!(lenient, ("".into(), vec!["get_weather2".into()], vec![RecoveryKind::UnknownTool]));
     }
 
     /// A message to anyone else is content and reported whole, its header's other text too.
