@@ -16,8 +16,6 @@ const KNOWN_FAILING: &[(&str, &str, &str)] = &[
     ("chat", "stream-args-repaired-vs-one-shot-kimi", "streamed `{` of arguments that turn out not JSON is closed and reported as repaired; the one-shot parse has no arguments"),
     ("chat", "stream-args-vs-one-shot-invalid-object-kimi", "streamed arguments of an object that turns invalid cannot be taken back; the one-shot parse moves them to content"),
     ("chat", "stream-args-vs-one-shot-invalid-object-react", "the same in a ReAct-style format"),
-    ("chat", "word-lost-harmony-text-after-recipient", "harmony: text between a recipient and the next is in no field of the message"),
-    ("chat", "word-lost-harmony-text-before-recipient", "harmony: text before the first recipient is in no field of the message"),
 ];
 
 fn dir(kind: &str, target: &str) -> PathBuf {

@@ -42,6 +42,19 @@ fn harmony(policy: &Policy, recovering: bool) -> Result<Arena, Error> {
         b.tag(tags::CONTENT, "<|channel|>analysis<|message|>" + analysis_body + b.optional(b.literal("<|end|>")))
     };
     let constrain = || b.optional(b.space() + b.optional(b.literal("<|constrain|>")) + word());
+    // What follows a recipient up to `<|message|>`: harmony's own parts only
+    // (`<|channel|>commentary json`, ` <|constrain|>json`). A parse keeps any other text there
+    // as content, reported (`report`: unless the whole message is), rather than skip it.
+    let header = |report: bool| {
+        let known = b.space() + channel() + constrain() + b.space() + "<|message|>";
+        if !recovering {
+            return known;
+        }
+        let rest = b.tag(tags::CONTENT, b.until_one_of(std::iter::once("<|message|>").chain(stops))) + "<|message|>";
+        b.choice([known, if report { b.tag(RecoveryKind::UnplacedText.tag(), rest) } else { rest }])
+    };
+    // A recipient is a whole word: `pythonic` is not `python`.
+    let boundary = || b.negate(b.chars("[a-zA-Z0-9_]", 1, Some(1)));
     let final_body = match &policy.response_schema {
         Some(schema) => json_response(&b, schema),
         None => b.tag(tags::CONTENT, b.until_one_of(stops)),
@@ -52,14 +65,15 @@ fn harmony(policy: &Policy, recovering: bool) -> Result<Arena, Error> {
     // tools are calls the server runs itself: skipped, as llama.cpp does. A grammar lets the
     // model address anyone; a parse keeps the text of a message to anyone else (an unknown
     // recipient, a function when calls are off) as content and reports it.
-    let addressed = |recipient| channel() + b.space() + "to=" + recipient + b.until("<|message|>") + "<|message|>";
+    let addressed = |recipient, report| channel() + b.space() + "to=" + recipient + header(report);
     let other = || {
         if !recovering {
-            return addressed(b.eps()) + b.until_one_of(stops) + msg_end();
+            return addressed(word(), false) + b.until_one_of(stops) + msg_end();
         }
-        let builtin = b.choice([b.literal("python") + b.negate(b.chars("[a-zA-Z0-9_]", 1, Some(1))), b.literal("browser."), b.literal("container.")]);
-        let unplaced = addressed(b.eps()) + b.tag(tags::CONTENT, b.until_one_of(stops)) + msg_end();
-        b.choice([addressed(builtin) + b.until_one_of(stops) + msg_end(), b.tag(RecoveryKind::UnplacedText.tag(), unplaced)])
+        let builtin = b.peek(b.choice([b.literal("python") + boundary(), b.literal("browser."), b.literal("container.")])) + word();
+        let anyone = b.chars("[a-zA-Z0-9_.]", 0, None);
+        let unplaced = addressed(anyone, false) + b.tag(tags::CONTENT, b.until_one_of(stops)) + msg_end();
+        b.choice([addressed(builtin, true) + b.until_one_of(stops) + msg_end(), b.tag(RecoveryKind::UnplacedText.tag(), unplaced)])
     };
     if !policy.calls_on() {
         let text = b.zero_or_more(message(b.choice([other(), analysis, final_msg])));
@@ -71,15 +85,18 @@ fn harmony(policy: &Policy, recovering: bool) -> Result<Arena, Error> {
         .iter()
         .map(|(name, schema)| {
             let open = b.tag(tags::TOOL_OPEN, "to=functions." + b.tag(tags::TOOL_NAME, b.literal(name)));
+            // A name the recipient only starts with is an undeclared function's (a grammar's
+            // header allows no word after the name; GBNF has no lookahead).
+            let open = if recovering { open + boundary() } else { open };
             let args = json_arguments(&b, name, schema);
-            b.tag(tags::TOOL, open + b.until("<|message|>") + "<|message|>" + args + b.tag(tags::TOOL_CLOSE, msg_end()))
+            b.tag(tags::TOOL, open + header(true) + args + b.tag(tags::TOOL_CLOSE, msg_end()))
         })
         .collect();
-    let declared = b.choice(names) + b.negate(b.chars("[a-zA-Z0-9_]", 1, Some(1)));
+    let declared = b.choice(names) + boundary();
     let call_ahead = if recovering {
         // A call of an undeclared function is kept as a call (the parser reports the name).
         let open = b.tag(tags::TOOL_OPEN, "to=functions." + b.tag(tags::TOOL_NAME, word()));
-        calls.push(b.tag(tags::TOOL, open + b.until("<|message|>") + "<|message|>" + b.tag(tags::TOOL_ARGS, b.json()) + b.tag(tags::TOOL_CLOSE, msg_end())));
+        calls.push(b.tag(tags::TOOL, open + header(true) + b.tag(tags::TOOL_ARGS, b.json()) + b.tag(tags::TOOL_CLOSE, msg_end())));
         b.peek(message(channel() + b.space() + "to=functions."))
     } else {
         b.peek(message(channel() + b.space() + "to=functions." + declared))
@@ -115,18 +132,33 @@ mod tests {
     use peg_runtime::chat::ParseMode;
     use peg_runtime::chat::Strictness;
 
+    fn policy(choice: ToolChoice, parallel: bool) -> (TemplateAnalysis, Request) {
+        let mut a = TemplateAnalysis { builder: Some(super::GPT_OSS_HARMONY.into()), ..TemplateAnalysis::default() };
+        a.tools.format.mode = ToolFormat::TagWithJson;
+        let req = Request::from_json(&json!({"tools": tools(), "tool_choice": choice, "parallel_tool_calls": parallel})).unwrap();
+        (a, req)
+    }
+
+    fn tools() -> serde_json::Value {
+        json!([{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}])
+    }
+
+    /// Whether the arena a grammar is generated from matches all of `output`.
+    fn grammar_matches(output: &str) -> bool {
+        let (a, req) = policy(ToolChoice::Auto, false);
+        let arena = super::harmony(&crate::policy::Policy::new(&req, &a), false).unwrap();
+        let r = arena.parse(output.as_bytes(), false).unwrap().result;
+        r.outcome == peg_runtime::Outcome::Success && r.end == output.len()
+    }
+
     fn parse(choice: ToolChoice, parallel: bool, output: &str) -> Result<(String, Vec<String>), String> {
         parse_as(Strictness::Strict, choice, parallel, output).map(|(content, calls, _)| (content, calls))
     }
 
     fn parse_as(strictness: Strictness, choice: ToolChoice, parallel: bool, output: &str) -> Result<(String, Vec<String>, Vec<RecoveryKind>), String> {
-        let mut a = TemplateAnalysis { builder: Some(super::GPT_OSS_HARMONY.into()), ..TemplateAnalysis::default() };
-        a.tools.format.mode = ToolFormat::TagWithJson;
-        let tools =
-            json!([{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]);
-        let req = Request::from_json(&json!({"tools": tools, "tool_choice": choice, "parallel_tool_calls": parallel})).unwrap();
+        let (a, req) = policy(choice, parallel);
         let arena = crate::generator::parse_arena(&a, &crate::policy::Policy::new(&req, &a)).map_err(|e| e.to_string())?;
-        let tools = tools.as_array().into_iter().flatten().filter_map(peg_runtime::chat::ToolSpec::from_openai).collect();
+        let tools = tools().as_array().into_iter().flatten().filter_map(peg_runtime::chat::ToolSpec::from_openai).collect();
         let parser = ChatParser::new(std::sync::Arc::new(arena), ChatParseOptions { strictness, tools, ..ChatParseOptions::default() });
         let p = parser.parse(output, ParseMode::Complete).map_err(|e| e.to_string())?;
         let m = p.message;
@@ -167,5 +199,58 @@ mod tests {
         let builtin = "<|channel|>commentary to=python <|constrain|>code<|message|>print(1)";
         assert_eq!(lenient(builtin), ("".into(), vec![], vec![]));
         assert_eq!(lenient("<|channel|>commentary to=pythonic<|message|>text"), ("text".into(), vec![], vec![RecoveryKind::UnplacedText]));
+    }
+
+    /// Between a recipient and `<|message|>` a header holds harmony's own parts: read as
+    /// such, and all a grammar allows there.
+    #[test]
+    fn harmony_reads_the_header_parts() {
+        let known = [
+            "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Paris\"}<|call|>",
+            "<|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>{\"city\": \"Paris\"}<|call|>",
+            "<|channel|>commentary to=functions.get_weather<|message|>{\"city\": \"Paris\"}<|call|>",
+        ];
+        for out in known {
+            assert_eq!(parse(ToolChoice::Auto, false, out).unwrap(), ("".into(), vec!["get_weather".into()]), "{out}");
+            assert!(grammar_matches(out), "{out}");
+        }
+    }
+
+    /// Other text in a call's header is content, reported: a parse skips none of it, a
+    /// grammar does not allow it.
+    #[test]
+    fn harmony_keeps_text_in_a_call_header() {
+        let lenient = |out: &str| parse_as(Strictness::Lenient, ToolChoice::Auto, false, out).unwrap();
+        let out = "<|channel|>commentary to=functions.get_weather (a note) json<|message|>{\"city\": \"Paris\"}<|call|>";
+        assert_eq!(lenient(out), ("(a note) json".into(), vec!["get_weather".into()], vec![RecoveryKind::UnplacedText]));
+        assert!(parse(ToolChoice::Auto, false, out).is_err());
+        assert!(!grammar_matches(out));
+    }
+
+    /// The same in the header of a call of an undeclared function.
+    #[test]
+    fn harmony_keeps_text_in_an_undeclared_call_header() {
+        let out = "to=functions.special_function note<|channel|>commentary json<|message|>{\"a\": 1}";
+        let (content, calls, mut kinds) = parse_as(Strictness::Lenient, ToolChoice::Auto, false, out).unwrap();
+        kinds.sort_by_key(|k| k.name());
+        assert_eq!(content, "note<|channel|>commentary json");
+        assert_eq!((calls, kinds), (vec!["special_function".into()], vec![RecoveryKind::UnknownTool, RecoveryKind::UnplacedText]));
+    }
+
+    /// A recipient that only starts with a declared name calls an undeclared function.
+    #[test]
+    fn harmony_reads_the_whole_name() {
+        let out = "<|channel|>commentary to=functions.get_weather2 <|constrain|>json<|message|>{\"city\": \"Paris\"}<|call|>";
+        let lenient = parse_as(Strictness::Lenient, ToolChoice::Auto, false, out).unwrap();
+        assert_eq!(lenient, ("".into(), vec!["get_weather2".into()], vec![RecoveryKind::UnknownTool]));
+    }
+
+    /// A message to anyone else is content and reported whole, its header's other text too.
+    #[test]
+    fn harmony_keeps_text_in_another_recipients_header() {
+        let out = "<|channel|>commentary to=x note<|channel|>analysis<|message|>secret text";
+        let lenient = parse_as(Strictness::Lenient, ToolChoice::Auto, false, out).unwrap();
+        assert_eq!(lenient, ("note<|channel|>analysissecret text".into(), vec![], vec![RecoveryKind::UnplacedText]));
+        assert!(!grammar_matches(out));
     }
 }
