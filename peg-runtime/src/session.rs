@@ -19,6 +19,10 @@ use crate::parse::{
     canonical_into, finish_output_with_order, memoizable, until_scan, Built, Engine, Entry, Link, Memo, Outcome, ParseOptions, ParseOutput, ParseResult, Resume,
 };
 
+/// Room in a new memo for the results of a short reply (a tool call takes about a hundred):
+/// it would otherwise grow through every size up to there, rehashing each time.
+const SHORT_REPLY_RESULTS: usize = 128;
+
 /// A streaming parse over input that arrives in chunks.
 ///
 /// ```
@@ -136,9 +140,7 @@ impl Session {
         Session {
             arena,
             input: Vec::new(),
-            // Room for the results of a short reply (a tool call takes about a hundred): the
-            // memo would otherwise grow through every size up to there in the first chunks.
-            memo: Memo::with_capacity(128),
+            memo: Memo::with_capacity(SHORT_REPLY_RESULTS),
             nodes: Vec::new(),
             options,
             frontier: None,
@@ -545,7 +547,7 @@ pub(crate) struct TwoPass<'a> {
 #[cfg(feature = "chat")]
 impl<'a> TwoPass<'a> {
     pub(crate) fn new(arena: &'a Arena) -> TwoPass<'a> {
-        TwoPass { arena, nodes: Vec::new(), memo: Memo::default() }
+        TwoPass { arena, nodes: Vec::new(), memo: Memo::with_capacity(SHORT_REPLY_RESULTS) }
     }
 
     /// Equals `arena.parse(input, partial)`. Every call reads the same input (the memo holds
