@@ -62,6 +62,8 @@ const PHI: &str = "recovery/phi-4-mini-functools";
 const CALL_ID_SPECIAL: &str = "recovery/call-id-special";
 /// Fixture: a call id marker between name and arguments, bracket words.
 const CALL_ID_WORDS: &str = "recovery/call-id-words";
+/// Fixture: ReAct-style `Action:` / `Action Input:` lines, the reply text after the calls.
+const REACT: &str = "templates/content-after-calls-words";
 
 struct Row {
     name: &'static str,
@@ -313,6 +315,16 @@ fn table() -> Vec<Row> {
         row("deepseek-v3.1: tool-calls section left open at the end", DSV31,
             "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Paris\"}<｜tool▁call▁end｜>",
             calls(&[weather()]), &[(MissingClose, "$")]).thinking(false),
+        // Arguments that open an object and stop fitting are kept up to there and closed: a
+        // stream has sent that much. The rest is text, and the calls after it are calls.
+        row("kimi-k2: arguments that stop fitting, then another call", KIMI,
+            "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{\"city\": Paris}<|tool_call_end|><|tool_call_begin|>functions.get_time:1<|tool_call_argument_begin|>{\"zone\": \"CET\"}<|tool_call_end|><|tool_calls_section_end|>",
+            msg("Paris}", &[call("get_weather", json!({"city": null})), time()]),
+            &[(ArgumentsRepaired, "functions.get_weather"), (ArgumentsOutsideSchema, "functions.get_weather"), (MissingClose, "Paris}"), (TextAroundCalls, "Paris}"), (ExtraWrapper, "<|tool_call_end|>")]),
+        row("react fixture: arguments that stop fitting, then another call", REACT,
+            "Checking.\nAction: get_weather\nAction Input: {\"city\": Paris}\nAction: get_time\nAction Input: {\"zone\": \"CET\"}\nDone.",
+            msg("Checking.\nParis}\nDone.", &[call("get_weather", json!({"city": null})), time()]),
+            &[(ArgumentsRepaired, "Action: get_weather"), (ArgumentsOutsideSchema, "Action: get_weather"), (CallSeparator, "Action: get_time")]),
         row("kimi-k2: tool-calls section left open at the end", KIMI,
             "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{\"city\": \"Paris\"}<|tool_call_end|>",
             calls(&[weather()]), &[(MissingClose, "$")]),
@@ -550,9 +562,9 @@ fn shared_templates() -> Option<PathBuf> {
 }
 
 fn template_path(name: &str) -> Option<PathBuf> {
-    match name.strip_prefix("recovery/") {
-        Some(f) => Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/recovery").join(format!("{f}.jinja"))),
-        None => shared_templates().map(|d| d.join(format!("{name}.jinja"))),
+    match name.split_once('/') {
+        Some((dir @ ("recovery" | "templates"), f)) => Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join(dir).join(format!("{f}.jinja"))),
+        _ => shared_templates().map(|d| d.join(format!("{name}.jinja"))),
     }
 }
 

@@ -13,9 +13,6 @@ use chat_peg_fuzz::{check_of, corpus_files, TARGETS};
 
 /// Regressions that fail today: target, file name under `regressions/<target>/`, and why.
 const KNOWN_FAILING: &[(&str, &str, &str)] = &[
-    ("chat", "stream-args-repaired-vs-one-shot-kimi", "streamed `{` of arguments that turn out not JSON is closed and reported as repaired; the one-shot parse has no arguments"),
-    ("chat", "stream-args-vs-one-shot-invalid-object-kimi", "streamed arguments of an object that turns invalid cannot be taken back; the one-shot parse moves them to content"),
-    ("chat", "stream-args-vs-one-shot-invalid-object-react", "the same in a ReAct-style format"),
 ];
 
 fn dir(kind: &str, target: &str) -> PathBuf {

@@ -79,6 +79,11 @@ pub enum Node {
     Rest,
     /// A JSON value of the given kind, scanned by dedicated code.
     Json { kind: JsonKind },
+    /// What of a JSON value fits before the text stops fitting (at least its first byte);
+    /// while a partial input still fits, need more input, as for a whole value. A recovery:
+    /// arguments that open a value and then stop fitting are kept up to there, as a stream
+    /// that has already sent them must keep them. A grammar allows whole values only.
+    JsonPrefix,
     /// The inside of a JSON string, without its quotes: stops before the closing `"`.
     JsonStringContent,
     /// A Python literal of the given kind (dict/list/str/number/True/False/None).

@@ -306,6 +306,20 @@ impl Builder {
     pub fn json(&self) -> Parser<'_> {
         self.add(Node::Json { kind: JsonKind::Value })
     }
+    /// What of a JSON value fits before the text stops fitting ([`Node::JsonPrefix`]): a
+    /// recovery for arguments that open a value and then go wrong.
+    ///
+    /// ```
+    /// use peg_runtime::{Arena, Outcome};
+    /// let arena = Arena::build(|p| p.json_prefix()).unwrap();
+    /// let out = arena.parse(br#"{"city": Paris}"#, false).unwrap();
+    /// assert_eq!((out.result.outcome, out.result.end), (Outcome::Success, 9)); // `{"city": `
+    /// assert_eq!(arena.parse(br#"{"city": "Pa"#, true).unwrap().result.outcome, Outcome::NeedMoreInput);
+    /// assert_eq!(arena.parse(b"Paris", false).unwrap().result.outcome, Outcome::Fail);
+    /// ```
+    pub fn json_prefix(&self) -> Parser<'_> {
+        self.add(Node::JsonPrefix)
+    }
     /// A JSON object.
     pub fn json_object(&self) -> Parser<'_> {
         self.add(Node::Json { kind: JsonKind::Object })

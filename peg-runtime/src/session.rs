@@ -783,6 +783,41 @@ mod tests {
         }
     }
 
+    /// A value that stops fitting is kept up to there by `json_prefix`: a stream, which saw
+    /// the value fit until then, reads what a one-shot parse reads.
+    #[test]
+    fn json_prefix_streams_like_one_shot() {
+        let arena = Arc::new(
+            Arena::build(|p| {
+                let call = "<c>" + p.tag("args", p.json() | p.json_prefix() | p.eps()) + p.optional("</c>");
+                p.zero_or_more(p.tag("call", call) | p.tag("text", p.until("<c>"))) + p.end()
+            })
+            .unwrap(),
+        );
+        let texts = [
+            "<c>{\"a\": [1, 2]}</c>x",
+            "<c>{\"city\": Paris}</c><c>{\"zone\": \"CET\"}</c>",
+            "<c>{\"cityParis\", \"days\": 3}{</c>",
+            "<c>{\"a\": \"b",
+            "<c>none</c><c>[1, tru]",
+        ];
+        for text in texts {
+            let bytes = text.as_bytes();
+            for chunk in 1..5 {
+                let mut s = Session::new(arena.clone());
+                for (i, c) in bytes.chunks(chunk).enumerate() {
+                    s.push(c);
+                    let at = ((i + 1) * chunk).min(bytes.len());
+                    assert_eq!(s.update().unwrap(), &arena.parse(&bytes[..at], true).unwrap(), "{text:?} at {at}");
+                }
+                assert_eq!(s.finish().unwrap(), arena.parse(bytes, false).unwrap(), "{text:?}");
+            }
+        }
+        let out = arena.parse(texts[1].as_bytes(), false).unwrap();
+        let args: Vec<_> = out.ast.find_by_tag("args").into_iter().map(|a| out.ast.text(a, texts[1].as_bytes()).into_owned()).collect();
+        assert_eq!(args, ["{\"city\": ", "{\"zone\": \"CET\"}"]);
+    }
+
     #[test]
     fn too_deep_is_an_error_not_a_crash() {
         let arena = Arc::new(Arena::build(|p| p.rule("n", ("(" + p.rule_ref("n") + ")") | p.eps())).unwrap());

@@ -533,7 +533,11 @@ impl<'a, 'b> Ctx<'a, 'b> {
             return None;
         }
         let args = if self.a.tools.format.mode == ToolFormat::TagWithJson {
-            b.choice([self.fenced(self.loose_args()), b.space() + self.loose_args(), b.space() + b.tag(tags::TOOL_ARGS, b.eps())])
+            // Arguments that open a value and then stop fitting are kept up to there (a stream
+            // has sent that much), the rest read as what follows a call; no value at all is
+            // no arguments.
+            let cut = b.space() + b.tag(tags::TOOL_ARGS, b.json_prefix());
+            b.choice([self.fenced(self.loose_args()), b.space() + self.loose_args(), cut, b.space() + b.tag(tags::TOOL_ARGS, b.eps())])
         } else {
             self.tagged_args("", &Value::Null)
         };

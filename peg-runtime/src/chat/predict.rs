@@ -116,7 +116,7 @@ pub(crate) fn args_are_json(arena: &Arena) -> bool {
     fn scanned(arena: &Arena, id: NodeId, depth: usize) -> bool {
         match arena.node(arena.resolve(id)) {
             _ if depth > 32 => false,
-            Node::Json { .. } => true,
+            Node::Json { .. } | Node::JsonPrefix => true,
             Node::Choice { children } => !children.is_empty() && children.iter().all(|&c| scanned(arena, c, depth + 1)),
             Node::Rule { child, .. }
             | Node::Schema { child, .. }
@@ -238,6 +238,7 @@ fn classify(arena: &Arena, id: NodeId, depth: usize) -> Option<Growth> {
         Node::Until { delimiters } => Some(Growth::Until(delimiters.iter().map(|d| d.as_bytes().to_vec()).collect())),
         Node::Rest => Some(Growth::Until(Vec::new())),
         Node::Json { kind: JsonKind::Value | JsonKind::Object | JsonKind::Array | JsonKind::String }
+        | Node::JsonPrefix
         | Node::Python { kind: PythonKind::Value | PythonKind::Dict | PythonKind::List | PythonKind::Str } => Some(Growth::JsonString),
         Node::Choice { children } if !children.is_empty() => {
             let all = children.iter().all(|&c| classify(arena, c, depth + 1) == Some(Growth::JsonString));

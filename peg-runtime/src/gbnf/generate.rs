@@ -340,6 +340,8 @@ impl Gen<'_> {
             Node::Until { delimiters } => self.until(delimiters),
             Node::Rest => ".*".to_owned(),
             Node::Json { kind } => self.json(*kind),
+            // A recovery when parsing; generation writes whole values.
+            Node::JsonPrefix => self.json(JsonKind::Value),
             Node::JsonStringContent => {
                 let c = self.json_char();
                 format!("{c}*")

@@ -95,6 +95,7 @@ impl Arena {
             Node::Rest => ("rest".to_owned(), Prec::Postfix),
             Node::Json { kind } => (kind.dsl_name().to_owned(), Prec::Postfix),
             Node::JsonStringContent => ("json_string_content".to_owned(), Prec::Postfix),
+            Node::JsonPrefix => ("json_prefix".to_owned(), Prec::Postfix),
             Node::Python { kind } => (kind.dsl_name().to_owned(), Prec::Postfix),
             Node::Marker => ("marker".to_owned(), Prec::Postfix),
             Node::Ref { name } => (name.clone(), Prec::Postfix),

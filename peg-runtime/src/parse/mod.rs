@@ -453,6 +453,7 @@ impl<'e> Engine<'e> {
             Node::Rest => return Ok(self.rest(pos, resume)),
             Node::Marker => return Ok(self.marker(pos, resume)),
             Node::Json { kind } => return Ok(self.scan(Dialect::Json, (*kind).into(), pos, resume)),
+            Node::JsonPrefix => return Ok(self.scan_prefix(pos, resume)),
             Node::JsonStringContent => return Ok(self.scan(Dialect::Json, Target::StringContent, pos, resume)),
             Node::Python { kind } => return Ok(self.scan(Dialect::Python, (*kind).into(), pos, resume)),
             Node::Ref { .. } => {
@@ -479,6 +480,7 @@ impl<'e> Engine<'e> {
             Node::Rest => self.rest(pos, resume),
             Node::Marker => self.marker(pos, resume),
             Node::Json { kind } => self.scan(Dialect::Json, (*kind).into(), pos, resume),
+            Node::JsonPrefix => self.scan_prefix(pos, resume),
             Node::JsonStringContent => self.scan(Dialect::Json, Target::StringContent, pos, resume),
             Node::Python { kind } => self.scan(Dialect::Python, (*kind).into(), pos, resume),
             _ => return None,
@@ -653,6 +655,16 @@ impl<'e> Engine<'e> {
         };
         let res = leaf::scan(&mut sc, self.input, self.partial);
         (res, res.touched.then_some(Resume::Json(sc)))
+    }
+
+    /// `json_prefix`: a JSON value scan whose failure after its first byte matches what
+    /// fit (the scanner stops where the text stopped fitting).
+    fn scan_prefix(&self, pos: usize, resume: Option<Resume>) -> (Res, Option<Resume>) {
+        let (res, resume) = self.scan(Dialect::Json, Target::Value, pos, resume);
+        match res.outcome {
+            Outcome::Fail if res.end > pos => (Res { outcome: Outcome::Success, ..res }, resume),
+            _ => (res, resume),
+        }
     }
 }
 
