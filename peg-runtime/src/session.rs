@@ -657,6 +657,19 @@ mod tests {
         )
     }
 
+    /// Streams `text` in pieces of `chunk` bytes: every update, and the finish, equal the
+    /// one-shot parse of the input so far.
+    fn streams_like_one_shot(arena: &Arc<Arena>, text: &[u8], chunk: usize) -> Session {
+        let mut s = Session::new(arena.clone());
+        for (i, c) in text.chunks(chunk).enumerate() {
+            s.push(c);
+            let at = ((i + 1) * chunk).min(text.len());
+            assert_eq!(s.update().unwrap(), &arena.parse(&text[..at], true).unwrap(), "{:?} in chunks of {chunk}, at {at}", String::from_utf8_lossy(text));
+        }
+        assert_eq!(s.finish().unwrap(), arena.parse(text, false).unwrap(), "{:?}", String::from_utf8_lossy(text));
+        s
+    }
+
     #[test]
     fn follows_a_stream_and_matches_one_shot() {
         let arena = chat();
@@ -680,13 +693,7 @@ mod tests {
         // multi-byte and invalid UTF-8, words and numbers.
         let text: &[u8] = b"Hi<tool_call>{\"n\": 1234567890123.25e12345, \"s\": \"plain text plain text \\\"q\\\" caf\xC3\xA9 \\u00e9 \\ud83d\\ude00 \xF0\x9F\x98\x80 more plain\", \"a\": [10, -0.5E+3, true, null, false], \"bad\": \"x\xFFy\\\\\"}</tool_call>";
         for chunk in 1..9 {
-            let mut s = Session::new(arena.clone());
-            for (i, c) in text.chunks(chunk).enumerate() {
-                s.push(c);
-                let at = ((i + 1) * chunk).min(text.len());
-                assert_eq!(s.update().unwrap(), &arena.parse(&text[..at], true).unwrap(), "chunk {chunk} at {at}");
-            }
-            assert_eq!(s.finish().unwrap(), arena.parse(text, false).unwrap());
+            let s = streams_like_one_shot(&arena, text, chunk);
             assert_eq!(s.output().result.outcome, Outcome::Success);
             assert!(s.output().ast.nodes.iter().any(|n| n.tag.as_deref() == Some("args") && n.invalid_utf8));
         }
@@ -802,15 +809,8 @@ mod tests {
             "<c>none</c><c>[1, tru]",
         ];
         for text in texts {
-            let bytes = text.as_bytes();
             for chunk in 1..5 {
-                let mut s = Session::new(arena.clone());
-                for (i, c) in bytes.chunks(chunk).enumerate() {
-                    s.push(c);
-                    let at = ((i + 1) * chunk).min(bytes.len());
-                    assert_eq!(s.update().unwrap(), &arena.parse(&bytes[..at], true).unwrap(), "{text:?} at {at}");
-                }
-                assert_eq!(s.finish().unwrap(), arena.parse(bytes, false).unwrap(), "{text:?}");
+                streams_like_one_shot(&arena, text.as_bytes(), chunk);
             }
         }
         let out = arena.parse(texts[1].as_bytes(), false).unwrap();
