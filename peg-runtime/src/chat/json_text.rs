@@ -107,7 +107,7 @@ fn push_hex_escape(out: &mut String, letter: char, digits: &str) {
         }
         'U' if complete => match u32::from_str_radix(digits, 16).ok().and_then(char::from_u32) {
             Some(c) => escape_into(out, c.encode_utf8(&mut [0; 4])),
-            None if digits.starts_with("0000") && surrogate(digits[4..].as_bytes()).is_some() => out.push_str(LONE_SURROGATE),
+            None if digits.starts_with("0000") && surrogate(&digits.as_bytes()[4..]).is_some() => out.push_str(LONE_SURROGATE),
             None => {
                 out.push_str("\\\\U");
                 out.push_str(digits);
@@ -428,7 +428,7 @@ impl PyToJson {
                 }
                 if complete {
                     self.hex.push(c);
-                    if letter == 'u' && surrogate(self.hex[1..].as_bytes()) == Some(Surrogate::High) {
+                    if letter == 'u' && surrogate(&self.hex.as_bytes()[1..]) == Some(Surrogate::High) {
                         // Held: only the escape after it shows whether it is half of a pair.
                         return;
                     }
@@ -466,7 +466,7 @@ impl PyToJson {
             if self.hex.len() < PAIR_HELD {
                 return;
             }
-            if surrogate(self.hex[HIGH_HELD + 2..].as_bytes()) == Some(Surrogate::Low) {
+            if surrogate(&self.hex.as_bytes()[HIGH_HELD + 2..]) == Some(Surrogate::Low) {
                 out.push('\\');
                 out.push_str(&self.hex);
                 self.hex.clear();
@@ -1140,8 +1140,8 @@ mod tests {
                 }
             }
             match value {
-                Some(v) => assert_eq!(serde_json::from_str::<String>(&want).unwrap(), v, "{text}"),
-                None if want.ends_with(['"', ']', '}']) => assert!(is_valid_json(&want), "{want}"),
+                Some(v) => assert_eq!(serde_json::from_str::<String>(want).unwrap(), v, "{text}"),
+                None if want.ends_with(['"', ']', '}']) => assert!(is_valid_json(want), "{want}"),
                 None => {}
             }
         }
