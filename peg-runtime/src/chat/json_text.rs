@@ -474,14 +474,20 @@ impl PyToJson {
                 return;
             }
         }
+        self.lone_high(sq, out);
+        if !follows {
+            self.step(c, out);
+        }
+    }
+
+    /// The held high surrogate escape pairs with nothing: [`LONE_SURROGATE`], and what came
+    /// after it is read afresh.
+    fn lone_high(&mut self, sq: bool, out: &mut String) {
         out.push_str(LONE_SURROGATE);
         let held = std::mem::take(&mut self.hex);
         self.state = if sq { PyState::Sq } else { PyState::Dq };
         for h in held[HIGH_HELD..].chars() {
             self.step(h, out);
-        }
-        if !follows {
-            self.step(c, out);
         }
     }
 
@@ -509,13 +515,7 @@ impl PyToJson {
         }
         if let PyState::Hex { sq } = self.state {
             if self.holds_high() {
-                // Nothing after the held high surrogate pairs it up.
-                out.push_str(LONE_SURROGATE);
-                let held = std::mem::take(&mut self.hex);
-                self.state = if sq { PyState::Sq } else { PyState::Dq };
-                for h in held[HIGH_HELD..].chars() {
-                    self.step(h, out);
-                }
+                self.lone_high(sq, out);
             }
         }
         if matches!(self.state, PyState::DqEsc | PyState::SqEsc) {
