@@ -170,13 +170,14 @@ fn arguments_written_as_a_string_are_decoded() {
     assert_eq!((m.message.tool_calls[0].arguments.as_str(), m.recoveries.as_slice()), (r#"{"location": "Rome"}"#, [].as_slice()));
 }
 
-/// A string that does not decode (a lone surrogate) is kept as the arguments, as written.
+/// A string that does not decode (a lone surrogate) is kept as the arguments, as written but
+/// for the lone surrogate, written as `\ufffd` (arguments are valid JSON).
 #[test]
 fn arguments_string_that_does_not_decode_is_kept() {
     let parser = string_args_parser(ChatParseOptions { tools: vec![weather()], ..Default::default() });
     let out = r#"<tool_call>{"name": "get_weather", "arguments": "{\"location\": \"\ud800\"}"}</tool_call>"#;
     let m = check(&parser, out);
-    assert_eq!(m.message.tool_calls[0].arguments, r#""{\"location\": \"\ud800\"}""#);
+    assert_eq!(m.message.tool_calls[0].arguments, r#""{\"location\": \"\ufffd\"}""#);
     // By offset: the call starts before its arguments.
     let kinds: Vec<_> = m.recoveries.iter().map(|r| r.kind).collect();
     assert_eq!(kinds, [RecoveryKind::ArgumentsOutsideSchema, RecoveryKind::ArgumentsAsString]);

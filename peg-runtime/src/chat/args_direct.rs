@@ -9,6 +9,7 @@
 
 use serde_json::Value;
 
+use crate::chat::json_text;
 use crate::json::{short_escape, word_at};
 use crate::swar::escaped_len;
 
@@ -377,11 +378,8 @@ impl Scan<'_> {
                 b'\\' if b.get(i + 1) == Some(&b'u') => {
                     escaped = true;
                     let hex = b.get(i + 2..i + 6)?;
-                    // A surrogate (`\uD800` to `\uDFFF`) must pair up: the full check.
-                    let surrogate = matches!(hex[0], b'd' | b'D') && !hex[1].is_ascii_digit()
-                        || hex[..2].eq_ignore_ascii_case(b"d8")
-                        || hex[..2].eq_ignore_ascii_case(b"d9");
-                    if !hex.iter().all(u8::is_ascii_hexdigit) || surrogate {
+                    // A surrogate must pair up: the full check.
+                    if !hex.iter().all(u8::is_ascii_hexdigit) || json_text::surrogate(hex).is_some() {
                         return None;
                     }
                     i += 6;

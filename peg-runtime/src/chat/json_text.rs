@@ -67,12 +67,36 @@ fn hex_digits(c: char) -> Option<usize> {
     }
 }
 
+/// Which half of a UTF-16 surrogate pair the hex digits of a `\u` escape (`\uD83D`) are, if
+/// either. The JSON grammar takes any `\u` escape, but JSON readers (serde_json, so every
+/// Rust client) take a surrogate only as a high one right before a low one (`\uD83D\uDE00`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Surrogate {
+    High,
+    Low,
+}
+
+#[inline]
+pub(crate) fn surrogate(hex: &[u8]) -> Option<Surrogate> {
+    match hex {
+        [b'd' | b'D', b'8' | b'9' | b'a' | b'b' | b'A' | b'B', ..] => Some(Surrogate::High),
+        [b'd' | b'D', b'c'..=b'f' | b'C'..=b'F', ..] => Some(Surrogate::Low),
+        _ => None,
+    }
+}
+
+/// What a surrogate escape that does not pair up is written as: the replacement character,
+/// as invalid UTF-8 is ([`lossy`]).
+const LONE_SURROGATE: &str = "\\ufffd";
+
 /// Appends the hex escape `\` `letter` `digits` as valid JSON meaning what Python reads:
 /// `digits` holds as many hex digits as the escape takes, or fewer when the text broke it off,
 /// and then the escape is text (a backslash, the letter, the digits), as JSON cannot hold it.
+/// A surrogate is a lone one here (a pair is [`PyToJson`]'s): [`LONE_SURROGATE`].
 fn push_hex_escape(out: &mut String, letter: char, digits: &str) {
     let complete = hex_digits(letter) == Some(digits.len());
     match letter {
+        'u' if complete && surrogate(digits.as_bytes()).is_some() => out.push_str(LONE_SURROGATE),
         'u' if complete => {
             out.push_str("\\u");
             out.push_str(digits);
@@ -83,6 +107,7 @@ fn push_hex_escape(out: &mut String, letter: char, digits: &str) {
         }
         'U' if complete => match u32::from_str_radix(digits, 16).ok().and_then(char::from_u32) {
             Some(c) => escape_into(out, c.encode_utf8(&mut [0; 4])),
+            None if digits.starts_with("0000") && surrogate(&digits.as_bytes()[4..]).is_some() => out.push_str(LONE_SURROGATE),
             None => {
                 out.push_str("\\\\U");
                 out.push_str(digits);
@@ -153,6 +178,11 @@ enum PyState {
         sq: bool,
     },
 }
+
+/// `PyToJson::hex` holding a high surrogate escape (`u` and its digits), and that and the
+/// escape after it.
+const HIGH_HELD: usize = "uD83D".len();
+const PAIR_HELD: usize = "uD83D\\uDE00".len();
 
 /// Rewrites a Python literal (`{'a': True, 'b': None}`) into JSON text as it streams in.
 /// JSON input passes through unchanged. Holds back only an unfinished identifier or escape,
@@ -252,8 +282,11 @@ impl PyToJson {
                     i += 2;
                     continue;
                 }
-                // A `\u` escape only with its four digits (a broken one is `step`'s).
-                (PyState::Dq, Some(b'\\')) if b.get(i + 1) == Some(&b'u') && b.get(i + 2..i + 6).is_some_and(|d| d.iter().all(u8::is_ascii_hexdigit)) => {
+                // A `\u` escape only with its four digits (a broken one is `step`'s), and not
+                // of a surrogate (whether it pairs up is `step`'s).
+                (PyState::Dq, Some(b'\\'))
+                    if b.get(i + 1) == Some(&b'u') && b.get(i + 2..i + 6).is_some_and(|d| d.iter().all(u8::is_ascii_hexdigit) && surrogate(d).is_none()) =>
+                {
                     i += 6;
                     continue;
                 }
@@ -384,6 +417,9 @@ impl PyToJson {
             }
             PyState::Hex { sq } => {
                 let letter = self.hex.chars().next().unwrap_or('u');
+                if self.holds_high() {
+                    return self.step_after_high(c, sq, out);
+                }
                 let need = hex_digits(letter).unwrap_or(0);
                 let complete = c.is_ascii_hexdigit() && self.hex.len() == need;
                 if c.is_ascii_hexdigit() && !complete {
@@ -392,6 +428,10 @@ impl PyToJson {
                 }
                 if complete {
                     self.hex.push(c);
+                    if letter == 'u' && surrogate(&self.hex.as_bytes()[1..]) == Some(Surrogate::High) {
+                        // Held: only the escape after it shows whether it is half of a pair.
+                        return;
+                    }
                 }
                 push_hex_escape(out, letter, &self.hex[1..]);
                 self.hex.clear();
@@ -411,6 +451,51 @@ impl PyToJson {
         }
     }
 
+    /// [`PyToJson::step`] after a held high surrogate escape: `hex` holds `u`, its four digits
+    /// and what came of the next escape (`\\`, `u`, digits). A low surrogate completes the pair,
+    /// written as it came; anything else leaves the high one lone ([`LONE_SURROGATE`]), and
+    /// what followed it is read afresh.
+    fn step_after_high(&mut self, c: char, sq: bool, out: &mut String) {
+        let follows = match self.hex.len() - HIGH_HELD {
+            0 => c == '\\',
+            1 => c == 'u',
+            _ => c.is_ascii_hexdigit(),
+        };
+        if follows {
+            self.hex.push(c);
+            if self.hex.len() < PAIR_HELD {
+                return;
+            }
+            if surrogate(&self.hex.as_bytes()[HIGH_HELD + 2..]) == Some(Surrogate::Low) {
+                out.push('\\');
+                out.push_str(&self.hex);
+                self.hex.clear();
+                self.state = if sq { PyState::Sq } else { PyState::Dq };
+                return;
+            }
+        }
+        self.lone_high(sq, out);
+        if !follows {
+            self.step(c, out);
+        }
+    }
+
+    /// The held high surrogate escape pairs with nothing: [`LONE_SURROGATE`], and what came
+    /// after it is read afresh.
+    fn lone_high(&mut self, sq: bool, out: &mut String) {
+        out.push_str(LONE_SURROGATE);
+        let held = std::mem::take(&mut self.hex);
+        self.state = if sq { PyState::Sq } else { PyState::Dq };
+        for h in held[HIGH_HELD..].chars() {
+            self.step(h, out);
+        }
+    }
+
+    /// Whether `hex` holds a whole high surrogate escape (and what followed it).
+    fn holds_high(&self) -> bool {
+        self.hex.len() >= HIGH_HELD && self.hex.starts_with('u')
+    }
+
     /// The quote of the string the text is inside (not mid-escape), if any.
     pub(crate) fn open_quote(&self) -> Option<char> {
         match self.state {
@@ -427,6 +512,11 @@ impl PyToJson {
             out.push(',');
             out.push_str(&self.held);
             self.held.clear();
+        }
+        if let PyState::Hex { sq } = self.state {
+            if self.holds_high() {
+                self.lone_high(sq, out);
+            }
         }
         if matches!(self.state, PyState::DqEsc | PyState::SqEsc) {
             out.push_str("\\\\");
@@ -1011,6 +1101,63 @@ mod tests {
         }
     }
 
+    /// A surrogate escape is written as it came only as half of a pair; a lone one becomes
+    /// `\ufffd` (JSON readers refuse it), in both modes, however the text is cut.
+    #[test]
+    fn lone_surrogate_escapes_become_replacement_characters() {
+        for (text, want, value) in [
+            (r#""a\ud800""#, r#""a\ufffd""#, Some("a\u{fffd}")),
+            (r#""\udc00x""#, r#""\ufffdx""#, Some("\u{fffd}x")),
+            (r#""\ud800x""#, r#""\ufffdx""#, Some("\u{fffd}x")),
+            (r#""\ud800\u0041""#, r#""\ufffd\u0041""#, Some("\u{fffd}A")),
+            (r#""\ud800\n\ud800\"""#, r#""\ufffd\n\ufffd\"""#, Some("\u{fffd}\n\u{fffd}\"")),
+            (r#"["\ud83d\ude00", "\uD83D\uDE00", "\uDBFF\uDFFF"]"#, r#"["\ud83d\ude00", "\uD83D\uDE00", "\uDBFF\uDFFF"]"#, None),
+            (r#""\ud800\ud83d\ude00\ude00""#, r#""\ufffd\ud83d\ude00\ufffd""#, Some("\u{fffd}😀\u{fffd}")),
+            (r#""\uDBFF\uDBFF\uDC00""#, r#""\ufffd\uDBFF\uDC00""#, Some("\u{fffd}\u{10fc00}")),
+            (r#""\ud800\u12" "#, r#""\ufffd\\u12" "#, Some("\u{fffd}\\u12")),
+            (r#"{"a": "\uD800"}"#, r#"{"a": "\ufffd"}"#, None),
+            // Cut off: a held high surrogate, and the escape after it, go out at the end.
+            (r#""\ud83d"#, r#""\ufffd"#, None),
+            (r#""\ud83d\"#, r#""\ufffd\\"#, None),
+            (r#""\ud83d\ude"#, r#""\ufffd\\ude"#, None),
+        ] {
+            for json in [false, true] {
+                let whole = {
+                    let mut n = if json { PyToJson::json() } else { PyToJson::default() };
+                    let mut out = String::new();
+                    n.push(text, &mut out);
+                    n.finish(&mut out);
+                    out
+                };
+                assert_eq!(whole, want, "{text} (json mode: {json})");
+                for at in 1..text.len() {
+                    let mut n = if json { PyToJson::json() } else { PyToJson::default() };
+                    let mut out = String::new();
+                    n.push(&text[..at], &mut out);
+                    n.push(&text[at..], &mut out);
+                    n.finish(&mut out);
+                    assert_eq!(out, want, "{text} cut at {at} (json mode: {json})");
+                }
+            }
+            match value {
+                Some(v) => assert_eq!(serde_json::from_str::<String>(want).unwrap(), v, "{text}"),
+                None if want.ends_with(['"', ']', '}']) => assert!(is_valid_json(want), "{want}"),
+                None => {}
+            }
+        }
+        // Python escapes that make surrogates: the same rule.
+        for (python, want) in [
+            (r"'\ud800'", r#""\ufffd""#),
+            (r"'\ud83d\ude00'", r#""\ud83d\ude00""#),
+            (r"'\U0000d800 \U0000DFFF'", r#""\ufffd \ufffd""#),
+            (r"'\x41\ud800\x41'", r#""\u0041\ufffd\u0041""#),
+            (r"'\ud800\''", r#""\ufffd'""#),
+        ] {
+            assert_eq!(py_to_json(python), want, "{python}");
+            assert!(is_valid_json(want), "{want}");
+        }
+    }
+
     /// The run-copying `push` writes what stepping every character does, however the text is
     /// cut (escapes, multi-byte characters, runs longer than a word, Python strings).
     #[test]
@@ -1024,6 +1171,7 @@ mod tests {
             // Words, commas and quotes the runs pass through, and the ones they must not.
             "{\"a\": [true, True, Truex, _x1, 1e5, 3None, none], \"b\":\t{\"c\" : false,\n\t\"d\": null ,}, \"e\": [1,\u{a0}2,\u{1c}3, 4 ,\u{b}5,]}",
             "[\"\", \"\\\"\", \"x\"\"y\",\"\\q\",  \"é\",é,\"\u{2028}\"]",
+            r#"{"s": "\ud83d\ude00 \ud800x \uDBFF\u0041 \udc00 \ud800\ud83d\uDE00", 'p': '\ud800\'\ud83d\ude00', "t": "\ud800"#,
         ];
         for text in texts {
             let mut reference = PyToJson::default();
@@ -1054,6 +1202,7 @@ mod tests {
             r#"{"code": "fn main() {\n    println!(\"{} \\ {}\", a, b); // café \u00e9\n}", "n": [1, -2.5e3, true, false, null]}"#,
             "{\"a\": \"tab\there, raw\u{1}control \\u00e9 \\ud83d\\ude00 é\", \"b\": [\"\", \"\\\"\", {}], \"c\" :\t{\"d\" : null ,\n\"e\": 0}}",
             "[\"ends in a backslash \\",
+            r#"["\ud83d\ude00 \ud800x \uDBFF\u0041 \udc00 \ud800\ud83d\uDE00", "\ud800"#,
         ];
         for text in texts {
             assert_ne!(crate::json::scan(text.as_bytes(), crate::arena::JsonKind::Value, true).outcome, crate::Outcome::Fail, "{text:?}");

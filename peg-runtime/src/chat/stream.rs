@@ -509,7 +509,8 @@ impl<S: Resume> ChatStream<S> {
 }
 
 /// Whether the quotes, backslashes and control bytes of `b` (inside a `"` string) are all
-/// within JSON escapes that `b` holds whole: it then continues the string.
+/// within JSON escapes that `b` holds whole and that pass the normalizer as written (no
+/// surrogate escape): it then continues the string.
 #[inline(never)]
 fn whole_escapes_only(b: &[u8]) -> bool {
     let mut i = 0;
@@ -517,7 +518,8 @@ fn whole_escapes_only(b: &[u8]) -> bool {
         match b[i] {
             b'\\' => match b.get(i + 1) {
                 Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => i += 2,
-                Some(b'u') if b.get(i + 2..i + 6).is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit)) => i += 6,
+                // A surrogate escape may be lone: whether it pairs up is the normalizer's.
+                Some(b'u') if b.get(i + 2..i + 6).is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit) && json_text::surrogate(h).is_none()) => i += 6,
                 _ => return false,
             },
             c if json_text::escapes(c) => return false,
@@ -802,6 +804,8 @@ mod tests {
             "\\",
             "\\\"",
             "\\u00e9",
+            "\\ud83d",
+            "\\uDE00",
             "\\n",
             "é",
             "😀",
@@ -957,6 +961,40 @@ mod tests {
             for sizes in [&[1][..], &[3, 5], &[8, 2, 7]] {
                 fast_equals_slow(&parser, &output, sizes).unwrap();
             }
+        }
+    }
+
+    /// Surrogate escapes in JSON arguments, lone or in pairs, the pairs cut anywhere by the
+    /// chunks: the deltas add up to the one-shot message, whose arguments JSON readers take
+    /// (a lone surrogate is `\ufffd`, a pair stays as written).
+    #[test]
+    fn lone_surrogate_escapes_stream_as_replacement_characters() {
+        let value = r"Paris\ud800/think> \udc00x \uD83D\uDE00 \ud800\u0041 \ud83d\ude00\ude00 \uDBFF\uDBFF\uDFFF \ud800\n".repeat(20);
+        let ps = parsers();
+        for parser in [&hermes_like(), &ps[0]] {
+            let outputs = [
+                format!("Sure.\n<tool_call>{{\"name\": \"f\", \"arguments\": {{\"a\": \"{value}\", \"b\": 3}}}}</tool_call>"),
+                r#"<tool_call>{"name": "f", "arguments": {"a": "\udc00"}}</tool_call>"#.to_owned(),
+                // Cut off after a high surrogate: nothing pairs it up.
+                format!("<tool_call>{{\"name\": \"f\", \"arguments\": {{\"a\": \"{value}\\uD83D"),
+                format!("<tool_call>{{\"name\": \"f\", \"arguments\": {{\"a\": \"{value}\\uD83D\\"),
+            ];
+            for output in &outputs {
+                for size in 1..=8 {
+                    fast_equals_slow(parser, output, &[size]).unwrap();
+                }
+                fast_equals_slow(parser, output, &[3, 5, 1, 8]).unwrap();
+                let whole = parser.parse(output, crate::chat::ParseMode::Complete).unwrap();
+                assert!(!whole.message.tool_calls.is_empty(), "{output}");
+                for call in &whole.message.tool_calls {
+                    let args: serde_json::Value = serde_json::from_str(&call.arguments).unwrap_or_else(|e| panic!("{}: {e}", call.arguments));
+                    let a = args["a"].as_str().unwrap();
+                    assert!(a.contains('\u{fffd}') && !a.contains('\\'), "{a}");
+                }
+            }
+            let whole = parser.parse(&outputs[0], crate::chat::ParseMode::Complete).unwrap();
+            let a = serde_json::from_str::<serde_json::Value>(&whole.message.tool_calls[0].arguments).unwrap()["a"].as_str().unwrap().to_owned();
+            assert!(a.starts_with("Paris\u{fffd}/think> \u{fffd}x 😀 \u{fffd}A 😀\u{fffd} \u{fffd}\u{10ffff} \u{fffd}\n"), "{a}");
         }
     }
 
