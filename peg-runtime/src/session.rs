@@ -348,7 +348,6 @@ impl Session {
             if self.climb() {
                 return Some(false);
             }
-            self.frontier = None;
             self.memo.generation -= 1;
             return None;
         }

@@ -379,7 +379,7 @@ impl Scan<'_> {
                     escaped = true;
                     let hex = b.get(i + 2..i + 6)?;
                     // A surrogate must pair up: the full check.
-                    if !hex.iter().all(u8::is_ascii_hexdigit) || json_text::surrogate(hex).is_some() {
+                    if !json_text::plain_u_escape(hex) {
                         return None;
                     }
                     i += 6;

@@ -85,6 +85,13 @@ pub(crate) fn surrogate(hex: &[u8]) -> Option<Surrogate> {
     }
 }
 
+/// Whether the four digits after a `\u` make an escape that passes as written: hex digits,
+/// and no surrogate (whether one pairs up is [`PyToJson`]'s to say).
+#[inline]
+pub(crate) fn plain_u_escape(hex: &[u8]) -> bool {
+    hex.iter().all(u8::is_ascii_hexdigit) && surrogate(hex).is_none()
+}
+
 /// What a surrogate escape that does not pair up is written as: the replacement character,
 /// as invalid UTF-8 is ([`lossy`]).
 const LONE_SURROGATE: &str = "\\ufffd";
@@ -284,9 +291,7 @@ impl PyToJson {
                 }
                 // A `\u` escape only with its four digits (a broken one is `step`'s), and not
                 // of a surrogate (whether it pairs up is `step`'s).
-                (PyState::Dq, Some(b'\\'))
-                    if b.get(i + 1) == Some(&b'u') && b.get(i + 2..i + 6).is_some_and(|d| d.iter().all(u8::is_ascii_hexdigit) && surrogate(d).is_none()) =>
-                {
+                (PyState::Dq, Some(b'\\')) if b.get(i + 1) == Some(&b'u') && b.get(i + 2..i + 6).is_some_and(plain_u_escape) => {
                     i += 6;
                     continue;
                 }

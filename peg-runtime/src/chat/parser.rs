@@ -445,9 +445,10 @@ fn max_viable(arena: &Arena, input: &[u8], lo: usize) -> usize {
     lo
 }
 
-/// Folds one parse of `input` (bytes, or the `str` of a one-shot parse; `partial`: more may come). When the parse does not fit, the
-/// longest viable prefix is folded and the rest goes to content (lenient), or an error is
-/// returned (strict). `lo`: a prefix length known to be viable.
+/// Folds one parse of `input` (bytes, or the `str` of a one-shot parse; `partial`: more may
+/// come). When the parse does not fit, the longest viable prefix is folded and the rest goes
+/// to content (lenient), or an error is returned (strict). `lo`: a prefix length known to be
+/// viable.
 pub(crate) fn fold_parse<'a>(
     inner: &Inner,
     driver: &mut Driver,

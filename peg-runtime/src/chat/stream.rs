@@ -519,7 +519,7 @@ fn whole_escapes_only(b: &[u8]) -> bool {
             b'\\' => match b.get(i + 1) {
                 Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => i += 2,
                 // A surrogate escape may be lone: whether it pairs up is the normalizer's.
-                Some(b'u') if b.get(i + 2..i + 6).is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit) && json_text::surrogate(h).is_none()) => i += 6,
+                Some(b'u') if b.get(i + 2..i + 6).is_some_and(json_text::plain_u_escape) => i += 6,
                 _ => return false,
             },
             c if json_text::escapes(c) => return false,
