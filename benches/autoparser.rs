@@ -10,14 +10,14 @@
 
 use std::hint::black_box;
 
+use chat_peg::autoparser::Request;
 use chat_peg::autoparser::analysis::analyze;
 use chat_peg::autoparser::format::TemplateAnalysis;
 use chat_peg::autoparser::generator::{build_grammar_arena, generate};
 use chat_peg::autoparser::template::ChatTemplate;
-use chat_peg::autoparser::Request;
 use chat_peg::peg_runtime::chat::Strictness;
 use chat_peg::peg_runtime::gbnf::{self, GbnfOptions};
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
 
 #[path = "../tests/shared_data/mod.rs"]

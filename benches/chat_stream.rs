@@ -26,8 +26,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chat_peg::formats::{hermes, qwen3_coder};
-use chat_peg::peg_runtime::chat::{stream_pieces, ChatParseOptions, ChatParser, DeltaBuffer, DeltaRef, ToolSpec};
-use criterion::{criterion_group, Criterion, Throughput};
+use chat_peg::peg_runtime::chat::{ChatParseOptions, ChatParser, DeltaBuffer, DeltaRef, ToolSpec, stream_pieces};
+use criterion::{Criterion, Throughput, criterion_group};
 use peg_runtime::chat::ParseMode;
 use serde_json::json;
 

@@ -13,7 +13,7 @@ use std::time::SystemTime;
 
 use chat_peg::formats::{hermes, qwen3_coder};
 use chat_peg::peg_runtime::chat::{ChatParseOptions, ChatParser, DeltaBuffer, ToolSpec};
-use criterion::{criterion_group, Criterion, Throughput};
+use criterion::{Criterion, Throughput, criterion_group};
 use serde_json::json;
 
 fn tools() -> Vec<ToolSpec> {

@@ -6,7 +6,7 @@
 use std::hint::black_box;
 use std::sync::Arc;
 
-use criterion::{criterion_group, Criterion, Throughput};
+use criterion::{Criterion, Throughput, criterion_group};
 use peg_runtime::{Arena, Builder, Outcome, Parser, Session};
 
 fn chat<'a>(p: &'a Builder) -> Parser<'a> {

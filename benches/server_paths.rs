@@ -24,8 +24,8 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use chat_peg::{Model, ParseMode, Request, Strictness};
-use criterion::{criterion_group, Criterion, Throughput};
-use serde_json::{json, Value};
+use criterion::{Criterion, Throughput, criterion_group};
+use serde_json::{Value, json};
 
 #[path = "../tests/shared_data/mod.rs"]
 mod shared_data;

@@ -19,9 +19,9 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
-use chat_peg::peg_runtime::chat::{stream_pieces, ChatParser, DeltaBuffer, DeltaRef};
+use chat_peg::peg_runtime::chat::{ChatParser, DeltaBuffer, DeltaRef, stream_pieces};
 use chat_peg::{Model, ParseMode, Request, Strictness};
-use criterion::{criterion_group, Criterion, Throughput};
+use criterion::{Criterion, Throughput, criterion_group};
 use serde_json::json;
 
 #[path = "../tests/shared_data/mod.rs"]

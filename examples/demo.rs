@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use peg_runtime::chat::ParseMode;
 use peg_runtime::chat::{ChatMessage, ChatParseOptions, ChatParser, NativeBuilder, ToolSpec};
-use peg_runtime::gbnf::{generate, GbnfOptions};
+use peg_runtime::gbnf::{GbnfOptions, generate};
 
 const OUTPUT: &str = "<think>\nThe user wants the weather in two cities.\n</think>\n\
 Let me check both.\n\

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use chat_common::{check_recoveries as check, check_streaming, weather};
 use chat_peg::formats::{hermes, qwen3_coder};
-use peg_runtime::chat::{stream_pieces, ChatParseOptions, ChatParser, Recovery, RecoveryKind, ToolSpec};
+use peg_runtime::chat::{ChatParseOptions, ChatParser, Recovery, RecoveryKind, ToolSpec, stream_pieces};
 use serde_json::json;
 
 /// The Hermes arena offering `tools`: the format parses only calls of the tools its grammar is

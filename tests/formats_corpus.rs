@@ -8,12 +8,12 @@
 
 use std::sync::Arc;
 
+use autoparser::Request;
 use autoparser::template::ChatTemplate;
 use autoparser::verify::compare_messages;
-use autoparser::Request;
 use chat_peg::formats::{self, hermes, qwen3_coder};
 use peg_runtime::chat::ParseMode;
-use peg_runtime::chat::{stream_pieces, ChatMessage, ChatParseOptions, ChatParser, ToolSpec};
+use peg_runtime::chat::{ChatMessage, ChatParseOptions, ChatParser, ToolSpec, stream_pieces};
 use peg_runtime::{Arena, ParseOutput};
 use serde_json::Value;
 

@@ -9,13 +9,13 @@
 //! word outside the reasoning on, as does llama.cpp's sampler, under the project's recognizer;
 //! so do outputs of two and three parallel calls written here for each format.
 
+use autoparser::Request;
 use autoparser::template::ChatTemplate;
 use autoparser::verify::compare_messages;
-use autoparser::Request;
 use chat_peg::formats::{self, deepseek_v3_1, kimi_k2, mistral, mistral_nemo, mistral_reasoning, mistral_reasoning_json};
-use peg_runtime::chat::{stream_pieces, ChatMessage, ChatParseOptions, ParseMode, ParsedMessage, ToolSpec};
+use peg_runtime::chat::{ChatMessage, ChatParseOptions, ParseMode, ParsedMessage, ToolSpec, stream_pieces};
 use peg_runtime::gbnf::Grammar;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 mod shared_data;
 
@@ -104,11 +104,7 @@ fn lazy_accepts(format: &dyn Format, output: &str, from: usize) -> Result<(), St
     let (text, triggers) = format.lazy();
     let grammar = Grammar::parse(&text).map_err(|e| format!("the lazy grammar does not parse: {e}"))?;
     let Some(at) = lazy_start(triggers, output, from) else { return Ok(()) };
-    if grammar.accepts(&output[at..]) {
-        Ok(())
-    } else {
-        Err(format!("the lazy grammar rejects {:?}", &output[at..]))
-    }
+    if grammar.accepts(&output[at..]) { Ok(()) } else { Err(format!("the lazy grammar rejects {:?}", &output[at..])) }
 }
 
 /// Where the first trigger word past `from` starts in `output`, if one does.

@@ -12,9 +12,9 @@ use std::sync::Arc;
 
 use chat_common::stream;
 use chat_peg::formats::{hermes, qwen3_coder};
-use peg_runtime::chat::{stream_pieces, ChatMessage, ChatParseOptions, ChatParser, ToolSpec};
+use peg_runtime::chat::{ChatMessage, ChatParseOptions, ChatParser, ToolSpec, stream_pieces};
 use proptest::prelude::*;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 /// The formats parse only the calls of the request's tools: the grammar offers `names`, each
 /// with the arguments the generators write.

@@ -7,7 +7,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use autoparser::template::ChatTemplate;
-use serde_json::{json, Value as Json};
+use serde_json::{Value as Json, json};
 
 mod shared_data;
 

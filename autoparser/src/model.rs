@@ -6,10 +6,10 @@ use std::sync::{Arc, Mutex};
 
 use crate::error::Error;
 use crate::format::TemplateAnalysis;
-use crate::generator::{constraints, generate_with, Constraints, PreparedRequest};
+use crate::generator::{Constraints, PreparedRequest, constraints, generate_with};
 use crate::request::Request;
 use crate::template::{ChatTemplate, Metered};
-use crate::verify::{verify, VerifyOptions, VerifyReport};
+use crate::verify::{VerifyOptions, VerifyReport, verify};
 
 /// A chat template and what analysis learned of its output format.
 ///

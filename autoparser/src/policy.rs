@@ -4,7 +4,7 @@
 //! constrains the same way (arguments by their tool's schema, the response by its schema, with
 //! the same rule names in the grammar).
 
-use peg_runtime::chat::{tags, ToolSpec};
+use peg_runtime::chat::{ToolSpec, tags};
 use peg_runtime::{Builder, Parser};
 use serde_json::Value;
 

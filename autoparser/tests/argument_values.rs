@@ -6,7 +6,7 @@
 //! is about, and on the shared templates of that shape when the shared data is there.
 
 use peg_runtime::chat::{ChatMessage, ChatParseOptions, ChatParser, Strictness};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use autoparser::analysis::analyze;
 use autoparser::format::TemplateAnalysis;
@@ -59,11 +59,7 @@ impl Source {
             Fixture(name) => {
                 let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
                 let fixture = dir.join("fixtures").join(format!("{name}.jinja"));
-                if fixture.is_file() {
-                    fixture
-                } else {
-                    dir.join("templates").join(format!("{name}.jinja"))
-                }
+                if fixture.is_file() { fixture } else { dir.join("templates").join(format!("{name}.jinja")) }
             }
             Shared(name) => shared_data::shared(CORPUS_TESTS)?.template(name),
         };
@@ -484,7 +480,9 @@ fn nullable_strings_read_null_and_strings() {
             let Some((g, a, parser)) = tagged(source, json!({"note": note, "id": {"type": "integer"}})) else { continue };
             let call = |v: &str| {
                 // The next argument has the other opener.
-                format!("<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"f\">\n{v}\n<｜DSML｜parameter name=\"id\" string=\"false\">70</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>")
+                format!(
+                    "<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"f\">\n{v}\n<｜DSML｜parameter name=\"id\" string=\"false\">70</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>"
+                )
             };
             let (null, text) = (
                 "<｜DSML｜parameter name=\"note\" string=\"false\">null</｜DSML｜parameter>",
@@ -545,7 +543,7 @@ fn parts_opened_by_the_prompt() {
 /// and most pieces are folded without a parse.
 #[test]
 fn hermes_string_arguments_stream_live() {
-    use peg_runtime::chat::{stream_pieces, DeltaBuffer, ParseMode};
+    use peg_runtime::chat::{DeltaBuffer, ParseMode, stream_pieces};
     let tools = r#"[{"type": "function", "function": {"name": "write_file", "description": "Writes a file.", "parameters": {"type": "object",
         "properties": {"path": {"type": "string"}, "content": {"type": "string"}}, "required": ["path", "content"]}}}]"#;
     let Some((_, _, parser)) = generated(Shared("NousResearch-Hermes-3-Llama-3.1-8B-tool_use"), tools) else { return };

@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use proptest::prelude::*;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
 use autoparser::{Model, Request, ToolChoice};
 use peg_runtime::chat::{ParseMode, Strictness};

@@ -10,7 +10,7 @@
 
 use std::collections::HashSet;
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use autoparser::format::TemplateAnalysis;
 use autoparser::verify::check_grammar;

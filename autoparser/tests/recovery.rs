@@ -22,16 +22,16 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
+use RecoveryKind::*;
+use autoparser::Request;
 use autoparser::analysis::analyze;
 use autoparser::format::TemplateAnalysis;
-use autoparser::generator::{generate, render_conversation, PreparedRequest};
+use autoparser::generator::{PreparedRequest, generate, render_conversation};
 use autoparser::template::ChatTemplate;
 use autoparser::verify::compare_messages;
-use autoparser::Request;
 use peg_runtime::chat::ParseMode;
-use peg_runtime::chat::{stream_pieces, ChatDelta, ChatMessage, ChatParser, ParsedMessage, RecoveryKind, Strictness};
-use serde_json::{json, Value};
-use RecoveryKind::*;
+use peg_runtime::chat::{ChatDelta, ChatMessage, ChatParser, ParsedMessage, RecoveryKind, Strictness, stream_pieces};
+use serde_json::{Value, json};
 
 #[path = "../../tests/shared_data/mod.rs"]
 mod shared_data;

@@ -7,9 +7,9 @@
 
 use std::path::{Path, PathBuf};
 
+use autoparser::Model;
 use autoparser::template::ChatTemplate;
 use autoparser::verify::{Verdict, VerifyOptions};
-use autoparser::Model;
 
 #[path = "../../tests/shared_data/mod.rs"]
 mod shared_data;

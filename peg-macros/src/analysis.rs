@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 
 use proc_macro2::Span;
 
-use crate::grammar::{Expr, ExprKind, Grammar, Sp, BUILTINS};
+use crate::grammar::{BUILTINS, Expr, ExprKind, Grammar, Sp};
 
 /// A warning to emit at `span`.
 pub struct Warning {
@@ -246,7 +246,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
 /// `custom_tags`, and no chat tag sits inside a text tag (the mapper reads a text tag's span
 /// as a whole and never looks inside). Rules are followed into, each once per text tag.
 fn check_tags(e: &Expr, g: &Grammar, errors: &mut Vec<syn::Error>) {
-    use peg_runtime::chat::{tags, RecoveryKind};
+    use peg_runtime::chat::{RecoveryKind, tags};
     /// `inside`: the text tag around `e` and the first rule followed into from it.
     fn walk(e: &Expr, g: &Grammar, inside: Option<(&str, Option<String>)>, seen: &mut HashSet<String>, errors: &mut Vec<syn::Error>) {
         let mut inside = inside;
@@ -258,8 +258,9 @@ fn check_tags(e: &Expr, g: &Grammar, errors: &mut Vec<syn::Error>) {
                     // reported where the rule is defined.
                     if inside.is_none() {
                         let hint = did_you_mean(tag, tags::ALL.iter().copied(), "#");
+                        let declared = if syn::parse_str::<syn::Ident>(tag).is_ok() { tag.clone() } else { format!("{tag:?}") };
                         errors.push(e.span.error(format!(
-                            "`#{tag}` is not a chat tag{hint} The chat mapper reads only the tags of `peg_runtime::chat::tags` and `recovered.*`; declare a tag of your own with `custom_tags = [{tag}];`"
+                            "`#{tag}` is not a chat tag{hint} The chat mapper reads only the tags of `peg_runtime::chat::tags` and `recovered.*`; declare a tag of your own with `custom_tags = [{declared}];`"
                         )));
                     }
                 } else if let (true, Some((outer, via))) = (chat, &inside) {
@@ -276,11 +277,11 @@ fn check_tags(e: &Expr, g: &Grammar, errors: &mut Vec<syn::Error>) {
             ExprKind::Ref(name) => {
                 if let Some((outer, via)) = inside {
                     let outer: &str = outer;
-                    if seen.insert(name.to_string()) {
-                        if let Some(r) = g.rules.iter().find(|r| r.name == *name) {
-                            let via = via.or_else(|| Some(r.name.to_string()));
-                            walk(&r.expr, g, Some((outer, via)), seen, errors);
-                        }
+                    if seen.insert(name.to_string())
+                        && let Some(r) = g.rules.iter().find(|r| r.name == *name)
+                    {
+                        let via = via.or_else(|| Some(r.name.to_string()));
+                        walk(&r.expr, g, Some((outer, via)), seen, errors);
                     }
                 }
                 return;
@@ -321,10 +322,10 @@ fn first_literals(
             }
         }
         ExprKind::Ref(name) => {
-            if let Some(&i) = index.get(&name.to_string()) {
-                if seen.insert(i) {
-                    first_literals(&g.rules[i].expr, g, index, nullable, seen, out)?;
-                }
+            if let Some(&i) = index.get(&name.to_string())
+                && seen.insert(i)
+            {
+                first_literals(&g.rules[i].expr, g, index, nullable, seen, out)?;
             }
         }
         // Matches nothing, or only what the items after it start.
@@ -446,10 +447,10 @@ fn find_lookahead(e: &Expr, g: &Grammar, index: &HashMap<String, usize>, seen: &
 }
 
 fn collect_refs(e: &Expr, index: &HashMap<String, usize>, out: &mut Vec<usize>) {
-    if let ExprKind::Ref(name) = &e.kind {
-        if let Some(&i) = index.get(&name.to_string()) {
-            out.push(i);
-        }
+    if let ExprKind::Ref(name) = &e.kind
+        && let Some(&i) = index.get(&name.to_string())
+    {
+        out.push(i);
     }
     for c in e.children() {
         collect_refs(c, index, out);

@@ -320,7 +320,7 @@ pub fn parser_items(g: &Grammar) -> TokenStream {
     let k = &g.krate;
     let s = quote!(#k::__macro_support);
     let outcome = quote!(#k::Outcome);
-    let mut gen = Gen { k, counter: 0 };
+    let mut emit = Gen { k, counter: 0 };
     let pos = format_ident!("pos");
     let max_depth = MAX_DEPTH;
     let rules: Vec<TokenStream> = g
@@ -331,8 +331,8 @@ pub fn parser_items(g: &Grammar) -> TokenStream {
             let index = index as u32;
             let name = r.name.to_string();
             let f = rule_fn(&name);
-            let body = gen.expr(&r.expr, &pos);
-            let label = gen.arc_label(&name);
+            let body = emit.expr(&r.expr, &pos);
+            let label = emit.arc_label(&name);
             quote! {
                 #[allow(unused_variables, unused_mut, unused_labels, clippy::all)]
                 fn #f(&mut self, pos: usize) -> ::std::result::Result<#s::Res, #k::Error> {
@@ -369,7 +369,7 @@ pub fn parser_items(g: &Grammar) -> TokenStream {
             }
         })
         .collect();
-    let root = gen.expr(&g.root[0].1, &pos);
+    let root = emit.expr(&g.root[0].1, &pos);
     let crate::doc_examples::DocExamples { parser: parser_example, parse_fn: parse_example, session: session_example, .. } =
         crate::doc_examples::doc_examples(g);
     quote! {

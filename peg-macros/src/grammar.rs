@@ -6,7 +6,7 @@
 use proc_macro2::{Span, TokenStream};
 use syn::ext::IdentExt;
 use syn::parse::{Parse, ParseStream};
-use syn::{bracketed, parenthesized, token, Attribute, Ident, LitInt, LitStr, Path, Token, Visibility};
+use syn::{Attribute, Ident, LitInt, LitStr, Path, Token, Visibility, bracketed, parenthesized, token};
 
 /// A whole `chat_peg!` invocation: one or more grammars, later ones possibly extending
 /// earlier ones (resolved at parse time, so every later stage sees complete grammars).
@@ -432,10 +432,10 @@ fn parse_postfixed(input: ParseStream) -> syn::Result<Expr> {
                     }
                 };
                 let close: Token![>] = input.parse()?;
-                if let Some(max) = max {
-                    if max < min {
-                        return Err(join(open.span, close.span).error(format!("repetition bounds are inverted: minimum {min} is greater than maximum {max}")));
-                    }
+                if let Some(max) = max
+                    && max < min
+                {
+                    return Err(join(open.span, close.span).error(format!("repetition bounds are inverted: minimum {min} is greater than maximum {max}")));
                 }
                 (min, max, close.span)
             } else {
@@ -490,7 +490,19 @@ fn parse_atom(input: ParseStream) -> syn::Result<Expr> {
     }
     if input.peek(Token![#]) {
         let hash: Token![#] = input.parse()?;
-        let tag = if input.peek(LitStr) { input.parse::<LitStr>()?.value() } else { input.call(Ident::parse_any)?.unraw().to_string() };
+        // `#tag`, `#recovered.missing_close` (dotted words: Rust 2024 reserves `#"..."`, so a
+        // dotted tag needs no string) or `# "any name"`.
+        let tag = if input.peek(LitStr) {
+            input.parse::<LitStr>()?.value()
+        } else {
+            let mut tag = input.call(Ident::parse_any)?.unraw().to_string();
+            while input.peek(Token![.]) && input.peek2(Ident::peek_any) {
+                input.parse::<Token![.]>()?;
+                tag.push('.');
+                tag.push_str(&input.call(Ident::parse_any)?.unraw().to_string());
+            }
+            tag
+        };
         if !input.peek(token::Paren) {
             return Err(input.error(format!("expected `(` after the tag: `#{tag}(expr)`")));
         }
@@ -588,11 +600,7 @@ fn parse_ident_atom(ident: Ident, input: ParseStream) -> syn::Result<Expr> {
     let (args, pspan) = parse_args(input)?;
     let full = join(span, pspan);
     let arity = |n: usize, usage: &str| -> syn::Result<()> {
-        if args.len() == n {
-            Ok(())
-        } else {
-            Err(full.error(format!("`{kind}` takes {n} argument{}: `{usage}`", if n == 1 { "" } else { "s" })))
-        }
+        if args.len() == n { Ok(()) } else { Err(full.error(format!("`{kind}` takes {n} argument{}: `{usage}`", if n == 1 { "" } else { "s" }))) }
     };
     let mut it;
     let kind = match kind {

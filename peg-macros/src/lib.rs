@@ -109,7 +109,7 @@
 //! | `json_member("key", e)` | `"key"` `:` `e` with optional whitespace | sequence |
 //! | `python` `python_dict` `python_list` `python_str` `python_number` `python_bool` `python_none` | Python literals | `python` |
 //! | `name` | reference to rule `name` | `ref` |
-//! | `#tag(e)`, `#"tag.name"(e)` | AST node tagged `tag` (see *Tags*) | `tag` |
+//! | `#tag(e)`, `#tag.name(e)`, `# "any name"(e)` | AST node tagged `tag` (see *Tags*; Rust 2024 reserves `#"`, so a string tag takes a space after `#`) | `tag` |
 //! | `atomic(e)` | no AST nodes for partial matches of `e` | `atomic` |
 //! | `schema(e, "name", "{json schema}")`, `schema_raw(...)` | parse `e`, emit the schema in GBNF | `schema` |
 //! | `gbnf(e, "gbnf expr")` | parse `e`, emit the GBNF expression | `gbnf` |
@@ -143,7 +143,7 @@
 //! | `#tool_arg_json_value` | a JSON (or Python-literal) value | in `#tool_arg` |
 //! | `#tool_arg_literal_string`, `#tool_arg_literal_token` | pieces of a value in a template's own literal syntax | in `#tool_arg` |
 //! | `#tool_arg_element_object`, `#tool_arg_element_array`, `#tool_arg_element_key` | a value written as nested elements | in `#tool_arg` |
-//! | `#"recovered.KIND"` | a deviation the grammar accepts, reported as a recovery of that kind (`recovered.missing_close`, `recovered.reasoning_marker`, ...: `RecoveryKind::tag`) | around what it recovers |
+//! | `#recovered.KIND` | a deviation the grammar accepts, reported as a recovery of that kind (`recovered.missing_close`, `recovered.reasoning_marker`, ...: `RecoveryKind::tag`) | around what it recovers |
 //!
 //! Nesting: the text tags (`reasoning`, `content`, `tool_args`, `tool_args_string`,
 //! `tool_arg_string_value`, `tool_arg_json_value`, `tool_arg_literal_*`) are read as a whole, so

@@ -4,7 +4,7 @@
 //! - [`arena_fn`] generates the Rust code of `fn arena(tools)`, which builds the same arena at run
 //!   time with the request's tools spliced in.
 
-use peg_runtime::__macro_support::{is_string_schema, tool_args, Tool};
+use peg_runtime::__macro_support::{Tool, is_string_schema, tool_args};
 use peg_runtime::{Arena, Builder, CharClass, Node, NodeId};
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -104,14 +104,14 @@ pub fn arena_fn(g: &Grammar) -> TokenStream {
     let k = &g.krate;
     let rules = g.rules.iter().map(|r| {
         let name = r.name.to_string();
-        let body = gen(k, &r.expr);
+        let body = lowered(k, &r.expr);
         let method = if r.trigger { quote!(trigger_rule) } else { quote!(rule) };
         quote! {
             let __child = #body;
             b.#method(#name, b.parser(__child));
         }
     });
-    let root = gen(k, &g.root[0].1);
+    let root = lowered(k, &g.root[0].1);
     quote! {
         let b = #k::Builder::new();
         #(#rules)*
@@ -132,7 +132,7 @@ pub fn gen_python_kind(k: &TokenStream, kind: PythonKind) -> TokenStream {
 
 /// Code for one expression: a block evaluating to the `NodeId` it added. In `each_tool` bodies
 /// `__tool: &Tool` is in scope, in `each_arg` bodies `__arg: (&str, &Value)`.
-fn gen(k: &TokenStream, e: &Expr) -> TokenStream {
+fn lowered(k: &TokenStream, e: &Expr) -> TokenStream {
     let node = match &e.kind {
         ExprKind::Eps => quote!(#k::Node::Eps),
         ExprKind::Start => quote!(#k::Node::Start),
@@ -163,7 +163,7 @@ fn gen(k: &TokenStream, e: &Expr) -> TokenStream {
             quote!(#k::Node::Python { kind: #kind })
         }
         ExprKind::Seq(v) | ExprKind::Choice(v) => {
-            let cs = v.iter().map(|c| gen(k, c));
+            let cs = v.iter().map(|c| lowered(k, c));
             let variant = if matches!(e.kind, ExprKind::Seq(_)) { quote!(Sequence) } else { quote!(Choice) };
             quote!({
                 let children = ::std::vec![#(#cs),*];
@@ -171,16 +171,16 @@ fn gen(k: &TokenStream, e: &Expr) -> TokenStream {
             })
         }
         ExprKind::Repeat { expr, min, max } => {
-            let c = gen(k, expr);
+            let c = lowered(k, expr);
             let max = opt_u32(max);
             quote!(#k::Node::Repeat { child: #c, min: #min, max: #max })
         }
         ExprKind::Peek(c) => {
-            let c = gen(k, c);
+            let c = lowered(k, c);
             quote!(#k::Node::Peek { child: #c })
         }
         ExprKind::Negate(c) => {
-            let c = gen(k, c);
+            let c = lowered(k, c);
             quote!(#k::Node::Negate { child: #c })
         }
         ExprKind::Ref(name) => {
@@ -188,15 +188,15 @@ fn gen(k: &TokenStream, e: &Expr) -> TokenStream {
             quote!(#k::Node::Ref { name: ::std::string::String::from(#name) })
         }
         ExprKind::Tag(tag, c) => {
-            let c = gen(k, c);
+            let c = lowered(k, c);
             quote!(#k::Node::Tag { tag: ::std::string::String::from(#tag), child: #c })
         }
         ExprKind::Atomic(c) => {
-            let c = gen(k, c);
+            let c = lowered(k, c);
             quote!(#k::Node::Atomic { child: #c })
         }
         ExprKind::Schema { expr, name, schema, raw } => {
-            let c = gen(k, expr);
+            let c = lowered(k, expr);
             // Validated JSON: re-serialized compactly so parsing it back cannot fail.
             let text = serde_json::from_str::<serde_json::Value>(&schema.value()).map(|v| v.to_string()).unwrap_or_else(|_| "null".into());
             quote!({
@@ -206,18 +206,18 @@ fn gen(k: &TokenStream, e: &Expr) -> TokenStream {
             })
         }
         ExprKind::Gbnf(c, g) => {
-            let c = gen(k, c);
+            let c = lowered(k, c);
             quote!(#k::Node::Gbnf { child: #c, gbnf: ::std::string::String::from(#g) })
         }
         ExprKind::JsonMember(key, c) => {
-            let c = gen(k, c);
+            let c = lowered(k, c);
             return quote!({
                 let __value = #c;
                 b.json_member(#key, b.parser(__value)).id()
             });
         }
         ExprKind::EachTool(c) => {
-            let c = gen(k, c);
+            let c = lowered(k, c);
             quote!({
                 let mut children = ::std::vec::Vec::with_capacity(tools.len());
                 for __tool in tools {
@@ -228,14 +228,14 @@ fn gen(k: &TokenStream, e: &Expr) -> TokenStream {
         }
         ExprKind::ToolName => quote!(#k::Node::Literal { text: __tool.name.clone() }),
         ExprKind::ToolSchema(c) => {
-            let c = gen(k, c);
+            let c = lowered(k, c);
             quote!({
                 let child = #c;
                 #k::Node::Schema { child, name: ::std::format!("tool-{}-args", __tool.name), schema: __tool.parameters.clone(), raw: false }
             })
         }
         ExprKind::EachArg(c) => {
-            let c = gen(k, c);
+            let c = lowered(k, c);
             quote!({
                 let mut children = ::std::vec::Vec::new();
                 for __arg in #k::__macro_support::tool_args(__tool) {
@@ -246,7 +246,7 @@ fn gen(k: &TokenStream, e: &Expr) -> TokenStream {
         }
         ExprKind::ArgName => quote!(#k::Node::Literal { text: ::std::string::String::from(__arg.0) }),
         ExprKind::ArgSchema(c) => {
-            let c = gen(k, c);
+            let c = lowered(k, c);
             quote!({
                 let child = #c;
                 #k::Node::Schema {
@@ -258,8 +258,8 @@ fn gen(k: &TokenStream, e: &Expr) -> TokenStream {
             })
         }
         ExprKind::IfStringArg(a, bb) => {
-            let a = gen(k, a);
-            let bb = gen(k, bb);
+            let a = lowered(k, a);
+            let bb = lowered(k, bb);
             return quote!(if #k::__macro_support::is_string_schema(__arg.1) { #a } else { #bb });
         }
     };

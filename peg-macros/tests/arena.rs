@@ -48,7 +48,7 @@ fn tools_are_spliced_in() {
 
 #[test]
 fn gbnf_constants_match_runtime_generation() {
-    use peg_runtime::gbnf::{generate, GbnfOptions, Grammar};
+    use peg_runtime::gbnf::{GbnfOptions, Grammar, generate};
     let lazy = GbnfOptions { lazy: true, ..Default::default() };
     assert_eq!(hermes::GBNF, generate(&hermes::arena(&[]).unwrap(), &GbnfOptions::default()).unwrap());
     assert_eq!(hermes::GBNF_LAZY.unwrap(), generate(&hermes::arena(&[]).unwrap(), &lazy).unwrap());

@@ -198,11 +198,7 @@ impl Arena {
     pub fn from_data(data: ArenaData) -> Result<Arena, Error> {
         let n = data.nodes.len();
         let check = |id: NodeId| -> Result<(), Error> {
-            if id.index() < n {
-                Ok(())
-            } else {
-                Err(Error::new(ErrorKind::InvalidArena, format!("node id {} out of range", id.0)))
-            }
+            if id.index() < n { Ok(()) } else { Err(Error::new(ErrorKind::InvalidArena, format!("node id {} out of range", id.0))) }
         };
         check(data.root).map_err(|_| Error::new(ErrorKind::MissingRoot, "the root is not a node of the arena"))?;
         let mut rule_index = HashMap::with_capacity(data.rules.len());

@@ -275,10 +275,8 @@ impl Scanner {
     // Callers inline `run`, not the loop: one compiled copy per (dialect, mode).
     #[inline(never)]
     fn run_states_at<const PY: bool, const PARTIAL: bool>(&mut self, input: &[u8]) -> (usize, Stop) {
-        if !PY {
-            if let Some(end) = self.json_run(input) {
-                return (end, Stop::Done);
-            }
+        if !PY && let Some(end) = self.json_run(input) {
+            return (end, Stop::Done);
         }
         self.run_states::<PY>(input, PARTIAL)
     }

@@ -79,17 +79,9 @@ pub struct CharsState {
 pub fn literal(input: &[u8], partial: bool, pos: usize, text: &[u8]) -> Res {
     let avail = &input[pos.min(input.len())..];
     if avail.len() >= text.len() {
-        if avail.starts_with(text) {
-            Res::ok(pos + text.len())
-        } else {
-            Res::fail(pos)
-        }
+        if avail.starts_with(text) { Res::ok(pos + text.len()) } else { Res::fail(pos) }
     } else if text.starts_with(avail) {
-        if partial {
-            Res::new(Outcome::NeedMoreInput, input.len(), true, false)
-        } else {
-            Res::new(Outcome::Fail, pos, true, false)
-        }
+        if partial { Res::new(Outcome::NeedMoreInput, input.len(), true, false) } else { Res::new(Outcome::Fail, pos, true, false) }
     } else {
         Res::fail(pos)
     }
@@ -132,15 +124,15 @@ pub fn chars(
             return done(count, p, invalid, touched);
         }
         // ASCII needs no decoding.
-        if let Some(&b) = input.get(p) {
-            if b < 0x80 {
-                if !matches(b as char) {
-                    return done(count, p, invalid, touched);
-                }
-                p += 1;
-                count += 1;
-                continue;
+        if let Some(&b) = input.get(p)
+            && b < 0x80
+        {
+            if !matches(b as char) {
+                return done(count, p, invalid, touched);
             }
+            p += 1;
+            count += 1;
+            continue;
         }
         match utf8::decode(input, p) {
             Dec::Char(c, l) => {

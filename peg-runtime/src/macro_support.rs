@@ -85,7 +85,7 @@ impl From<leaf::Res> for Res {
 }
 
 /// Code-point decoding and span validation: the engine's own, so both parsers agree.
-pub use crate::parse::utf8::{check, decode, Dec};
+pub use crate::parse::utf8::{Dec, check, decode};
 
 /// A compiled delimiter set for `until`.
 pub use crate::leaf::Delimiters as Delims;

@@ -16,7 +16,7 @@ use crate::ast::AstNode;
 use crate::error::Error;
 use crate::json::Scanner;
 use crate::parse::{
-    canonical_into, finish_output_with_order, memoizable, until_scan, Built, Engine, Entry, Link, Memo, Outcome, ParseOptions, ParseOutput, ParseResult, Resume,
+    Built, Engine, Entry, Link, Memo, Outcome, ParseOptions, ParseOutput, ParseResult, Resume, canonical_into, finish_output_with_order, memoizable, until_scan,
 };
 
 /// Room in a new memo for the results of a short reply (a tool call takes about a hundred):
@@ -461,7 +461,7 @@ impl Session {
         let mut ops = cleared(&mut self.spare.ops);
         ops.extend(path[1..].iter().filter_map(|&(_, op)| op));
         let leaf = (path[0].0.id, path[0].0.pos);
-        let mut leaf_resume = self.memo.map.get_mut(&(leaf.0 .0, leaf.1)).and_then(|e| e.resume.take());
+        let mut leaf_resume = self.memo.map.get_mut(&(leaf.0.0, leaf.1)).and_then(|e| e.resume.take());
         let labels_only = ops.iter().all(|op| matches!(op, Op::Label { .. }));
         let json_leaf = if labels_only { leaf_resume.take_if(|r| matches!(r, Resume::Json(_))) } else { None };
         if let Some(Resume::Json(scanner)) = json_leaf {

@@ -94,7 +94,7 @@ fn is_string_stop(c: u8, quote: u8, non_ascii: bool) -> bool {
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn string_stops(block: &[u8; 16], quote: u8, non_ascii: bool) -> u32 {
-    use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8, _mm_set_epi64x};
+    use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128, _mm_set_epi64x, _mm_set1_epi8};
     let half = |h: &[u8]| i64::from_le_bytes(h.try_into().unwrap_or_default());
     let (lo, hi) = (half(&block[..8]), half(&block[8..]));
     // SAFETY: SSE2 is part of every x86-64 target; these intrinsics read no memory.
@@ -108,11 +108,7 @@ fn string_stops(block: &[u8; 16], quote: u8, non_ascii: bool) -> u32 {
         (_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(quotes, backslashes), controls)), _mm_movemask_epi8(v))
     };
     let stops = stops as u32;
-    if non_ascii {
-        stops | high as u32
-    } else {
-        stops
-    }
+    if non_ascii { stops | high as u32 } else { stops }
 }
 
 /// [`string_stops`] a byte at a time (other targets, and the reference of the vector one).

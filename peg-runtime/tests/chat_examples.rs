@@ -6,8 +6,8 @@ mod chat_common;
 use std::sync::Arc;
 
 use chat_common::check_streaming;
-use peg_runtime::chat::{stream_pieces, ChatMessage, ChatParseOptions, ChatParser, ConstructedBuilder, DeltaBuffer, NativeBuilder, SimpleBuilder, ToolSpec};
 use peg_runtime::ErrorKind;
+use peg_runtime::chat::{ChatMessage, ChatParseOptions, ChatParser, ConstructedBuilder, DeltaBuffer, NativeBuilder, SimpleBuilder, ToolSpec, stream_pieces};
 use serde_json::json;
 
 fn weather_tool() -> ToolSpec {

@@ -7,8 +7,8 @@ mod chat_common;
 use std::sync::Arc;
 
 use chat_common::{check_recoveries, weather};
-use peg_runtime::chat::{stream_pieces, ChatParseOptions, ChatParser, NativeBuilder, Recovery, RecoveryKind, SimpleBuilder};
 use peg_runtime::ErrorKind;
+use peg_runtime::chat::{ChatParseOptions, ChatParser, NativeBuilder, Recovery, RecoveryKind, SimpleBuilder, stream_pieces};
 
 fn rec(kind: RecoveryKind, offset: usize, len: usize) -> Recovery {
     Recovery { kind, offset, len, detail: String::new() }

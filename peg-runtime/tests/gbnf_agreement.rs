@@ -10,7 +10,7 @@
 //! as `aa`, the parser stops at the first occurrence while a CFG could stop at a later one).
 //! Outside this class (`a | ab` followed by `c`, say) the two legitimately differ.
 
-use peg_runtime::gbnf::{generate, GbnfOptions, Grammar};
+use peg_runtime::gbnf::{GbnfOptions, Grammar, generate};
 use peg_runtime::{Arena, Builder, Outcome, Parser};
 use proptest::prelude::*;
 

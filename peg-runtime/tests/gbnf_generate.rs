@@ -1,9 +1,9 @@
 //! GBNF generated from representative arenas: insta snapshots of the text, recognizer checks
 //! of what it accepts, and the size and speed of a grammar for 300 tools.
 
-use peg_runtime::gbnf::{generate, GbnfOptions, Grammar};
 use peg_runtime::Arena;
-use serde_json::{json, Value};
+use peg_runtime::gbnf::{GbnfOptions, Grammar, generate};
+use serde_json::{Value, json};
 
 fn full(arena: &Arena) -> String {
     generate(arena, &GbnfOptions::default()).unwrap()

@@ -3,7 +3,7 @@
 
 use peg_runtime::gbnf::Grammar;
 use peg_runtime::schema;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 #[track_caller]
 fn check(schema: Value, accept: &[&str], reject: &[&str]) -> Grammar {

@@ -49,11 +49,7 @@ fn to_python<'py>(py: Python<'py>, value: &impl Serialize) -> PyResult<Bound<'py
 }
 
 fn strictness(strict: bool) -> Strictness {
-    if strict {
-        Strictness::Strict
-    } else {
-        Strictness::Lenient
-    }
+    if strict { Strictness::Strict } else { Strictness::Lenient }
 }
 
 /// A chat template and what analysis learned of its output format. Load once per template.

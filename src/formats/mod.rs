@@ -212,7 +212,7 @@ chat_peg! {
     /// ```
     pub grammar deepseek_v3_1 {
         doc_examples(chat_peg::formats::deepseek_v3_1, runtime = chat_peg::peg_runtime);
-        root = ("<think>" #"recovered.reasoning_marker"("<think>")? #reasoning(until("</think>")) "</think>")? #content(until("<｜tool▁calls▁begin｜>")) tool_calls? _ end;
+        root = ("<think>" #recovered.reasoning_marker("<think>")? #reasoning(until("</think>")) "</think>")? #content(until("<｜tool▁calls▁begin｜>")) tool_calls? _ end;
         trigger rule tool_calls = "<｜tool▁calls▁begin｜>" _ (tool_call _)+ "<｜tool▁calls▁end｜>";
         rule tool_call = #tool(
             #tool_open("<｜tool▁call▁begin｜>") each_tool(

@@ -3,10 +3,10 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use autoparser::format::TemplateAnalysis;
-use autoparser::generator::{generate, PreparedRequest};
-use autoparser::verify::{check_grammar, compare_messages, stream_message};
 use autoparser::Request;
+use autoparser::format::TemplateAnalysis;
+use autoparser::generator::{PreparedRequest, generate};
+use autoparser::verify::{check_grammar, compare_messages, stream_message};
 use peg_runtime::chat::{ChatMessage, ChatParser, Strictness};
 use serde_json::Value;
 
@@ -69,11 +69,7 @@ fn judge_prompt(case: &Value, store: &mut TemplateStore) -> Result<(), String> {
             errs.push(format!("{op} {target} {value:?}: got {actual:?}"));
         }
     }
-    if errs.is_empty() {
-        Ok(())
-    } else {
-        Err(errs.join("; "))
-    }
+    if errs.is_empty() { Ok(()) } else { Err(errs.join("; ")) }
 }
 
 fn judge_capability(case: &Value, store: &mut TemplateStore) -> Result<(), String> {

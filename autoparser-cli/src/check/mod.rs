@@ -34,7 +34,7 @@ mod templates;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -334,11 +334,7 @@ pub fn run(corpus: &Path, opts: &CheckOptions) -> Result<Report, CheckError> {
             }
             let t0 = Instant::now();
             let judged = catch_unwind(AssertUnwindSafe(|| {
-                if case.is_null() {
-                    vec!["the line is not a JSON object".to_owned()]
-                } else {
-                    judge_case(&case, &mut store, opts, &mut report.timings)
-                }
+                if case.is_null() { vec!["the line is not a JSON object".to_owned()] } else { judge_case(&case, &mut store, opts, &mut report.timings) }
             }));
             let reasons = judged.unwrap_or_else(|p| vec![format!("panicked: {}", panic_message(&*p))]);
             let status = if reasons.is_empty() { Status::Pass } else { Status::Fail };

@@ -5,12 +5,12 @@
 //! ([`judge_render`]), here and only here.
 
 use std::fs;
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 use std::time::Instant;
 
-use autoparser::verify::window;
 use autoparser::Error;
+use autoparser::verify::window;
 
 use super::templates::TemplateStore;
 use super::{CaseResult, Status};

@@ -6,7 +6,7 @@ use std::time::Instant;
 use autoparser::analysis::analyze;
 use clap::Args;
 
-use super::{print_json, TemplateArg};
+use super::{TemplateArg, print_json};
 
 /// Arguments of `analyze`.
 #[derive(Debug, Args)]
@@ -29,11 +29,11 @@ pub fn run(args: &AnalyzeArgs) -> Result<ExitCode, String> {
         eprintln!("analysis: {:.3} ms", t0.elapsed().as_secs_f64() * 1e3);
     }
     let mut v = serde_json::to_value(&a).map_err(|e| e.to_string())?;
-    if !args.bare {
-        if let Some(m) = v.as_object_mut() {
-            let caps: serde_json::Map<_, _> = t.capabilities().to_pairs().iter().map(|(k, v)| (k.to_string(), (*v).into())).collect();
-            m.insert("template_capabilities".into(), caps.into());
-        }
+    if !args.bare
+        && let Some(m) = v.as_object_mut()
+    {
+        let caps: serde_json::Map<_, _> = t.capabilities().to_pairs().iter().map(|(k, v)| (k.to_string(), (*v).into())).collect();
+        m.insert("template_capabilities".into(), caps.into());
     }
     print_json(&v)?;
     Ok(ExitCode::SUCCESS)

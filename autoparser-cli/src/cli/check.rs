@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use crate::check::{run as run_check, CheckOptions};
+use crate::check::{CheckOptions, run as run_check};
 
 /// Arguments of `check`.
 #[derive(Debug, Args)]

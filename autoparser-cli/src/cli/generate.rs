@@ -8,7 +8,7 @@ use autoparser::Request;
 use clap::Args;
 use serde_json::json;
 
-use super::{print_json, RequestTarget};
+use super::{RequestTarget, print_json};
 
 /// Arguments of `generate`.
 #[derive(Debug, Args)]

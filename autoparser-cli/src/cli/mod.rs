@@ -24,9 +24,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use autoparser::format::TemplateAnalysis;
-use autoparser::template::{load_named, ChatTemplate};
 use autoparser::Model;
+use autoparser::format::TemplateAnalysis;
+use autoparser::template::{ChatTemplate, load_named};
 use clap::{Args, Parser, Subcommand};
 use serde_json::Value;
 
@@ -120,11 +120,7 @@ struct RequestTarget {
 fn read_json(path: &Path) -> Result<Value, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let v: Value = serde_json::from_str(&text).map_err(|e| format!("{}: invalid JSON: {e}", path.display()))?;
-    if v.is_object() {
-        Ok(v)
-    } else {
-        Err(format!("{}: the request must be a JSON object", path.display()))
-    }
+    if v.is_object() { Ok(v) } else { Err(format!("{}: the request must be a JSON object", path.display())) }
 }
 
 /// Writes `v` as pretty JSON and a newline to stdout.

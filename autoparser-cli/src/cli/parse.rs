@@ -7,7 +7,7 @@ use autoparser::Request;
 use clap::Args;
 use peg_runtime::chat::{ChatParser, ChatStream, ParsedMessage, Strictness};
 
-use super::{print_json, RequestTarget};
+use super::{RequestTarget, print_json};
 use peg_runtime::chat::ParseMode;
 
 /// Arguments of `parse`.

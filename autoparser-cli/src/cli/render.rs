@@ -6,7 +6,7 @@ use clap::Args;
 
 use autoparser::Request;
 
-use super::{print_json, RequestArg, TemplateArg};
+use super::{RequestArg, TemplateArg, print_json};
 
 /// Arguments of `render`.
 #[derive(Debug, Args)]

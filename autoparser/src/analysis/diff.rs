@@ -75,23 +75,23 @@ pub fn calculate_diff_split(a: &str, b: &str) -> DiffSplit {
         let mut changed = false;
         if !left.is_empty() || !right.is_empty() {
             // A marker opened in the prefix and closed inside the differing part.
-            if let Some(i) = open_marker_tail(&prefix) {
-                if left.contains(['>', ']']) || right.contains(['>', ']']) || close_marker_head(&suffix).is_some() {
-                    let moved = prefix.split_off(i);
-                    left.insert_str(0, &moved);
-                    right.insert_str(0, &moved);
-                    changed = true;
-                }
+            if let Some(i) = open_marker_tail(&prefix)
+                && (left.contains(['>', ']']) || right.contains(['>', ']']) || close_marker_head(&suffix).is_some())
+            {
+                let moved = prefix.split_off(i);
+                left.insert_str(0, &moved);
+                right.insert_str(0, &moved);
+                changed = true;
             }
             // A marker opened in the differing part and closed in the suffix.
             let opened = |m: &str| open_marker_tail(m).is_some();
-            if let Some(n) = close_marker_head(&suffix) {
-                if opened(&left) || opened(&right) || (open_marker_tail(&prefix).is_some()) {
-                    let moved: String = suffix.drain(..n).collect();
-                    left.push_str(&moved);
-                    right.push_str(&moved);
-                    changed = true;
-                }
+            if let Some(n) = close_marker_head(&suffix)
+                && (opened(&left) || opened(&right) || (open_marker_tail(&prefix).is_some()))
+            {
+                let moved: String = suffix.drain(..n).collect();
+                left.push_str(&moved);
+                right.push_str(&moved);
+                changed = true;
             }
         }
         if !changed {

@@ -133,32 +133,32 @@ fn analyze_inner(r: &dyn Render) -> Result<TemplateAnalysis, Error> {
     };
     a.content = reasoning::analyze_content(&p, a.caps.supports_tool_calls, &a.reasoning);
     // The end-of-turn marker (what follows plain content) is not part of the tool section.
-    if let Ok(r) = p.render_asst(&probe::Asst::content(probe::needle::CONTENT)) {
-        if let Some(i) = r.find(probe::needle::CONTENT) {
-            let after = &r[i + probe::needle::CONTENT.len()..];
-            let after = after.strip_prefix(a.content.end.as_str()).unwrap_or(after).trim_start();
-            // A marker, or a short marker-like token up to the line end (`[e~[`).
-            let n = segment::marker_group_len(after).or_else(|| {
-                let line = after.split('\n').next().unwrap_or("");
-                (!line.is_empty() && line.len() <= 16 && !line.contains(char::is_whitespace)).then_some(line.len())
-            });
-            if let Some(n) = n {
-                let eot = &after[..n];
-                let se = &mut a.tools.format.section_end;
-                if let Some(k) = se.find(eot) {
-                    se.truncate(k);
-                    *se = se.trim().to_owned();
-                }
-                a.end_of_turn = eot.to_owned();
+    if let Ok(r) = p.render_asst(&probe::Asst::content(probe::needle::CONTENT))
+        && let Some(i) = r.find(probe::needle::CONTENT)
+    {
+        let after = &r[i + probe::needle::CONTENT.len()..];
+        let after = after.strip_prefix(a.content.end.as_str()).unwrap_or(after).trim_start();
+        // A marker, or a short marker-like token up to the line end (`[e~[`).
+        let n = segment::marker_group_len(after).or_else(|| {
+            let line = after.split('\n').next().unwrap_or("");
+            (!line.is_empty() && line.len() <= 16 && !line.contains(char::is_whitespace)).then_some(line.len())
+        });
+        if let Some(n) = n {
+            let eot = &after[..n];
+            let se = &mut a.tools.format.section_end;
+            if let Some(k) = se.find(eot) {
+                se.truncate(k);
+                *se = se.trim().to_owned();
             }
+            a.end_of_turn = eot.to_owned();
         }
     }
     // Addressed parts: content, reasoning and calls each a part whose header names its
     // recipient. The marker slots say the same where they can (other code reads them).
-    if a.tools.format.mode == ToolFormat::TagWithJson {
-        if let Some(parts) = tools::analyze_parts(&p) {
-            apply_parts(&mut a, parts);
-        }
+    if a.tools.format.mode == ToolFormat::TagWithJson
+        && let Some(parts) = tools::analyze_parts(&p)
+    {
+        apply_parts(&mut a, parts);
     }
     // Whitespace the template writes after the calls (in the render with calls, the tool
     // region's trailing whitespace and what follows it before the next marker).
@@ -180,10 +180,12 @@ fn analyze_inner(r: &dyn Render) -> Result<TemplateAnalysis, Error> {
             let rest = &gp[k + m.len()..];
             rest.chars().all(|c| c.is_alphanumeric() || c == '_')
         });
-        if let Some((k, m)) = header {
-            if m != a.reasoning.start.trim() && m != a.reasoning.end.trim() && m != a.content.start.trim() {
-                a.turn_header = gp[k..].to_owned();
-            }
+        if let Some((k, m)) = header
+            && m != a.reasoning.start.trim()
+            && m != a.reasoning.end.trim()
+            && m != a.content.start.trim()
+        {
+            a.turn_header = gp[k..].to_owned();
         }
     }
     // Registered builders: fingerprints are matched against the template's own renders.

@@ -1,8 +1,8 @@
 //! Render probes: the contexts the analysis renders and compares.
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
-use super::diff::{calculate_diff_split, DiffSplit};
+use super::diff::{DiffSplit, calculate_diff_split};
 use crate::error::Error;
 use crate::template::Render;
 

@@ -1,7 +1,7 @@
 //! Phase 1 (R1-R3) reasoning markers and Phase 2 (C1) content markers.
 
-use super::diff::{calculate_diff_split, DiffSplit};
-use super::probe::{needle::*, Asst, Call, Probe};
+use super::diff::{DiffSplit, calculate_diff_split};
+use super::probe::{Asst, Call, Probe, needle::*};
 use super::segment::{closing_of, first_marker, last_marker, marker_len};
 use super::text::*;
 use crate::format::*;
@@ -56,28 +56,28 @@ pub fn analyze_reasoning(p: &Probe, caps: &mut Capabilities, notes: &mut Vec<Str
     let mut r = ReasoningAnalysis::default();
     // R1: with vs without reasoning_content.
     let a = Asst::content(CONTENT);
-    if let Ok((d, _, _)) = p.compare(&a, &a.clone().with_reasoning(REASONING)) {
-        if let Some((s, e)) = markers_around(p, &d) {
-            r = ReasoningAnalysis { mode: ReasoningMode::TagBased, start: s, end: e };
-        }
+    if let Ok((d, _, _)) = p.compare(&a, &a.clone().with_reasoning(REASONING))
+        && let Some((s, e)) = markers_around(p, &d)
+    {
+        r = ReasoningAnalysis { mode: ReasoningMode::TagBased, start: s, end: e };
     }
     // R1 with typed content parts (`{"type": "thinking"}`).
     if r.mode == ReasoningMode::None {
         let a = Asst { parts: true, ..Asst::content(CONTENT) };
-        if let Ok((d, _, _)) = p.compare(&a, &a.clone().with_reasoning(REASONING)) {
-            if let Some((s, e)) = markers_around(p, &d) {
-                notes.push("reasoning found through typed content parts".into());
-                r = ReasoningAnalysis { mode: ReasoningMode::TagBased, start: s, end: e };
-            }
+        if let Ok((d, _, _)) = p.compare(&a, &a.clone().with_reasoning(REASONING))
+            && let Some((s, e)) = markers_around(p, &d)
+        {
+            notes.push("reasoning found through typed content parts".into());
+            r = ReasoningAnalysis { mode: ReasoningMode::TagBased, start: s, end: e };
         }
     }
     // R3: reasoning shown only next to tool calls.
     if r.mode == ReasoningMode::None {
         let a = Asst::calls(vec![Call::first()]);
-        if let Ok((d, _, _)) = p.compare(&a, &a.clone().with_reasoning(REASONING)) {
-            if let Some((s, e)) = markers_around(p, &d) {
-                r = ReasoningAnalysis { mode: ReasoningMode::ToolsOnly, start: s, end: e };
-            }
+        if let Ok((d, _, _)) = p.compare(&a, &a.clone().with_reasoning(REASONING))
+            && let Some((s, e)) = markers_around(p, &d)
+        {
+            r = ReasoningAnalysis { mode: ReasoningMode::ToolsOnly, start: s, end: e };
         }
     }
     // R2: enable_thinking=false vs true in the generation prompt.
@@ -133,19 +133,18 @@ pub fn analyze_reasoning(p: &Probe, caps: &mut Capabilities, notes: &mut Vec<Str
         }
     }
     // R6: an empty block the template writes right before plain content (`<think></think>`).
-    if r.mode == ReasoningMode::None {
-        if let Ok(s) = p.render_asst(&Asst::content(CONTENT)) {
-            if let Some(i) = s.find(CONTENT) {
-                let before = s[..i].trim_end();
-                if let Some((k, end)) = last_marker(before).filter(|(k, m)| k + m.len() == before.len()) {
-                    let b2 = before[..k].trim_end();
-                    if let Some((_, start)) = last_marker(b2).filter(|(k2, m)| k2 + m.len() == b2.len()) {
-                        if closing_of(start).as_deref() == Some(end) {
-                            notes.push(format!("reasoning `{start}`..`{end}` from the empty block before content"));
-                            r = ReasoningAnalysis { mode: ReasoningMode::TagBased, start: start.to_owned(), end: end.to_owned() };
-                        }
-                    }
-                }
+    if r.mode == ReasoningMode::None
+        && let Ok(s) = p.render_asst(&Asst::content(CONTENT))
+        && let Some(i) = s.find(CONTENT)
+    {
+        let before = s[..i].trim_end();
+        if let Some((k, end)) = last_marker(before).filter(|(k, m)| k + m.len() == before.len()) {
+            let b2 = before[..k].trim_end();
+            if let Some((_, start)) = last_marker(b2).filter(|(k2, m)| k2 + m.len() == b2.len())
+                && closing_of(start).as_deref() == Some(end)
+            {
+                notes.push(format!("reasoning `{start}`..`{end}` from the empty block before content"));
+                r = ReasoningAnalysis { mode: ReasoningMode::TagBased, start: start.to_owned(), end: end.to_owned() };
             }
         }
     }
@@ -212,10 +211,10 @@ fn anchored_content_markers(p: &Probe, r: &ReasoningAnalysis, content: &str, cal
     let i = turn.find(CONTENT)?;
     let mut pre = &turn[..i];
     // An empty reasoning block before the content belongs to reasoning.
-    if !r.end.trim().is_empty() {
-        if let Some(k) = pre.find(r.end.trim()) {
-            pre = &pre[k + r.end.trim().len()..];
-        }
+    if !r.end.trim().is_empty()
+        && let Some(k) = pre.find(r.end.trim())
+    {
+        pre = &pre[k + r.end.trim().len()..];
     }
     let pre = pre.trim();
     let plain_line = !pre.contains('\n') && pre.len() <= 40;
@@ -227,10 +226,10 @@ fn anchored_content_markers(p: &Probe, r: &ReasoningAnalysis, content: &str, cal
     let shared = lcs(post, calls_tail);
     let mut end = &post[..post.len() - shared];
     // Never inside a marker (`<|END_RESPONSE|>` vs `<|END_ACTION|>` share `|>`).
-    if let Some(k) = open_tail(end) {
-        if let Some(n) = marker_len(&post[k..]) {
-            end = &post[..k + n];
-        }
+    if let Some(k) = open_tail(end)
+        && let Some(n) = marker_len(&post[k..])
+    {
+        end = &post[..k + n];
     }
     // Do not cut a closer that names what it closes (`<|close|>response` + `<|sep|>`).
     let rest = &post[end.len()..];

@@ -69,11 +69,7 @@ pub fn split_name_prefix(s: &str) -> (&str, &str) {
         Some((i, m)) => {
             let end = i + m.len();
             let after = &s[end..];
-            if after.trim().is_empty() {
-                (s, "")
-            } else {
-                (&s[..end], after.trim_start())
-            }
+            if after.trim().is_empty() { (s, "") } else { (&s[..end], after.trim_start()) }
         }
         None => ("", s.trim_start()),
     }

@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use super::diff::calculate_diff_split;
-use super::probe::{needle::*, Asst, Call, Probe};
+use super::probe::{Asst, Call, Probe, needle::*};
 use super::text::*;
 use crate::format::*;
 
@@ -29,10 +29,10 @@ fn strip_reasoning(h: &str, r: &ReasoningAnalysis) -> String {
     }
     let t = h.trim_start();
     let after_start = if r.start.is_empty() { Some(t) } else { t.strip_prefix(r.start.as_str()) };
-    if let Some(rest) = after_start {
-        if let Some(rest) = rest.trim_start().strip_prefix(r.end.as_str()) {
-            return rest.to_owned();
-        }
+    if let Some(rest) = after_start
+        && let Some(rest) = rest.trim_start().strip_prefix(r.end.as_str())
+    {
+        return rest.to_owned();
     }
     h.to_owned()
 }
@@ -93,11 +93,12 @@ fn call_object(h: &str, from: usize, name: &str, not: &str) -> Option<(usize, us
         if c != '{' {
             continue;
         }
-        if let Some((v, end)) = json_at(h, i) {
-            if end > at && !h[i..end].contains(&format!("\"{not}\"")) {
-                best = Some((i, end, v));
-                break; // the first (outermost) start that parses wins
-            }
+        if let Some((v, end)) = json_at(h, i)
+            && end > at
+            && !h[i..end].contains(&format!("\"{not}\""))
+        {
+            best = Some((i, end, v));
+            break; // the first (outermost) start that parses wins
         }
     }
     best
@@ -318,11 +319,7 @@ fn analyze_tagged(t: &mut ToolAnalysis, tp: &ToolProbe) -> Result<(), String> {
                 let (ib, vb, ia2) = arg_order(&body_b)?;
                 let cs = drop_closed_head(common_suffix(&body_b[..ib], &body_b[vb..ia2]));
                 let (_, np) = split_name_prefix(cs);
-                if np.is_empty() {
-                    from_first_marker(cs).to_owned()
-                } else {
-                    np.to_owned()
-                }
+                if np.is_empty() { from_first_marker(cs).to_owned() } else { np.to_owned() }
             }
             None => split_name_prefix(&body_a[..ia]).1.to_owned(),
         };
@@ -805,10 +802,10 @@ pub fn analyze_tools(p: &mut Probe, r: &ReasoningAnalysis, caps: &mut Capabiliti
     // Where content goes when a message has both.
     let mut both = Asst::calls(vec![Call::first()]);
     both.content = Some(CONTENT.to_owned());
-    if let Ok(s) = p.render_asst(&both) {
-        if let (Some(c), Some(f)) = (s.rfind(CONTENT), s.rfind(FUN_A)) {
-            t.format.content_after_calls = c > f;
-        }
+    if let Ok(s) = p.render_asst(&both)
+        && let (Some(c), Some(f)) = (s.rfind(CONTENT), s.rfind(FUN_A))
+    {
+        t.format.content_after_calls = c > f;
     }
     if t.format.mode == ToolFormat::TagWithTagged {
         detect_literal_values(&mut t);
@@ -1033,7 +1030,9 @@ mod tests {
     fn mistral_ids() {
         let t = run(
             "[TOOL_CALLS]foofoo[CALL_ID]call00001[ARGS]{\"alpha\": \"XXXX\"}",
-            Some("[TOOL_CALLS]foofoo[CALL_ID]call00001[ARGS]{\"alpha\": \"XXXX\"}[TOOL_CALLS]barbar[CALL_ID]call99999[ARGS]{\"bravo\": \"YYYY\", \"alpha\": \"XXXX\"}"),
+            Some(
+                "[TOOL_CALLS]foofoo[CALL_ID]call00001[ARGS]{\"alpha\": \"XXXX\"}[TOOL_CALLS]barbar[CALL_ID]call99999[ARGS]{\"bravo\": \"YYYY\", \"alpha\": \"XXXX\"}",
+            ),
         );
         assert_eq!(t.format.mode, ToolFormat::TagWithJson);
         assert_eq!(t.format.per_call_start, "[TOOL_CALLS]");

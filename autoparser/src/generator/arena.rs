@@ -5,8 +5,8 @@ use peg_runtime::{Arena, Builder, Error, Parser};
 use serde_json::Value;
 
 use super::literal::{LiteralSchema, PythonSpelling};
-use crate::format::{with_name, AddressedParts, ContentMode, ElementSyntax, ReasoningMode, TemplateAnalysis, ToolFormat};
-use crate::policy::{json_arguments, json_response, Calls, Policy};
+use crate::format::{AddressedParts, ContentMode, ElementSyntax, ReasoningMode, TemplateAnalysis, ToolFormat, with_name};
+use crate::policy::{Calls, Policy, json_arguments, json_response};
 use crate::request::Request;
 
 mod recovery;
@@ -22,21 +22,13 @@ use peg_runtime::chat::tags;
 /// A literal that tolerates whitespace differences: surrounding whitespace of `s` is optional.
 fn lit<'a>(b: &'a Builder, s: &str) -> Parser<'a> {
     let t = s.trim();
-    if t.is_empty() {
-        b.space()
-    } else {
-        b.space() + b.literal(t)
-    }
+    if t.is_empty() { b.space() } else { b.space() + b.literal(t) }
 }
 
 /// A literal a name follows: like [`lit`], and a word-style opener keeps the space it ends
 /// with (`§§ call NAME`, `Action: NAME`).
 fn opener<'a>(b: &'a Builder, s: &str) -> Parser<'a> {
-    if s.trim().is_empty() || s.trim_end().len() == s.len() {
-        lit(b, s)
-    } else {
-        lit(b, s) + b.space()
-    }
+    if s.trim().is_empty() || s.trim_end().len() == s.len() { lit(b, s) } else { lit(b, s) + b.space() }
 }
 
 /// Text up to one of `delims` where `real_end` (a parser from the delimiter on) matches: a
@@ -618,11 +610,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
             let ns_space = &ar.name_suffix[ar.name_suffix.trim_end().len()..];
             let vp = if ar.value_prefix.is_empty() && !ar.name_suffix.trim().is_empty() { ns_space } else { ar.value_prefix.as_str() };
             let vp = if vp.trim().is_empty() {
-                if vp.is_empty() {
-                    b.eps()
-                } else {
-                    b.optional(b.literal(vp))
-                }
+                if vp.is_empty() { b.eps() } else { b.optional(b.literal(vp)) }
             } else {
                 b.space() + b.literal(vp.trim()) + b.optional(b.literal(&vp[vp.trim_end().len()..]))
             };
@@ -740,11 +728,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 // the grammar allows only the template's own (a line break before
                 // `</parameter>`), so what the model writes is the value it means.
                 let own = &ar.value_suffix[..ar.value_suffix.len() - ar.value_suffix.trim_start().len()];
-                if own.is_empty() {
-                    b.literal(vs)
-                } else {
-                    b.optional(b.literal(own)) + vs
-                }
+                if own.is_empty() { b.literal(vs) } else { b.optional(b.literal(own)) + vs }
             } else {
                 b.space() + vs
             };
@@ -785,11 +769,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let b = self.b;
         let n = args.len();
         let joined = |first: bool, a: Parser<'b>| {
-            if first || sep.is_empty() {
-                b.space() + a
-            } else {
-                b.space() + sep + b.space() + a
-            }
+            if first || sep.is_empty() { b.space() + a } else { b.space() + sep + b.space() + a }
         };
         if n == 0 {
             return b.eps();
@@ -1143,11 +1123,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
                     let call = if f.mode == ToolFormat::JsonNative { self.json_call(n, s) } else { self.tag_call(n, s) };
                     // A rule per tool: the grammar names each call once, however often the
                     // section repeats calls.
-                    if self.recovering() {
-                        call
-                    } else {
-                        self.shared_rule(&format!("{n}-call"), call)
-                    }
+                    if self.recovering() { call } else { self.shared_rule(&format!("{n}-call"), call) }
                 })
                 .collect();
             if self.recovering() && f.mode != ToolFormat::JsonNative && !trigger_words(self.a).is_empty() {
@@ -1190,20 +1166,12 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let sep = f.call_separator.trim();
         let more = if sep.is_empty() { b.space() + call } else { b.space() + sep + b.space() + call };
         let calls = if !self.recovering() {
-            if self.policy.parallel {
-                call + b.zero_or_more(more)
-            } else {
-                call
-            }
+            if self.policy.parallel { call + b.zero_or_more(more) } else { call }
         } else {
             // Models join calls with `;`, `,` or line breaks whatever the template does, and
             // write several where the template (or the request) has one.
             let joined = self.joined_call(sep, call);
-            if self.policy.parallel {
-                call + b.zero_or_more(b.choice([more, joined]))
-            } else {
-                call + b.zero_or_more(joined)
-            }
+            if self.policy.parallel { call + b.zero_or_more(b.choice([more, joined])) } else { call + b.zero_or_more(joined) }
         };
         let calls = if f.tools_array_wrapped { b.space() + "[" + b.space() + calls + b.space() + "]" } else { calls };
         let ss = lit(b, &f.section_start);
@@ -1223,11 +1191,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
     /// grammar always a bounded run (models end a section with a line break or two before
     /// they stop, whatever the template renders).
     fn after_calls(&self) -> Parser<'b> {
-        if self.a.tools.format.space_after_calls || !self.recovering() {
-            self.b.space()
-        } else {
-            self.b.eps()
-        }
+        if self.a.tools.format.space_after_calls || !self.recovering() { self.b.space() } else { self.b.eps() }
     }
 
     fn tools_on(&self) -> bool {
@@ -1439,12 +1403,12 @@ mod string_schema_tests {
 #[cfg(test)]
 mod parts_tests {
     use peg_runtime::chat::Strictness;
-    use serde_json::{json, Value};
+    use serde_json::{Value, json};
 
-    use crate::analysis::analyze;
-    use crate::generator::{generate, GrammarTrigger};
-    use crate::template::ChatTemplate;
     use crate::Request;
+    use crate::analysis::analyze;
+    use crate::generator::{GrammarTrigger, generate};
+    use crate::template::ChatTemplate;
 
     fn fixture(name: &str) -> ChatTemplate {
         ChatTemplate::load(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/templates/{name}.jinja"))).unwrap()
@@ -1458,8 +1422,18 @@ mod parts_tests {
             {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties": {"zone": {"type": "string"}}}}}]);
         let req = Request::from_json(&json!({"messages": [{"role": "user", "content": "hi"}], "tools": tools, "parallel_tool_calls": true})).unwrap();
         let cases = [
-            ("addressed-special", "to=thoughts<|message|>Hmm.\nto=user?<|end|>to=user<|message|>On it: to=x<|end|>to=get_weather<|message|>{\"city\": \"Paris\"}<|end|>to=get_time<|message|>{\"zone\": \"CET\"}", "Hmm.\nto=user?", "On it: to=x"),
-            ("addressed-words", "@user: On it.\n@someone: not a part\n@get_weather: {\"city\": \"Paris\"}\n@get_time: {\"zone\": \"CET\"}", "", "On it.\n@someone: not a part"),
+            (
+                "addressed-special",
+                "to=thoughts<|message|>Hmm.\nto=user?<|end|>to=user<|message|>On it: to=x<|end|>to=get_weather<|message|>{\"city\": \"Paris\"}<|end|>to=get_time<|message|>{\"zone\": \"CET\"}",
+                "Hmm.\nto=user?",
+                "On it: to=x",
+            ),
+            (
+                "addressed-words",
+                "@user: On it.\n@someone: not a part\n@get_weather: {\"city\": \"Paris\"}\n@get_time: {\"zone\": \"CET\"}",
+                "",
+                "On it.\n@someone: not a part",
+            ),
         ];
         for (name, out, reasoning, content) in cases {
             let t = fixture(name);

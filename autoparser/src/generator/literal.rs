@@ -214,11 +214,7 @@ impl<'b> LiteralSchema<'_, 'b> {
                     b.eps()
                 } else {
                     let rest = b.repeat(sep() + item, min.saturating_sub(1), max.map(|m| m - 1));
-                    if min == 0 {
-                        b.optional(item + rest)
-                    } else {
-                        item + rest
-                    }
+                    if min == 0 { b.optional(item + rest) } else { item + rest }
                 }
             }
         };
@@ -323,11 +319,7 @@ impl Spelling for ValueSyntax {
             Value::Bool(false) => (&self.false_literal, "false"),
             _ => (&self.null_literal, "null"),
         };
-        if w.trim().is_empty() {
-            json
-        } else {
-            w.trim()
-        }
+        if w.trim().is_empty() { json } else { w.trim() }
     }
 
     fn sorted_keys(&self) -> bool {

@@ -20,8 +20,8 @@ mod literal;
 
 use std::sync::Arc;
 
-use peg_runtime::chat::{ChatParseOptions, ChatParser, Strictness, ToolSpec};
 use peg_runtime::Arena;
+use peg_runtime::chat::{ChatParseOptions, ChatParser, Strictness, ToolSpec};
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::diff::calculate_diff_split;
@@ -29,7 +29,7 @@ use crate::error::{Error, ErrorKind};
 use crate::format::TemplateAnalysis;
 use crate::policy::Policy;
 use crate::request::{ContinueFinal, ReasoningFormat, Request};
-use crate::template::{object_arguments, Lenient, Render};
+use crate::template::{Lenient, Render, object_arguments};
 #[doc(hidden)]
 pub use arena::build_grammar_arena;
 pub(crate) use arena::parse_arena;
@@ -175,17 +175,17 @@ fn continue_final(
     let text = if mode == ContinueFinal::Reasoning { reasoning_text } else { content_text };
     let gp_for = |prompt: &str| calculate_diff_split(&r.render(&context(req, earlier, false)).unwrap_or_default(), prompt).right;
     // The template rendered the text (and the reasoning, if any) after the new turn's start: cut there.
-    if !text.is_empty() {
-        if let Some(pos) = full.rfind(text) {
-            let prompt = full[..pos + text.len()].to_owned();
-            if pos >= p0.len() && prompt.starts_with(&p0) {
-                let turn = &prompt[p0.len()..];
-                if mode == ContinueFinal::Reasoning || reasoning_text.is_empty() || turn.contains(reasoning_text) {
-                    let mut prefill = extract_prefill(a, &p0);
-                    prefill.push_str(turn);
-                    let gp = gp_for(&prompt);
-                    return Ok((prompt, gp, prefill));
-                }
+    if !text.is_empty()
+        && let Some(pos) = full.rfind(text)
+    {
+        let prompt = full[..pos + text.len()].to_owned();
+        if pos >= p0.len() && prompt.starts_with(&p0) {
+            let turn = &prompt[p0.len()..];
+            if mode == ContinueFinal::Reasoning || reasoning_text.is_empty() || turn.contains(reasoning_text) {
+                let mut prefill = extract_prefill(a, &p0);
+                prefill.push_str(turn);
+                let gp = gp_for(&prompt);
+                return Ok((prompt, gp, prefill));
             }
         }
     }

@@ -3,11 +3,11 @@
 //! builder does (tools, calls off/optional/required, one or several, the response schema,
 //! reasoning extracted or kept) and constrain JSON with the same pieces.
 
-use peg_runtime::chat::{tags, RecoveryKind};
+use peg_runtime::chat::{RecoveryKind, tags};
 use peg_runtime::{Arena, Builder, Error};
 
 use crate::format::TemplateAnalysis;
-use crate::policy::{json_arguments, json_response, Calls, Policy};
+use crate::policy::{Calls, Policy, json_arguments, json_response};
 
 /// The name of the gpt-oss harmony builder (`TemplateAnalysis::builder`).
 pub(crate) const GPT_OSS_HARMONY: &str = "gpt_oss_harmony";

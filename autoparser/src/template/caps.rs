@@ -4,7 +4,7 @@
 //! reach the output. A probe that raises counts as "not supported".
 
 use serde::Serialize;
-use serde_json::{json, Value as Json};
+use serde_json::{Value as Json, json};
 
 use super::{ChatTemplate, Metered, Render};
 
@@ -148,11 +148,7 @@ pub(crate) fn detect(template: &ChatTemplate) -> Capabilities {
         c.requires_non_null_content = with_content(Json::Null).is_none() && with_content(json!("")).is_some();
 
         let args = |v: &str| {
-            if c.supports_object_arguments {
-                obj_args(v)
-            } else {
-                Json::String(obj_args(v).to_string())
-            }
+            if c.supports_object_arguments { obj_args(v) } else { Json::String(obj_args(v).to_string()) }
         };
         let out = probe(
             t,

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value as Json};
 
-use super::{env, Capabilities, ChatTemplate};
+use super::{Capabilities, ChatTemplate, env};
 use crate::error::{Error, ErrorKind};
 use crate::request::{ContinueFinal, Request};
 
@@ -91,10 +91,10 @@ pub(crate) fn object_arguments(message: &mut Json) {
     let Some(Json::Array(calls)) = message.get_mut("tool_calls") else { return };
     for call in calls.iter_mut() {
         let Some(f) = call.get_mut("function").and_then(Json::as_object_mut) else { continue };
-        if let Some(Json::String(text)) = f.get("arguments") {
-            if let Ok(obj @ Json::Object(_)) = serde_json::from_str::<Json>(text) {
-                f.insert("arguments".into(), obj);
-            }
+        if let Some(Json::String(text)) = f.get("arguments")
+            && let Ok(obj @ Json::Object(_)) = serde_json::from_str::<Json>(text)
+        {
+            f.insert("arguments".into(), obj);
         }
     }
 }
@@ -239,17 +239,18 @@ fn apply_inner(tmpl: &ChatTemplate, req: &Request) -> Result<RenderedPrompt, Err
 
     // The template never shows a final message's reasoning, but the model writes it between
     // known tags: open the assistant turn and write the reasoning (and content) ourselves.
-    if let Some(tags) = tmpl.reasoning_tags() {
-        if (mode == ContinueFinal::Reasoning || !reasoning.is_empty()) && !tmpl.renders_final_reasoning() {
-            let mut prompt = render_with(tmpl, &base, history, true)?;
-            prompt.push_str(&tags.start);
-            prompt.push_str(&reasoning);
-            if mode == ContinueFinal::Content {
-                prompt.push_str(&tags.end);
-                prompt.push_str(&content);
-            }
-            return Ok(prefix_of(prompt));
+    if let Some(tags) = tmpl.reasoning_tags()
+        && (mode == ContinueFinal::Reasoning || !reasoning.is_empty())
+        && !tmpl.renders_final_reasoning()
+    {
+        let mut prompt = render_with(tmpl, &base, history, true)?;
+        prompt.push_str(&tags.start);
+        prompt.push_str(&reasoning);
+        if mode == ContinueFinal::Content {
+            prompt.push_str(&tags.end);
+            prompt.push_str(&content);
         }
+        return Ok(prefix_of(prompt));
     }
 
     // Render with a marker right after the partial text, and cut there: the text up to the

@@ -7,7 +7,7 @@
 use minijinja::value::{Kwargs, Rest, StringInput, ValueKind};
 use minijinja::{Environment, Error, ErrorKind, State, UndefinedBehavior, Value};
 
-use super::pyfmt::{self, ensure_room, fuel_bytes, JsonOpts};
+use super::pyfmt::{self, JsonOpts, ensure_room, fuel_bytes};
 
 /// Context key holding the render clock (Unix seconds) that `strftime_now` reads.
 pub(crate) const NOW_KEY: &str = "__chat_peg_now__";
@@ -279,10 +279,10 @@ fn int_filter(value: &Value, default: Option<Value>, base: Option<u32>) -> Value
                 2 => lower.strip_prefix("0b").unwrap_or(&lower).to_string(),
                 _ => lower,
             };
-            if (2..=36).contains(&base) {
-                if let Ok(i) = i64::from_str_radix(&digits, base) {
-                    return Value::from(if neg { -i } else { i });
-                }
+            if (2..=36).contains(&base)
+                && let Ok(i) = i64::from_str_radix(&digits, base)
+            {
+                return Value::from(if neg { -i } else { i });
             }
             match s.parse::<f64>() {
                 Ok(f) if f.is_finite() => Value::from(f.trunc() as i64),

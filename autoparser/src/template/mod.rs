@@ -40,11 +40,11 @@ pub use caps::Capabilities;
 pub(crate) use context::object_arguments;
 pub use context::{ReasoningTags, RenderedPrompt};
 pub use env::Limits;
-pub use gguf::{read_gguf_metadata, GgufMetadata, GgufValue};
+pub use gguf::{GgufMetadata, GgufValue, read_gguf_metadata};
 pub use render::Budget;
 pub use render::Render;
 pub(crate) use render::{Lenient, Metered};
-pub use source::{load, load_named, NamedTemplate, TemplateSource};
+pub use source::{NamedTemplate, TemplateSource, load, load_named};
 
 use minijinja::{Environment, Value};
 

@@ -18,11 +18,7 @@ pub fn fuel_bytes(state: &State) -> usize {
 
 /// Refuses growing `out` by `extra` bytes past `limit`, as the engine refuses what fuel cannot pay.
 pub fn ensure_room(out: &str, extra: usize, limit: usize) -> Result<(), Error> {
-    if out.len().saturating_add(extra) > limit {
-        Err(out_of_fuel())
-    } else {
-        Ok(())
-    }
+    if out.len().saturating_add(extra) > limit { Err(out_of_fuel()) } else { Ok(()) }
 }
 
 fn out_of_fuel() -> Error {
@@ -271,11 +267,7 @@ fn json_float(f: f64) -> String {
     if f.is_nan() {
         "NaN".into()
     } else if f.is_infinite() {
-        if f > 0.0 {
-            "Infinity".into()
-        } else {
-            "-Infinity".into()
-        }
+        if f > 0.0 { "Infinity".into() } else { "-Infinity".into() }
     } else {
         float_repr(f)
     }

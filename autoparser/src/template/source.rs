@@ -109,13 +109,13 @@ impl TemplateSource {
                 out
             }
             Some(Json::Null) | None => {
-                return Err(Error::new(ErrorKind::InvalidSource, "tokenizer_config.json has no chat_template (it may be in chat_template.jinja)"))
+                return Err(Error::new(ErrorKind::InvalidSource, "tokenizer_config.json has no chat_template (it may be in chat_template.jinja)"));
             }
             Some(other) => {
                 return Err(Error::new(
                     ErrorKind::InvalidSource,
                     format!("chat_template must be a string or a list of named templates, not {}", json_kind(other)),
-                ))
+                ));
             }
         };
         Ok(TemplateSource {

@@ -1,7 +1,7 @@
 //! Seeded assistant messages for `verify`: one kind of message per [`Feature`], argument
 //! values drawn from the tools' JSON schemas.
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
 use super::Feature;
 
@@ -144,11 +144,7 @@ struct Bias {
 
 impl Bias {
     fn string(self, rng: &mut Rng) -> String {
-        if self.feature == Feature::StringArguments {
-            (*rng.pick(HARD_STRINGS)).to_owned()
-        } else {
-            format!("{} {}", word(rng), word(rng))
-        }
+        if self.feature == Feature::StringArguments { (*rng.pick(HARD_STRINGS)).to_owned() } else { format!("{} {}", word(rng), word(rng)) }
     }
 
     fn integer(self, rng: &mut Rng) -> Value {

@@ -49,11 +49,7 @@ pub fn compare_messages(got: &ChatMessage, want: &ChatMessage) -> Result<(), Err
             }
         }
     }
-    if diffs.is_empty() {
-        Ok(())
-    } else {
-        Err(Error::new(ErrorKind::Mismatch, diffs.join("; ")))
-    }
+    if diffs.is_empty() { Ok(()) } else { Err(Error::new(ErrorKind::Mismatch, diffs.join("; "))) }
 }
 
 /// Feeds `output` to a stream in chunks of `chunk` bytes: no push may fail, and the deltas

@@ -39,10 +39,10 @@ use std::fmt::Write as _;
 
 use peg_runtime::chat::{ChatMessage, ChatToolCall, Strictness};
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use crate::format::TemplateAnalysis;
-use crate::generator::{generate, render_conversation, PreparedRequest};
+use crate::generator::{PreparedRequest, generate, render_conversation};
 use crate::request::Request;
 use crate::template::Render;
 use cases::probe_tools;
@@ -648,11 +648,7 @@ impl<'r> Session<'r> {
         if let Err(e) = check_grammar(g, self.analysis, &output) {
             reasons.push(format!("grammar: {}", e.detail()));
         }
-        if reasons.is_empty() {
-            Outcome::Pass
-        } else {
-            self.fail(feature, msg, output, expected, parsed, reasons)
-        }
+        if reasons.is_empty() { Outcome::Pass } else { self.fail(feature, msg, output, expected, parsed, reasons) }
     }
 
     fn fail(&self, feature: Feature, message: Value, output: String, expected: ChatMessage, parsed: Option<ChatMessage>, reasons: Vec<String>) -> Outcome {

@@ -25,19 +25,19 @@ use std::io::Write;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::{header, StatusCode};
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use axum::Router;
-use chat_peg::peg_runtime::chat::{stream_pieces, ChatMessage};
+use chat_peg::peg_runtime::chat::{ChatMessage, stream_pieces};
 use chat_peg::{ChatDelta, ChatStream, Model, ParseMode, Request, Strictness};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 /// One served model: its template, analyzed once, and the text its "generation" replays.
 struct Replay {
@@ -206,11 +206,7 @@ fn message_json(message: &ChatMessage) -> Value {
 }
 
 fn finish_reason(message: &ChatMessage) -> &'static str {
-    if message.tool_calls.is_empty() {
-        "stop"
-    } else {
-        "tool_calls"
-    }
+    if message.tool_calls.is_empty() { "stop" } else { "tool_calls" }
 }
 
 /// The server-sent events of a streamed completion, produced as the body is read: the role

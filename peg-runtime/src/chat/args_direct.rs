@@ -552,7 +552,7 @@ pub(crate) fn number_text_fits(t: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::{json, Map, Value};
+    use serde_json::{Map, Value, json};
 
     use super::*;
     use crate::chat::args_schema::ArgsSchema;

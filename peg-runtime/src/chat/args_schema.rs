@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 
 use serde_json::{Map, Value};
 
-use super::args_direct::{number_text_fits, Direct, ANNOTATIONS};
+use super::args_direct::{ANNOTATIONS, Direct, number_text_fits};
 use crate::gbnf::Grammar;
 
 /// `$ref` hops, or nested `anyOf`/`oneOf`, followed in a row before giving up (guards

@@ -160,10 +160,12 @@ pub(crate) fn quote(s: &str) -> String {
 /// `text` trimmed; a JSON string literal is decoded (names and ids may be tagged with quotes).
 pub(crate) fn unquote(text: &str) -> String {
     let t = text.trim();
-    if t.len() >= 2 && t.starts_with('"') && t.ends_with('"') {
-        if let Ok(s) = serde_json::from_str::<String>(t) {
-            return s;
-        }
+    if t.len() >= 2
+        && t.starts_with('"')
+        && t.ends_with('"')
+        && let Ok(s) = serde_json::from_str::<String>(t)
+    {
+        return s;
     }
     if t.len() >= 2 && t.starts_with('\'') && t.ends_with('\'') {
         return t[1..t.len() - 1].to_owned();
@@ -518,10 +520,10 @@ impl PyToJson {
             out.push_str(&self.held);
             self.held.clear();
         }
-        if let PyState::Hex { sq } = self.state {
-            if self.holds_high() {
-                self.lone_high(sq, out);
-            }
+        if let PyState::Hex { sq } = self.state
+            && self.holds_high()
+        {
+            self.lone_high(sq, out);
         }
         if matches!(self.state, PyState::DqEsc | PyState::SqEsc) {
             out.push_str("\\\\");
@@ -902,11 +904,7 @@ impl JsonTail {
                 Invalid => return None,
                 Str { key } => {
                     out.push('"');
-                    if key {
-                        Colon
-                    } else {
-                        More
-                    }
+                    if key { Colon } else { More }
                 }
                 Esc { key } => {
                     out.push('\\');

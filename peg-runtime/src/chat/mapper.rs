@@ -19,8 +19,8 @@ use std::sync::Arc;
 use crate::ast::{Ast, AstId, AstNode};
 use crate::chat::args_schema::ArgsSchema;
 use crate::chat::builder::tags;
-use crate::chat::json_text::{self, escape_into, escapes, quote, unquote, JsonTail, LiteralToJson, PyToJson};
-use crate::chat::message::{push_token, ChatMessage};
+use crate::chat::json_text::{self, JsonTail, LiteralToJson, PyToJson, escape_into, escapes, quote, unquote};
+use crate::chat::message::{ChatMessage, push_token};
 use crate::chat::recovery::{Recovery, RecoveryKind, TAG_PREFIX};
 
 /// What an event does.
@@ -869,11 +869,14 @@ impl Fold {
         let at = self.recoveries.partition_point(|x| x.offset <= r.offset);
         // Closes left out where the output ends (a value's, its call's, the section's) are one
         // recovery: the output stopped.
-        if let Some(prev) = at.checked_sub(1).map(|i| &mut self.recoveries[i]) {
-            if kind == RecoveryKind::MissingClose && prev.kind == kind && r.offset <= prev.offset + prev.len && r.detail.is_empty() {
-                prev.len = prev.len.max(r.offset + r.len - prev.offset);
-                return;
-            }
+        if let Some(prev) = at.checked_sub(1).map(|i| &mut self.recoveries[i])
+            && kind == RecoveryKind::MissingClose
+            && prev.kind == kind
+            && r.offset <= prev.offset + prev.len
+            && r.detail.is_empty()
+        {
+            prev.len = prev.len.max(r.offset + r.len - prev.offset);
+            return;
         }
         self.recoveries.insert(at, r);
     }
@@ -981,10 +984,10 @@ impl Fold {
         if call.fitted_whole {
             return is_json_space(args);
         }
-        if let Some((len, fits)) = call.checked {
-            if len == args.len() {
-                return fits;
-            }
+        if let Some((len, fits)) = call.checked
+            && len == args.len()
+        {
+            return fits;
         }
         let fits = match call.name.as_deref().and_then(|n| cx.tools.get(n)).and_then(Option::as_deref) {
             Some(schema) => schema.surely_fits(args),
@@ -1570,13 +1573,12 @@ impl Sink for DeltaSink {
         self.deltas.push(crate::chat::ChatDelta::tool_call(crate::chat::ToolCallDelta::late_id(index, id)));
     }
     fn args(&mut self, index: usize, s: &str) {
-        if let Some(d) = self.deltas.last_mut() {
-            if let [t] = d.tool_calls.as_mut_slice() {
-                if t.index == index {
-                    t.arguments.get_or_insert_with(String::new).push_str(s);
-                    return;
-                }
-            }
+        if let Some(d) = self.deltas.last_mut()
+            && let [t] = d.tool_calls.as_mut_slice()
+            && t.index == index
+        {
+            t.arguments.get_or_insert_with(String::new).push_str(s);
+            return;
         }
         self.deltas.push(crate::chat::ChatDelta::tool_call(crate::chat::ToolCallDelta::arguments(index, s)));
     }

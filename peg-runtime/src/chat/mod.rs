@@ -71,9 +71,9 @@ mod predict;
 mod recovery;
 mod stream;
 
-pub use builder::{tags, ConstructedBuilder, NativeBuilder, SimpleBuilder};
+pub use builder::{ConstructedBuilder, NativeBuilder, SimpleBuilder, tags};
 pub use json_text::close_partial_json;
 pub use message::{ChatDelta, ChatMessage, ChatToolCall, DeltaBuffer, DeltaRef, ToolCallDelta};
 pub use parser::{ChatParseOptions, ChatParser, Diagnostic, ParseMode, ParsedMessage, Strictness, ToolSpec};
 pub use recovery::{Recovery, RecoveryKind};
-pub use stream::{stream_pieces, ChatStream};
+pub use stream::{ChatStream, stream_pieces};

@@ -10,7 +10,7 @@ use crate::chat::builder::tags;
 use crate::chat::json_text::{self, close_partial_json};
 use crate::chat::mapper::{ArgType, Context, Driver, Input, Kind, MessageSink, Sink};
 use crate::chat::message::ChatMessage;
-use crate::chat::predict::{args_are_json, id_after_args, leading_literals, Predictor};
+use crate::chat::predict::{Predictor, args_are_json, id_after_args, leading_literals};
 use crate::chat::recovery::Recovery;
 use crate::error::{Error, ErrorKind};
 use crate::parse::{Outcome, ParseOutput};
@@ -378,11 +378,7 @@ impl ChatParser {
 /// The text a parse reads: the prefill, then the output. Without a prefill the output itself,
 /// not a copy: a long copy's fresh allocation costs more in page faults than the parse.
 fn with_prefill<'a>(prefill: &str, output: &'a str) -> std::borrow::Cow<'a, str> {
-    if prefill.is_empty() {
-        output.into()
-    } else {
-        [prefill, output].concat().into()
-    }
+    if prefill.is_empty() { output.into() } else { [prefill, output].concat().into() }
 }
 
 /// In strict mode, a recovery is an error.
@@ -524,11 +520,12 @@ fn fall_back(inner: &Inner, driver: &mut Driver, sink: &mut dyn Sink, input: Inp
     let bytes = input.bytes;
     let cx = &inner.cx;
     let mut rest_from = driver.fold.pos;
-    if let Ok(pre) = inner.arena.parse(&bytes[..l], true) {
-        if pre.result.outcome != Outcome::Fail && driver.follow(&pre.ast, input.prefix(l), true, cx, sink) {
-            // A complete match accounts for all of its text; a cut one only for what was folded.
-            rest_from = if pre.result.outcome == Outcome::Success { l } else { driver.fold.pos };
-        }
+    if let Ok(pre) = inner.arena.parse(&bytes[..l], true)
+        && pre.result.outcome != Outcome::Fail
+        && driver.follow(&pre.ast, input.prefix(l), true, cx, sink)
+    {
+        // A complete match accounts for all of its text; a cut one only for what was folded.
+        rest_from = if pre.result.outcome == Outcome::Success { l } else { driver.fold.pos };
     }
     let rest_from = rest_from.min(bytes.len());
     let rest = json_text::lossy(&bytes[rest_from..]);

@@ -4,9 +4,9 @@ use std::sync::Arc;
 
 use crate::chat::json_text;
 use crate::chat::mapper::{Driver, Input, Kind, Sink, Verbatim};
-use crate::chat::message::{push_token, ChatDelta, ChatMessage, DeltaBuffer, DeltaRef};
-use crate::chat::parser::{fold_parse, no_recovery_if_strict, ChatParser, Diagnostic, Inner, ParsedMessage, Strictness};
-use crate::chat::predict::{string_growth, until_extends_with, Growth};
+use crate::chat::message::{ChatDelta, ChatMessage, DeltaBuffer, DeltaRef, push_token};
+use crate::chat::parser::{ChatParser, Diagnostic, Inner, ParsedMessage, Strictness, fold_parse, no_recovery_if_strict};
+use crate::chat::predict::{Growth, string_growth, until_extends_with};
 use crate::chat::recovery::Recovery;
 use crate::error::{Error, ErrorKind};
 use crate::resume::Resume;
@@ -209,10 +209,10 @@ impl<S: Resume> ChatStream<S> {
     #[inline]
     pub fn push_into(&mut self, chunk: &str, out: &mut DeltaBuffer) -> Result<(), Error> {
         out.clear();
-        if let Some(live) = self.live {
-            if self.push_live(live, chunk, out) {
-                return Ok(());
-            }
+        if let Some(live) = self.live
+            && self.push_live(live, chunk, out)
+        {
+            return Ok(());
         }
         self.push_slow(chunk, out)
     }
@@ -675,7 +675,7 @@ impl Sink for Recorder<'_> {
 mod tests {
     use super::*;
     use crate::chat::{ChatParseOptions, ChatParser, ToolSpec};
-    use proptest::prelude::{prop, prop_assert, prop_assert_eq, Strategy, TestCaseError};
+    use proptest::prelude::{Strategy, TestCaseError, prop, prop_assert, prop_assert_eq};
 
     #[test]
     fn stream_pieces_keep_characters_whole() {

@@ -272,10 +272,10 @@ impl GrammarBuilder {
             }
             if let Some(body) = &self.rules[i].1 {
                 for name in rule_refs(body) {
-                    if let Some(&j) = self.index.get(name) {
-                        if !keep[j] {
-                            stack.push(j);
-                        }
+                    if let Some(&j) = self.index.get(name)
+                        && !keep[j]
+                    {
+                        stack.push(j);
                     }
                 }
             }

@@ -187,12 +187,14 @@ fn merge_runs(seq: &mut Sequence, runs: &HashSet<String>) {
                 merge_runs(alt, runs);
             }
         }
-        if let Some(last) = out.last_mut() {
-            if is_run(last) && is_run(&item) && last.element == item.element {
-                // `ws? ws` and `ws ws?` are `ws`.
-                last.min = last.min.max(item.min);
-                continue;
-            }
+        if let Some(last) = out.last_mut()
+            && is_run(last)
+            && is_run(&item)
+            && last.element == item.element
+        {
+            // `ws? ws` and `ws ws?` are `ws`.
+            last.min = last.min.max(item.min);
+            continue;
         }
         out.push(item);
     }

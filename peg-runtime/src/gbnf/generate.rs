@@ -8,7 +8,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::{escape_literal, format_class, repetition, Grammar, GrammarBuilder, JSON_UNICODE_ESCAPE};
+use super::{Grammar, GrammarBuilder, JSON_UNICODE_ESCAPE, escape_literal, format_class, repetition};
 use crate::arena::{Arena, JsonKind, Node, NodeId, PythonKind};
 use crate::chars::CharClass;
 use crate::error::{Error, ErrorKind};
@@ -117,7 +117,7 @@ fn check_triggers(arena: &Arena) -> Result<(), Error> {
                         format!(
                             "trigger rule `{name}` uses lookahead (`peek`/`negate`), which GBNF cannot express; wrap it in `schema`, `gbnf` or `constrained`"
                         ),
-                    ))
+                    ));
                 }
                 // These emit their own grammar instead of their child's.
                 Node::Schema { raw: false, .. } | Node::Gbnf { .. } => {}
@@ -157,20 +157,12 @@ fn alternation(mut alts: Vec<String>) -> Option<String> {
 
 /// `e` as an item of a sequence: an alternation needs parentheses.
 fn seq_item(e: String) -> String {
-    if e.contains('|') {
-        atom(&e)
-    } else {
-        e
-    }
+    if e.contains('|') { atom(&e) } else { e }
 }
 
 /// Wraps `e` in parentheses unless it is already a single element.
 fn atom(e: &str) -> String {
-    if is_atom(e) {
-        e.to_owned()
-    } else {
-        format!("({e})")
-    }
+    if is_atom(e) { e.to_owned() } else { format!("({e})") }
 }
 
 fn is_atom(e: &str) -> bool {
@@ -309,29 +301,17 @@ impl Gen<'_> {
                     let e = self.expr(c)?;
                     alts.push(if e.is_empty() { "\"\"".to_owned() } else { e });
                 }
-                if alts.len() == 1 {
-                    alts.pop().expect("one")
-                } else {
-                    format!("({})", alts.join(" | "))
-                }
+                if alts.len() == 1 { alts.pop().expect("one") } else { format!("({})", alts.join(" | ")) }
             }
             Node::Repeat { child, min, max } => {
                 let e = self.expr(*child)?;
-                if e.is_empty() || *max == Some(0) {
-                    String::new()
-                } else {
-                    repetition(&atom(&e), *min, *max)
-                }
+                if e.is_empty() || *max == Some(0) { String::new() } else { repetition(&atom(&e), *min, *max) }
             }
             Node::Chars { class, min, max } => {
                 if *max == Some(0) {
                     String::new()
                 } else if !class.negated && class.ranges.is_empty() {
-                    if *min == 0 {
-                        String::new()
-                    } else {
-                        self.nothing()
-                    }
+                    if *min == 0 { String::new() } else { self.nothing() }
                 } else {
                     repetition(&format_class(class), *min, *max)
                 }

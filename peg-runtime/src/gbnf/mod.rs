@@ -35,10 +35,10 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::OnceLock;
 
-pub(crate) use builder::structural_chars;
 pub use builder::JSON_UNICODE_ESCAPE;
-pub(crate) use builder::{escape_literal, format_class, repetition, GrammarBuilder};
-pub use generate::{generate, GbnfOptions};
+pub(crate) use builder::structural_chars;
+pub(crate) use builder::{GrammarBuilder, escape_literal, format_class, repetition};
+pub use generate::{GbnfOptions, generate};
 pub use recognize::{Matcher, Recognizer};
 pub use sample::Sampler;
 

@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::{Element, Item, Rule, Sequence, MAX_REPETITION};
+use super::{Element, Item, MAX_REPETITION, Rule, Sequence};
 use crate::chars::CharClass;
 use crate::error::{Error, ErrorKind};
 
@@ -253,11 +253,7 @@ impl<'t> Parser<'t> {
                             self.space(nested);
                             let max = if self.eat(",") {
                                 self.space(nested);
-                                if self.peek().is_some_and(|c| c.is_ascii_digit()) {
-                                    Some(self.int()?)
-                                } else {
-                                    None
-                                }
+                                if self.peek().is_some_and(|c| c.is_ascii_digit()) { Some(self.int()?) } else { None }
                             } else {
                                 Some(min)
                             };

@@ -359,17 +359,17 @@ impl<'r> Run<'r> {
             if it.cnt >= e.min || self.g.skippable(&e) {
                 self.add(EItem { pos: it.pos + 1, cnt: 0, ..it });
             }
-            if it.cnt < e.max {
-                if let Sym::Rule(r) = e.sym {
-                    let first = {
-                        let w = self.waiting[k as usize].entry(r).or_default();
-                        w.push(it);
-                        w.len() == 1
-                    };
-                    if first {
-                        for a in self.g.rule_alts[r as usize].clone() {
-                            self.add(EItem { alt: a, pos: 0, cnt: 0, origin: k });
-                        }
+            if it.cnt < e.max
+                && let Sym::Rule(r) = e.sym
+            {
+                let first = {
+                    let w = self.waiting[k as usize].entry(r).or_default();
+                    w.push(it);
+                    w.len() == 1
+                };
+                if first {
+                    for a in self.g.rule_alts[r as usize].clone() {
+                        self.add(EItem { alt: a, pos: 0, cnt: 0, origin: k });
                     }
                 }
             }
@@ -383,13 +383,13 @@ impl<'r> Run<'r> {
         self.waiting.push(FxMap::default());
         for it in old {
             let alt = &self.g.alts[it.alt as usize];
-            if let Some(e) = alt.get(it.pos as usize) {
-                if let Sym::Char(ci) = e.sym {
-                    if it.cnt < e.max && self.g.classes[ci as usize].matches(c) {
-                        let a = self.advanced(it);
-                        self.add(a);
-                    }
-                }
+            if let Some(e) = alt.get(it.pos as usize)
+                && let Sym::Char(ci) = e.sym
+                && it.cnt < e.max
+                && self.g.classes[ci as usize].matches(c)
+            {
+                let a = self.advanced(it);
+                self.add(a);
             }
         }
         self.close();

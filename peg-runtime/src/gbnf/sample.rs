@@ -50,11 +50,7 @@ impl Sampler<'_> {
         self.state ^= self.state << 13;
         self.state ^= self.state >> 7;
         self.state ^= self.state << 17;
-        if n == 0 {
-            0
-        } else {
-            (self.state % n as u64) as usize
-        }
+        if n == 0 { 0 } else { (self.state % n as u64) as usize }
     }
 
     /// A character of `class`: from its ranges, or from a pool of characters that matter to
@@ -68,11 +64,7 @@ impl Sampler<'_> {
             return char::from_u32(lo as u32 + self.rand(span.min(200) + 1) as u32).filter(|c| class.matches(*c));
         }
         let candidates: Vec<char> = POOL.iter().copied().filter(|&c| class.matches(c)).collect();
-        if candidates.is_empty() {
-            class.ranges.first().map(|r| r.0).filter(|c| class.matches(*c))
-        } else {
-            Some(candidates[self.rand(candidates.len())])
-        }
+        if candidates.is_empty() { class.ranges.first().map(|r| r.0).filter(|c| class.matches(*c)) } else { Some(candidates[self.rand(candidates.len())]) }
     }
 
     fn seq(&mut self, seq: &[Item], depth: usize, out: &mut String) -> bool {

@@ -109,11 +109,7 @@ impl Arena {
                 (format!("constrained({}, {})", self.expr(*parse, Prec::Choice, d), self.expr(*grammar, Prec::Choice, d)), Prec::Postfix)
             }
         };
-        if prec < min {
-            format!("({text})")
-        } else {
-            text
-        }
+        if prec < min { format!("({text})") } else { text }
     }
 }
 

@@ -209,9 +209,9 @@ fn python_and_marker() {
     assert_eq!(both(&a, "<|im_end|> x"), ((Success, 10), (Success, 10)));
     assert_eq!(both(&a, "[TOOL_CALLS]"), ((Success, 12), (Success, 12)));
     assert_eq!(both(&a, "<tool"), ((Fail, 5), (More, 5)));
-    assert_eq!(both(&a, "<a\nb>").0 .0, Fail);
-    assert_eq!(both(&a, "<>").0 .0, Fail);
-    assert_eq!(both(&a, "x").0 .0, Fail);
+    assert_eq!(both(&a, "<a\nb>").0.0, Fail);
+    assert_eq!(both(&a, "<>").0.0, Fail);
+    assert_eq!(both(&a, "x").0.0, Fail);
     assert_eq!(both(&a, ""), ((Fail, 0), (More, 0)));
 }
 

@@ -42,7 +42,7 @@ use serde_json::{Map, Value};
 
 use crate::chars::CharClass;
 use crate::error::{Error, ErrorKind};
-use crate::gbnf::{escape_literal, repetition, GrammarBuilder};
+use crate::gbnf::{GrammarBuilder, escape_literal, repetition};
 
 /// Optional properties beyond this count are accepted in declared order only (any order
 /// needs one rule per subset of the remaining properties).
@@ -252,19 +252,11 @@ fn uint_range(lo: u64, hi: u64) -> Vec<String> {
 }
 
 fn digit_class(a: u8, b: u8) -> String {
-    if a == b {
-        format!("\"{}\"", a as char)
-    } else {
-        format!("[{}-{}]", a as char, b as char)
-    }
+    if a == b { format!("\"{}\"", a as char) } else { format!("[{}-{}]", a as char, b as char) }
 }
 
 fn group(alts: Vec<String>) -> String {
-    if alts.len() == 1 {
-        alts.into_iter().next().expect("one")
-    } else {
-        format!("({})", alts.join(" | "))
-    }
+    if alts.len() == 1 { alts.into_iter().next().expect("one") } else { format!("({})", alts.join(" | ")) }
 }
 
 /// Digit strings of equal length between `a` and `b` inclusive.
@@ -317,11 +309,7 @@ fn int_range(lo: Option<i64>, hi: Option<i64>) -> String {
             alts.push(format!("\"-\" {}", group(neg)));
         }
     }
-    if alts.is_empty() {
-        "[]".to_owned()
-    } else {
-        group(alts)
-    }
+    if alts.is_empty() { "[]".to_owned() } else { group(alts) }
 }
 
 /// A non-negative decimal bound: integer part and fraction digits without trailing zeros.
@@ -518,20 +506,21 @@ impl<'b> SchemaConverter<'b> {
             (None, Some(Value::Array(e))) => Some(e.iter().collect()),
             _ => None,
         };
-        if let Some(lits) = literals {
-            if lits.iter().all(|v| v.is_string()) && !lits.is_empty() {
-                let mut alphabet = Vec::new();
-                let alts: Vec<String> = lits
-                    .iter()
-                    .map(|v| {
-                        let s = v.as_str().expect("checked");
-                        alphabet.extend(s.chars().map(|c| (c, c)));
-                        escape_literal(s)
-                    })
-                    .collect();
-                let name = self.rule(name, &alts.join(" | "));
-                return Ok(Some(RawRule { name, alphabet: CharClass::from_ranges(alphabet, false) }));
-            }
+        if let Some(lits) = literals
+            && lits.iter().all(|v| v.is_string())
+            && !lits.is_empty()
+        {
+            let mut alphabet = Vec::new();
+            let alts: Vec<String> = lits
+                .iter()
+                .map(|v| {
+                    let s = v.as_str().expect("checked");
+                    alphabet.extend(s.chars().map(|c| (c, c)));
+                    escape_literal(s)
+                })
+                .collect();
+            let name = self.rule(name, &alts.join(" | "));
+            return Ok(Some(RawRule { name, alphabet: CharClass::from_ranges(alphabet, false) }));
         }
         if !is_string || obj.contains_key("properties") || obj.contains_key("items") {
             let n = self.add(name, schema)?;
@@ -556,15 +545,13 @@ impl<'b> SchemaConverter<'b> {
             let name = self.rule(name, &body);
             return Ok(Some(RawRule { name, alphabet: CharClass::from_ranges(alphabet, false) }));
         }
-        if let Some(Value::String(f)) = obj.get("format") {
-            if let Some(rule) = self.format_rule(f) {
-                let alphabet = CharClass::from_ranges(
-                    vec![('0', '9'), ('a', 'f'), ('A', 'F'), ('-', '-'), (':', ':'), ('.', '.'), ('T', 'T'), ('Z', 'Z'), ('+', '+')],
-                    false,
-                );
-                let name = self.rule(name, &rule);
-                return Ok(Some(RawRule { name, alphabet }));
-            }
+        if let Some(Value::String(f)) = obj.get("format")
+            && let Some(rule) = self.format_rule(f)
+        {
+            let alphabet =
+                CharClass::from_ranges(vec![('0', '9'), ('a', 'f'), ('A', 'F'), ('-', '-'), (':', ':'), ('.', '.'), ('T', 'T'), ('Z', 'Z'), ('+', '+')], false);
+            let name = self.rule(name, &rule);
+            return Ok(Some(RawRule { name, alphabet }));
         }
         Ok(None)
     }
@@ -676,11 +663,7 @@ impl<'b> SchemaConverter<'b> {
             let leave = crate::gbnf::format_class(&CharClass::from_ranges(ranges, true));
             out.push(format!("({leave} | [\\\\] ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{{4}})) {ch}*"));
             let body = out.join(" | ");
-            if t.end {
-                format!("({body})")
-            } else {
-                format!("({body})?")
-            }
+            if t.end { format!("({body})") } else { format!("({body})?") }
         }
         let body = format!("\"\\\"\" {} \"\\\"\"", alts(&root, &ch));
         self.rule(&format!("{name}-additional-key"), &body)
@@ -883,10 +866,10 @@ impl<'b> SchemaConverter<'b> {
                 if lo.is_none() && hi.is_none() {
                     return Ok(self.prim("integer"));
                 }
-                if let (Some(l), Some(h)) = (lo, hi) {
-                    if l > h {
-                        return Err(schema_err(format!("the range of `{name}` is empty")));
-                    }
+                if let (Some(l), Some(h)) = (lo, hi)
+                    && l > h
+                {
+                    return Err(schema_err(format!("the range of `{name}` is empty")));
                 }
                 Ok(int_range(lo, hi))
             }
@@ -938,10 +921,10 @@ impl<'b> SchemaConverter<'b> {
 
     fn string(&mut self, obj: &Map<String, Value>, name: &str) -> Result<String, Error> {
         let q = "\"\\\"\"";
-        if let Some(Value::String(f)) = obj.get("format") {
-            if let Some(r) = self.format_rule(f) {
-                return Ok(format!("{q} {r} {q}"));
-            }
+        if let Some(Value::String(f)) = obj.get("format")
+            && let Some(r) = self.format_rule(f)
+        {
+            return Ok(format!("{q} {r} {q}"));
         }
         if let Some(p) = obj.get("pattern") {
             let p = p.as_str().ok_or_else(|| schema_err("`pattern` must be a string"))?;

@@ -268,10 +268,10 @@ impl P<'_> {
                             // `[\D]`-style: add the complement as ranges.
                             let mut prev = '\0' as u32;
                             for &(a, b) in &class.ranges {
-                                if (a as u32) > prev {
-                                    if let (Some(x), Some(y)) = (char::from_u32(prev), char::from_u32(a as u32 - 1)) {
-                                        ranges.push((x, y));
-                                    }
+                                if (a as u32) > prev
+                                    && let (Some(x), Some(y)) = (char::from_u32(prev), char::from_u32(a as u32 - 1))
+                                {
+                                    ranges.push((x, y));
                                 }
                                 prev = b as u32 + 1;
                             }
@@ -420,11 +420,7 @@ pub fn to_gbnf(r: &Regex, json: bool) -> String {
     match r {
         Regex::Class(c) if !c.negated && c.ranges.len() == 1 && c.ranges[0].0 == c.ranges[0].1 => {
             let ch = c.ranges[0].0;
-            if json {
-                escape_literal(&if json_special(ch) { json_escape_of(ch) } else { ch.to_string() })
-            } else {
-                escape_literal(&ch.to_string())
-            }
+            if json { escape_literal(&if json_special(ch) { json_escape_of(ch) } else { ch.to_string() }) } else { escape_literal(&ch.to_string()) }
         }
         Regex::Class(c) => class_to_gbnf(c, json),
         Regex::Concat(v) => {
@@ -452,11 +448,7 @@ pub fn to_gbnf(r: &Regex, json: bool) -> String {
             if !lit.is_empty() {
                 parts.push(escape_literal(&lit));
             }
-            if parts.is_empty() {
-                "\"\"".to_owned()
-            } else {
-                parts.join(" ")
-            }
+            if parts.is_empty() { "\"\"".to_owned() } else { parts.join(" ") }
         }
         Regex::Alt(v) => format!("({})", v.iter().map(|x| to_gbnf(x, json)).collect::<Vec<_>>().join(" | ")),
         Regex::Repeat(inner, min, max) => {

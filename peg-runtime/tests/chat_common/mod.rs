@@ -1,7 +1,7 @@
 //! Helpers shared by the chat integration tests.
 #![allow(dead_code)]
 
-use peg_runtime::chat::{stream_pieces, ChatDelta, ChatMessage, ChatParser, ParsedMessage};
+use peg_runtime::chat::{ChatDelta, ChatMessage, ChatParser, ParsedMessage, stream_pieces};
 
 /// Streams `pieces`, returning all deltas and the final result.
 pub fn stream(parser: &ChatParser, pieces: &[&str]) -> (Vec<ChatDelta>, ParsedMessage) {

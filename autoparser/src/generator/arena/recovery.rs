@@ -3,9 +3,9 @@
 //! the parse arena has these (the grammar constrains generation to the template's form), and
 //! each is tagged with its [`RecoveryKind`] so the parse result reports it.
 
-use peg_runtime::chat::tags;
-use peg_runtime::chat::RecoveryKind;
 use peg_runtime::Parser;
+use peg_runtime::chat::RecoveryKind;
+use peg_runtime::chat::tags;
 
 use super::{Ctx, Names};
 use crate::format::ToolFormat;
@@ -42,11 +42,7 @@ impl<'b> Ctx<'_, 'b> {
             // Left out mid-output: reported too, the template writes it.
             alts.push(if self.recovering() { self.recovered(RecoveryKind::MissingClose, b.eps()) } else { b.eps() });
         }
-        if alts.len() == 1 {
-            close
-        } else {
-            b.choice(alts)
-        }
+        if alts.len() == 1 { close } else { b.choice(alts) }
     }
 
     /// The function name, tagged, as `names` allows (without quotes).
@@ -99,20 +95,12 @@ impl<'b> Ctx<'_, 'b> {
     pub(super) fn args_as_string(&self) -> Parser<'b> {
         let b = self.b;
         let p = b.peek("\"" + b.space() + "{") + b.tag(tags::TOOL_ARGS_STRING, b.json_string());
-        if self.a.tools.format.args_as_string {
-            p
-        } else {
-            self.recovered(RecoveryKind::ArgumentsAsString, p)
-        }
+        if self.a.tools.format.args_as_string { p } else { self.recovered(RecoveryKind::ArgumentsAsString, p) }
     }
 
     /// `args` (the template's arguments), or when recovering first a string holding them.
     pub(super) fn or_args_as_string(&self, args: Parser<'b>) -> Parser<'b> {
-        if self.recovering() {
-            self.b.choice([self.args_as_string(), args])
-        } else {
-            args
-        }
+        if self.recovering() { self.b.choice([self.args_as_string(), args]) } else { args }
     }
 
     /// The arguments value of a call in any shape: an object (or, flagged by the mapper, any
@@ -286,11 +274,7 @@ impl<'b> Ctx<'_, 'b> {
                 "<" + b.chars("[a-zA-Z0-9_|]", 1, Some(40)) + ">" + b.space() + opens(),
             ]);
         let whole = b.peek(gate) + b.atomic(b.space() + whole);
-        if in_prose {
-            self.recovered(RecoveryKind::CallInProse, whole)
-        } else {
-            whole
-        }
+        if in_prose { self.recovered(RecoveryKind::CallInProse, whole) } else { whole }
     }
 
     /// The characters content stops at to look for a wrapper token or fence before calls,
