@@ -241,7 +241,8 @@ pub struct ToolFormatAnalysis {
     pub parameter_order: Vec<String>,
     /// JSON: arguments are stringified JSON (`"arguments": "{...}"`).
     pub args_as_string: bool,
-    /// Arguments use Python literals (`{'a': 'b'}`, `True`).
+    /// The arguments object is a Python literal (`{'city': 'Paris', 'ok': True}`): the
+    /// template prints the arguments mapping as it is, which Jinja writes as Python's `repr`.
     pub uses_python_dicts: bool,
     /// The template writes a message's content after its tool calls, not before.
     pub content_after_calls: bool,

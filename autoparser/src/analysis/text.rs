@@ -103,6 +103,20 @@ pub fn json_at(s: &str, i: usize) -> Option<(serde_json::Value, usize)> {
     }
 }
 
+/// Parses one Python literal starting exactly at byte `i` of `s` (a mapping printed as it
+/// is: `{'a': True, 'b': None}`); returns it as JSON and its end offset.
+pub fn python_at(s: &str, i: usize) -> Option<(serde_json::Value, usize)> {
+    use std::sync::LazyLock;
+    static LITERAL: LazyLock<Option<peg_runtime::Arena>> = LazyLock::new(|| peg_runtime::Arena::build(|p| p.python()).ok());
+    let out = LITERAL.as_ref()?.parse(s[i..].as_bytes(), false).ok()?;
+    if out.result.outcome != peg_runtime::Outcome::Success {
+        return None;
+    }
+    let end = i + out.result.end;
+    let json = peg_runtime::python::to_json(&s[i..end]).ok()?;
+    Some((serde_json::from_str(&json).ok()?, end))
+}
+
 /// Whether `needle` occurs in `s` as a JSON string (`"needle"`) preceded by `{`, `,`, `:` or `[`
 /// (whitespace allowed): the one heuristic of the analysis.
 pub fn in_json_context(s: &str, needle: &str) -> bool {
@@ -152,6 +166,16 @@ pub fn lcs_whole_groups(a: &str, b: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn python_literal_at() {
+        let s = "f {'a': True, 'b': [None, \"it's\"]} tail";
+        let (v, end) = python_at(s, 2).unwrap();
+        assert_eq!(v, serde_json::json!({"a": true, "b": [null, "it's"]}));
+        assert_eq!(&s[end..], " tail");
+        assert!(python_at(s, 0).is_none());
+        assert!(python_at("{'a': ", 0).is_none());
+    }
 
     #[test]
     fn name_prefix_split() {

@@ -304,12 +304,17 @@ fn analyze_tagged(t: &mut ToolAnalysis, tp: &ToolProbe) -> Result<(), String> {
     let body_b = if tp.two.is_some() { after_b.clone() } else { String::new() };
     let (args1_start, args2_start);
     let arg_name_prefix;
+    // The arguments object: JSON, or a Python literal where the template prints the mapping.
+    let brace = |s: &str, at: fn(&str, usize) -> Option<(Value, usize)>| -> Option<usize> {
+        s.char_indices().filter(|(_, c)| *c == '{').map(|(i, _)| i).find(|&i| at(s, i).is_some_and(|(v, _)| has_arg(&v)))
+    };
+    if mode == ToolFormat::TagWithJson && brace(&body_a, json_at).is_none() && brace(&body_a, python_at).is_some() {
+        t.format.uses_python_dicts = true;
+    }
+    let args_at: fn(&str, usize) -> Option<(Value, usize)> = if t.format.uses_python_dicts { python_at } else { json_at };
     if mode == ToolFormat::TagWithJson {
-        let brace = |s: &str| -> Option<usize> {
-            s.char_indices().filter(|(_, c)| *c == '{').map(|(i, _)| i).find(|&i| json_at(s, i).is_some_and(|(v, _)| has_arg(&v)))
-        };
-        args1_start = brace(&body_a).ok_or("argument object not found")?;
-        args2_start = if tp.two.is_some() { brace(&body_b) } else { None };
+        args1_start = brace(&body_a, args_at).ok_or("argument object not found")?;
+        args2_start = if tp.two.is_some() { brace(&body_b, args_at) } else { None };
         arg_name_prefix = String::new();
     } else {
         let ia = body_a.find(ARG_A).ok_or("argument name missing")?;
@@ -349,9 +354,9 @@ fn analyze_tagged(t: &mut ToolAnalysis, tp: &ToolProbe) -> Result<(), String> {
     // Arguments and what follows them.
     let (rest1, rest2);
     if mode == ToolFormat::TagWithJson {
-        let (_, end1) = json_at(&body_a, args1_start).ok_or("argument object does not parse")?;
+        let (_, end1) = args_at(&body_a, args1_start).ok_or("argument object does not parse")?;
         rest1 = body_a[end1..].to_owned();
-        rest2 = args2_start.and_then(|s| json_at(&body_b, s)).map(|(_, end2)| body_b[end2..].to_owned());
+        rest2 = args2_start.and_then(|s| args_at(&body_b, s)).map(|(_, end2)| body_b[end2..].to_owned());
     } else {
         t.arguments.name_prefix = arg_name_prefix.trim_start().to_owned();
         // A1/A2 on call one: name suffix and value prefix, between `alpha` and `XXXX`.
@@ -906,6 +911,21 @@ mod tests {
         // Templates writing nested values as JSON keep the default.
         for name in ["tagged-raw-values", "typed-openers", "cdata-words", "sentinels-words"] {
             assert_eq!(analyzed(name).tools.arguments.value_syntax, ValueSyntax::default(), "{name}");
+        }
+    }
+
+    /// A template printing the arguments mapping as it is writes Python's repr: the object is
+    /// found as a Python literal, and only where JSON does not parse.
+    #[test]
+    fn python_repr_arguments() {
+        for name in ["python-dict-args-special", "python-dict-args-words"] {
+            let a = analyzed(name);
+            assert_eq!(a.tools.format.mode, ToolFormat::TagWithJson, "{name}");
+            assert!(a.tools.format.uses_python_dicts, "{name}");
+        }
+        assert_eq!(analyzed("python-dict-args-words").tools.function.name_prefix, "CALL ");
+        for name in ["cdata-words", "sentinels-words", "envelopes-special"] {
+            assert!(!analyzed(name).tools.format.uses_python_dicts, "{name}");
         }
     }
 

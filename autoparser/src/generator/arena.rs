@@ -58,7 +58,11 @@ fn lit_indexed<'a>(b: &'a Builder, s: &str) -> Parser<'a> {
 }
 
 /// The words that start a tool section (grammar triggers, content delimiters).
-pub fn trigger_words(a: &TemplateAnalysis) -> Vec<String> {
+///
+/// Where a call opens with plain words only (`CALL get_weather {...}`), the opener with each
+/// declared name (`tools`): the words alone also start prose, and a bracket would start a
+/// grammar after the name it begins with.
+pub fn trigger_words(a: &TemplateAnalysis, tools: &[(String, Value)]) -> Vec<String> {
     let f = &a.tools.format;
     let mut out: Vec<String> = Vec::new();
     // Both the section and the per-call opener announce calls: models drop the section
@@ -77,6 +81,10 @@ pub fn trigger_words(a: &TemplateAnalysis) -> Vec<String> {
         || (np.len() >= 3 && np.chars().any(|c| !c.is_alphanumeric() && !c.is_whitespace() && c != '_'));
     if a.tools.format.mode != ToolFormat::JsonNative && np_is_marker && f.section_start.trim().is_empty() && !out.iter().any(|x| x == np) {
         out.push(np.to_owned());
+    }
+    if out.is_empty() && a.tools.format.mode != ToolFormat::JsonNative && !np.is_empty() {
+        let opener = a.tools.function.name_prefix.trim_start();
+        out.extend(tools.iter().map(|(name, _)| format!("{opener}{name}")));
     }
     out
 }
@@ -266,7 +274,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let body = b.until(e);
         let block = if self.extract_reasoning() {
             // Models may go from reasoning straight to a tool call: it ends reasoning too.
-            let triggers = if self.tools_on() { trigger_words(self.a) } else { Vec::new() };
+            let triggers = if self.tools_on() { trigger_words(self.a, &self.policy.tools) } else { Vec::new() };
             let (inner, close) = if triggers.is_empty() || r.start.trim().is_empty() {
                 (b.tag(tags::REASONING, body), b.literal(e))
             } else {
@@ -501,11 +509,27 @@ impl<'a, 'b> Ctx<'a, 'b> {
         b.choice([written, missing])
     }
 
+    /// A call's arguments object as the template writes it: JSON following the tool's schema,
+    /// or a Python literal (generated as the schema says, spelled as Python writes it).
+    fn object_arguments(&self, name: &str, schema: &Value) -> Parser<'b> {
+        let b = self.b;
+        if !self.a.tools.format.uses_python_dicts {
+            return json_arguments(b, name, schema);
+        }
+        let any = b.python_kind(peg_runtime::PythonKind::Dict);
+        let spelled = LiteralSchema { b, spelling: &PythonSpelling, any, root: schema };
+        let value = match spelled.value(schema, &format!("{name}-args")) {
+            Some(g) => b.constrained(any, g),
+            None => any,
+        };
+        b.tag(tags::TOOL_ARGS, value)
+    }
+
     /// One call of `name`, tag-based.
     fn tag_call(&self, name: &str, schema: &Value) -> Parser<'b> {
         let b = self.b;
         let args = if self.a.tools.format.mode == ToolFormat::TagWithJson {
-            let json = || json_arguments(b, name, schema);
+            let json = || self.object_arguments(name, schema);
             if self.recovering() {
                 b.choice([b.space() + self.args_as_string(), b.space() + json(), self.fenced(json()), b.space() + self.loose_args()])
             } else {
@@ -1126,7 +1150,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
                     if self.recovering() { call } else { self.shared_rule(&format!("{n}-call"), call) }
                 })
                 .collect();
-            if self.recovering() && f.mode != ToolFormat::JsonNative && !trigger_words(self.a).is_empty() {
+            if self.recovering() && f.mode != ToolFormat::JsonNative && !trigger_words(self.a, &self.policy.tools).is_empty() {
                 calls.extend(self.undeclared_tag_call());
             }
             b.choice(calls)
@@ -1293,7 +1317,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
         if !self.tools_on() {
             return reasoning + self.content(&[]) + b.end();
         }
-        let triggers = trigger_words(self.a);
+        let triggers = trigger_words(self.a, &self.policy.tools);
         let section = if self.a.tools.format.content_after_calls && !triggers.is_empty() {
             // Content the template writes after the calls.
             self.tool_section_then(b.optional(self.content(&triggers)))

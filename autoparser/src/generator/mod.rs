@@ -314,9 +314,7 @@ pub(crate) fn constraints(a: &TemplateAnalysis, req: &Request, prefill: &str) ->
             let names: Vec<String> = policy.tools.iter().map(|(n, _)| n.clone()).collect();
             grammar_triggers = arena::part_triggers(pa, &names);
         } else {
-            for t in arena::trigger_words(a) {
-                grammar_triggers.push(GrammarTrigger::Word(t));
-            }
+            grammar_triggers.extend(arena::trigger_words(a, &policy.tools).into_iter().map(GrammarTrigger::Word));
         }
         if grammar_triggers.is_empty() {
             grammar_triggers.push(GrammarTrigger::Pattern(r#"\s*[\[{]"#.into()));
