@@ -108,7 +108,7 @@ pub fn json_at(s: &str, i: usize) -> Option<(serde_json::Value, usize)> {
 pub fn python_at(s: &str, i: usize) -> Option<(serde_json::Value, usize)> {
     use std::sync::LazyLock;
     static LITERAL: LazyLock<Option<peg_runtime::Arena>> = LazyLock::new(|| peg_runtime::Arena::build(|p| p.python()).ok());
-    let out = LITERAL.as_ref()?.parse(s[i..].as_bytes(), false).ok()?;
+    let out = LITERAL.as_ref()?.parse(&s.as_bytes()[i..], false).ok()?;
     if out.result.outcome != peg_runtime::Outcome::Success {
         return None;
     }
