@@ -301,7 +301,9 @@ fn write_json(out: &mut String, v: &Value, opts: &JsonOpts, depth: usize, limit:
             }
         }
         ValueKind::String => json_str(out, v.as_str().unwrap_or_default(), opts.ensure_ascii, limit)?,
-        ValueKind::Seq => {
+        // A concatenation of lists (`ns.calls + [call]`) is a list in Python; minijinja keeps it
+        // lazy, but sized. (A sized iterable Python would refuse, `range(3)`, is written too.)
+        ValueKind::Seq | ValueKind::Iterable if v.kind() == ValueKind::Seq || v.len().is_some() => {
             let items: Vec<Value> = v.try_iter()?.collect();
             if items.is_empty() {
                 out.push_str("[]");

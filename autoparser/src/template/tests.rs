@@ -21,6 +21,10 @@ fn python_formatting_and_filters() {
     assert_eq!(render("{{ '3.7' | int }} {{ 'x' | int }} {{ '12' | int }} {{ none | int }}", json!({})).unwrap(), "3 0 12 0");
     assert_eq!(render("{{ '{\"k\": [1]}' | from_json }}", json!({})).unwrap(), "{'k': [1]}");
     assert_eq!(render("{{ x | string }}", ctx).unwrap(), "{'a': [1, 2.5, None, True]}");
+    // Lists built up by concatenation are lists (minijinja keeps them lazy).
+    let built = "{% set ns = namespace(l=[]) %}{% for i in [1, 2] %}{% set ns.l = ns.l + [{'n': i}] %}{% endfor %}{{ ns.l | tojson }}";
+    assert_eq!(render(built, json!({})).unwrap(), r#"[{"n": 1}, {"n": 2}]"#);
+    assert_eq!(render("{{ ([1] + [2]) | tojson }}", json!({})).unwrap(), "[1, 2]");
 }
 
 #[test]
