@@ -123,6 +123,28 @@ pub(crate) fn build_env(limits: &Limits) -> Environment<'static> {
         s.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty()).count()
     });
     env.add_filter("striptags", minijinja_contrib::filters::striptags);
+    // markupsafe's entities (`&#39;`, `&#34;`), not minijinja's (`&#x27;`, `&quot;`); safe
+    // strings pass as they are.
+    let escape = |state: &State, v: &Value| -> Result<Value, Error> {
+        if v.is_safe() {
+            return Ok(v.clone());
+        }
+        let s = if let Some(s) = v.as_str() { s.to_owned() } else { pyfmt::py_str(v, pyfmt::serialized_bytes(state))? };
+        let mut out = String::with_capacity(s.len());
+        for c in s.chars() {
+            match c {
+                '&' => out.push_str("&amp;"),
+                '<' => out.push_str("&lt;"),
+                '>' => out.push_str("&gt;"),
+                '"' => out.push_str("&#34;"),
+                '\'' => out.push_str("&#39;"),
+                c => out.push(c),
+            }
+        }
+        Ok(Value::from_safe_string(out))
+    };
+    env.add_filter("escape", escape);
+    env.add_filter("e", escape);
     env.add_filter("filesizeformat", minijinja_contrib::filters::filesizeformat);
 
     // jinja2's Undefined supports iter() and len(), so it is both iterable and a sequence;
@@ -392,6 +414,21 @@ fn arg_str(args: &[Value], i: usize) -> Option<&str> {
     args.get(i).and_then(|v| v.as_str())
 }
 
+/// Python's `str.title`.
+fn py_title(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut after_letter = false;
+    for c in s.chars() {
+        if after_letter {
+            out.extend(c.to_lowercase());
+        } else {
+            out.extend(c.to_uppercase());
+        }
+        after_letter = c.is_alphabetic();
+    }
+    out
+}
+
 fn unsafe_method(value: &Value, method: &str) -> Error {
     // HF renders in jinja2's ImmutableSandboxedEnvironment: mutating methods are refused.
     Error::new(ErrorKind::InvalidOperation, format!("access to attribute '{method}' of '{}' object is unsafe.", value.kind()))
@@ -549,10 +586,10 @@ fn call_method(state: &mut State, value: &Value, method: &str, args: &[Value]) -
                     }
                     return Ok(Value::from(out));
                 }
-                "istitle" => {
-                    let t: String = pyfmt::py_str(&state.apply_filter("title", std::slice::from_ref(value))?, pyfmt::serialized_bytes(state))?;
-                    return Ok(Value::from(t == s && s.chars().any(|c| c.is_alphabetic())));
-                }
+                // Python's `str.title`: a letter after a letter is lowered, any other raised
+                // (`it's` → `It'S`); the `title` filter splits words on spaces and brackets.
+                "title" => return Ok(Value::from(py_title(s))),
+                "istitle" => return Ok(Value::from(py_title(s) == s && s.chars().any(char::is_alphabetic))),
                 "strip" | "lstrip" | "rstrip" if args.first().is_some_and(|a| a.is_none()) => {
                     return minijinja_contrib::pycompat::unknown_method_callback(state, value, method, &[]);
                 }

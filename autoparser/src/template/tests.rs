@@ -20,7 +20,10 @@ fn python_formatting_and_filters() {
     assert_eq!(render("{{ {'b': 'é', 'a': 1} | tojson(true, none, (',', ':'), true) }}", json!({})).unwrap(), r#"{"a":1,"b":"\u00e9"}"#);
     assert_eq!(render("{{ '3.7' | int }} {{ 'x' | int }} {{ '12' | int }} {{ none | int }}", json!({})).unwrap(), "3 0 12 0");
     assert_eq!(render("{{ '{\"k\": [1]}' | from_json }}", json!({})).unwrap(), "{'k': [1]}");
-    assert_eq!(render("{{ x | string }}", ctx).unwrap(), "{'a': [1, 2.5, None, True]}");
+    assert_eq!(render("{{ x | string }}", ctx.clone()).unwrap(), "{'a': [1, 2.5, None, True]}");
+    // Python's `str.title` and markupsafe's entities, as jinja2 renders them.
+    assert_eq!(render("{{ \"it's x1y\".title() }} {{ \"it's\" | title }} {{ \"It'S\".istitle() }}", json!({})).unwrap(), "It'S X1Y It's True");
+    assert_eq!(render("{{ s | e }} {{ '<b>' | safe | escape }} {{ '\"&>' | escape }}", ctx.clone()).unwrap(), "it&#39;s <b> &#34;&amp;&gt;");
     // Lists built up by concatenation are lists (minijinja keeps them lazy).
     let built = "{% set ns = namespace(l=[]) %}{% for i in [1, 2] %}{% set ns.l = ns.l + [{'n': i}] %}{% endfor %}{{ ns.l | tojson }}";
     assert_eq!(render(built, json!({})).unwrap(), r#"[{"n": 1}, {"n": 2}]"#);
