@@ -14,8 +14,8 @@
 //! - `missing_close`: where the close belongs (before the next open, or the end of the output;
 //!   whatever is left open at the end is one recovery);
 //! - `reasoning_marker`: the repeated start marker, or the tool-call marker that ends reasoning;
-//! - `extra_wrapper`, `code_fence`, `arguments_as_string`: the wrapper / fence / string's first
-//!   byte.
+//! - `extra_wrapper`, `code_fence`, `arguments_as_string`, `arguments_as_python`: the wrapper /
+//!   fence / string's / dict's first byte.
 //!
 //! One test runs the whole table and reports every failing row at once (a scoreboard).
 
@@ -260,6 +260,20 @@ fn table() -> Vec<Row> {
         row("phi-4-mini fixture: arguments as a JSON string", PHI,
             r#"functools[{"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}]"#,
             calls(&[weather()]), &[(ArgumentsAsString, r#""{\"city\""#)]),
+
+        // 4b. arguments_as_python
+        row("hermes: arguments as a Python dict", HERMES,
+            "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {'city': 'Paris', 'days': 2}}\n</tool_call>",
+            calls(&[weather2()]), &[(ArgumentsAsPython, "{'city'")]),
+        row("llama3.2: parameters as a Python dict", LLAMA32,
+            "{\"name\": \"get_weather\", \"parameters\": {'city': 'Paris'}}",
+            calls(&[weather()]), &[(ArgumentsAsPython, "{'city'")]),
+        row("kimi-k2: arguments as a Python dict", KIMI,
+            "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{'city': 'Paris'}<|tool_call_end|><|tool_calls_section_end|>",
+            calls(&[weather()]), &[(ArgumentsAsPython, "{'city'")]),
+        row("mistral-small-3.2: [ARGS] as a Python dict", MISTRAL,
+            "[TOOL_CALLS]get_weather[CALL_ID]abcdefghi[ARGS]{'city': 'Paris', 'days': 2}",
+            calls(&[weather2()]), &[(ArgumentsAsPython, "{'city'")]),
 
         // 5. code_fence
         row("llama3.2: call in a ```json fence", LLAMA32,

@@ -437,7 +437,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
     fn json_call(&self, name: &str, schema: &Value) -> Parser<'b> {
         let b = self.b;
         let args = json_arguments(b, name, schema);
-        self.json_call_shaped(Names::One(name), self.or_args_as_string(args))
+        self.json_call_shaped(Names::One(name), self.or_loose_args(args))
     }
 
     /// One JSON-native call in the template's shape: a name as `names` allows, arguments `args`.

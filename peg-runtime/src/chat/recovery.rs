@@ -35,6 +35,9 @@ pub enum RecoveryKind {
     CallInProse,
     /// Arguments given as a JSON string holding the object (`"arguments": "{\"a\": 1}"`).
     ArgumentsAsString,
+    /// Arguments written as a Python literal (`{'city': 'Paris', 'ok': True}`) where the
+    /// template writes JSON: read as the JSON they mean.
+    ArgumentsAsPython,
     /// Calls inside a markdown code fence.
     CodeFence,
     /// A closing tag the model left out: an argument closed by the next one's opening, or a
@@ -64,11 +67,12 @@ pub enum RecoveryKind {
 
 impl RecoveryKind {
     /// Every kind, in declaration order.
-    pub const ALL: [RecoveryKind; 14] = [
+    pub const ALL: [RecoveryKind; 15] = [
         RecoveryKind::CallShape,
         RecoveryKind::CallSeparator,
         RecoveryKind::CallInProse,
         RecoveryKind::ArgumentsAsString,
+        RecoveryKind::ArgumentsAsPython,
         RecoveryKind::CodeFence,
         RecoveryKind::MissingClose,
         RecoveryKind::TextAroundCalls,
@@ -88,6 +92,7 @@ impl RecoveryKind {
             RecoveryKind::CallSeparator => "call_separator",
             RecoveryKind::CallInProse => "call_in_prose",
             RecoveryKind::ArgumentsAsString => "arguments_as_string",
+            RecoveryKind::ArgumentsAsPython => "arguments_as_python",
             RecoveryKind::CodeFence => "code_fence",
             RecoveryKind::MissingClose => "missing_close",
             RecoveryKind::TextAroundCalls => "text_around_calls",
@@ -108,6 +113,7 @@ impl RecoveryKind {
             RecoveryKind::CallSeparator => "recovered.call_separator",
             RecoveryKind::CallInProse => "recovered.call_in_prose",
             RecoveryKind::ArgumentsAsString => "recovered.arguments_as_string",
+            RecoveryKind::ArgumentsAsPython => "recovered.arguments_as_python",
             RecoveryKind::CodeFence => "recovered.code_fence",
             RecoveryKind::MissingClose => "recovered.missing_close",
             RecoveryKind::TextAroundCalls => "recovered.text_around_calls",

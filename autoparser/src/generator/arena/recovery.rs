@@ -98,16 +98,25 @@ impl<'b> Ctx<'_, 'b> {
         if self.a.tools.format.args_as_string { p } else { self.recovered(RecoveryKind::ArgumentsAsString, p) }
     }
 
-    /// `args` (the template's arguments), or when recovering first a string holding them.
-    pub(super) fn or_args_as_string(&self, args: Parser<'b>) -> Parser<'b> {
-        if self.recovering() { self.b.choice([self.args_as_string(), args]) } else { args }
+    /// Arguments written as a Python dict (`{'city': 'Paris', 'ok': True}`), reported unless
+    /// the template writes them so; the mapper writes them as JSON.
+    pub(super) fn args_as_python(&self) -> Parser<'b> {
+        let b = self.b;
+        let p = b.tag(tags::TOOL_ARGS, b.python_kind(peg_runtime::PythonKind::Dict));
+        if self.a.tools.format.uses_python_dicts { p } else { self.recovered(RecoveryKind::ArgumentsAsPython, p) }
+    }
+
+    /// `args` (the template's arguments), or when recovering first a string holding them,
+    /// and last a Python dict.
+    pub(super) fn or_loose_args(&self, args: Parser<'b>) -> Parser<'b> {
+        if self.recovering() { self.b.choice([self.args_as_string(), args, self.args_as_python()]) } else { args }
     }
 
     /// The arguments value of a call in any shape: an object (or, flagged by the mapper, any
-    /// JSON), or a JSON string holding the object.
+    /// JSON), a JSON string holding the object, or a Python dict.
     pub(super) fn loose_args(&self) -> Parser<'b> {
         let b = self.b;
-        b.choice([b.tag(tags::TOOL_ARGS, b.json_object()), self.args_as_string(), b.tag(tags::TOOL_ARGS, b.json())])
+        b.choice([b.tag(tags::TOOL_ARGS, b.json_object()), self.args_as_string(), b.tag(tags::TOOL_ARGS, b.json()), self.args_as_python()])
     }
 
     /// A call object whose members come in any order under any of the usual keys, perhaps
