@@ -188,6 +188,26 @@ fn table() -> Vec<Row> {
             "functools[{\"arguments\": {\"city\": \"Paris\"}, \"name\": \"get_weather\"}]",
             calls(&[weather()]), &[(CallShape, "{\"arguments\"")]),
 
+        // Inside the template's call markers, another family's call syntax.
+        row("hermes: a Qwen3-Coder call (<function=…><parameter=…>) inside <tool_call>", HERMES,
+            "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n2\n</parameter>\n</function>\n</tool_call>",
+            calls(&[weather2()]), &[(CallShape, "<function=")]),
+        row("hermes: a GLM call (name, <arg_key>/<arg_value>) inside <tool_call>", HERMES,
+            "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>",
+            calls(&[weather()]), &[(CallShape, "get_weather")]),
+        row("hermes: the name, then JSON arguments, inside <tool_call>", HERMES,
+            "<tool_call>\nget_weather\n{\"city\": \"Paris\"}\n</tool_call>",
+            calls(&[weather()]), &[(CallShape, "get_weather")]),
+        row("qwen3-coder: a Hermes JSON call inside <tool_call>", QCODER,
+            "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 2}}\n</tool_call>",
+            calls(&[weather2()]), &[(CallShape, "{\"name\"")]),
+        row("glm-4.6: a Qwen3-Coder call inside <tool_call>", GLM,
+            "<tool_call><function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function></tool_call>",
+            calls(&[weather()]), &[(CallShape, "<function=")]),
+        row("glm-4.6: a Hermes JSON call inside <tool_call>", GLM,
+            "<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}</tool_call>",
+            calls(&[weather()]), &[(CallShape, "{\"name\"")]),
+
         // 2. call_separator
         row("llama3.2: two calls joined by `; ` (one-shot and streamed agree: 2 calls)", LLAMA32,
             "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}; {\"name\": \"get_time\", \"parameters\": {\"zone\": \"CET\"}}",

@@ -1155,6 +1155,8 @@ impl<'a, 'b> Ctx<'a, 'b> {
             }
             b.choice(calls)
         };
+        let others = self.calls_in_other_syntaxes();
+        let single = if others.is_empty() { single } else { b.choice(std::iter::once(single).chain(others).collect::<Vec<_>>()) };
         // Models drop per-call wrappers when the function has its own marker (`<function=`).
         let own_marker = f.mode != ToolFormat::JsonNative && !self.a.tools.function.name_prefix.trim().is_empty();
         // Recovering: several calls inside one per-call wrapper, where a call's start says so.

@@ -8,7 +8,7 @@ use peg_runtime::chat::RecoveryKind;
 use peg_runtime::chat::tags;
 
 use super::{Ctx, Names};
-use crate::format::ToolFormat;
+use crate::format::{ToolAnalysis, ToolArgumentsAnalysis, ToolFormat, ToolFormatAnalysis, ToolFunctionAnalysis};
 
 /// Keys models write a JSON call's function name under, beside the template's own.
 const NAME_KEYS: &[&str] = &["name", "function", "function_name", "tool_name", "tool"];
@@ -19,7 +19,81 @@ const ID_KEYS: &[&str] = &["id", "call_id", "tool_call_id"];
 /// The key of an extra wrapper object around a call (`{"type": "function", "function": {...}}`).
 const WRAPPER_KEY: &str = "function";
 
+/// The call syntaxes several model families write inside the same call markers
+/// (`<tool_call>...</tool_call>`): a JSON object (Hermes, Qwen 2.5), `<function=NAME>` with
+/// `<parameter=KEY>` values (Qwen3-Coder), the name then `<arg_key>`/`<arg_value>` pairs
+/// (GLM 4.5+), the name then a JSON object. A model tuned across them writes any inside its
+/// template's markers; only the calls' syntax differs, so each is read there.
+fn shared_marker_syntaxes() -> Vec<ToolAnalysis> {
+    let tagged = |name_prefix: &str, name_suffix: &str, close: &str, arguments: ToolArgumentsAnalysis| ToolAnalysis {
+        format: ToolFormatAnalysis { mode: ToolFormat::TagWithTagged, ..Default::default() },
+        function: ToolFunctionAnalysis { name_prefix: name_prefix.into(), name_suffix: name_suffix.into(), close: close.into(), indexed: false },
+        arguments,
+        ..Default::default()
+    };
+    let args = |name_prefix: &str, name_suffix: &str, value_prefix: &str, value_suffix: &str| ToolArgumentsAnalysis {
+        name_prefix: name_prefix.into(),
+        name_suffix: name_suffix.into(),
+        value_prefix: value_prefix.into(),
+        value_suffix: value_suffix.into(),
+        ..Default::default()
+    };
+    let json = ToolAnalysis {
+        format: ToolFormatAnalysis { mode: ToolFormat::JsonNative, parameter_order: vec!["name".into(), "arguments".into()], ..Default::default() },
+        ..Default::default()
+    };
+    let name_then_json = ToolAnalysis {
+        format: ToolFormatAnalysis { mode: ToolFormat::TagWithJson, ..Default::default() },
+        function: ToolFunctionAnalysis { name_suffix: "\n".into(), ..Default::default() },
+        ..Default::default()
+    };
+    // The name then a JSON object before the name then no `<arg_key>` at all.
+    vec![
+        json,
+        tagged("<function=", ">", "</function>", args("<parameter=", ">", "\n", "\n</parameter>")),
+        name_then_json,
+        tagged("", "\n", "", args("<arg_key>", "</arg_key>", "\n<arg_value>", "</arg_value>")),
+    ]
+}
+
 impl<'b> Ctx<'_, 'b> {
+    /// Calls inside the template's call markers in the other syntaxes those markers hold
+    /// ([`shared_marker_syntaxes`]), reported as another call shape; none where the markers are
+    /// plain words (there the syntax is all that tells a call).
+    pub(super) fn calls_in_other_syntaxes(&self) -> Vec<Parser<'b>> {
+        let t = &self.a.tools;
+        if !self.recovering() || crate::analysis::segment::first_marker(t.format.per_call_start.trim()).is_none() {
+            return Vec::new();
+        }
+        let own = (t.format.mode, t.function.name_prefix.trim(), t.arguments.name_prefix.trim());
+        // A syntax holds the call only if the call ends there: a prefix of another's is not it.
+        let b = self.b;
+        let end = t.format.per_call_end.trim();
+        let ends = if end.is_empty() { b.eps() } else { b.peek(b.space() + b.choice([b.literal(end), b.end()])) };
+        shared_marker_syntaxes()
+            .into_iter()
+            .filter(|s| (s.format.mode, s.function.name_prefix.trim(), s.arguments.name_prefix.trim()) != own)
+            .map(|mut tools| {
+                // The template's markers around the calls: what ends a call's last value.
+                let f = &t.format;
+                tools.format.section_start.clone_from(&f.section_start);
+                tools.format.section_end.clone_from(&f.section_end);
+                tools.format.per_call_start.clone_from(&f.per_call_start);
+                tools.format.per_call_end.clone_from(&f.per_call_end);
+                tools.format.call_separator.clone_from(&f.call_separator);
+                let mut a = self.a.clone();
+                a.tools = tools;
+                let other = Ctx { b: self.b, a: &a, policy: self.policy, prefill_for_grammar: None };
+                let calls: Vec<Parser<'b>> = if a.tools.format.mode == ToolFormat::JsonNative {
+                    vec![other.json_call_any_shape(Names::Declared)]
+                } else {
+                    self.tools().iter().map(|(n, s)| other.tag_call(n, s)).collect()
+                };
+                self.recovered(RecoveryKind::CallShape, b.choice(calls) + ends)
+            })
+            .collect()
+    }
+
     /// Whether this arena parses (not generates): recoveries are for parsing only.
     pub(super) fn recovering(&self) -> bool {
         self.prefill_for_grammar.is_none()
