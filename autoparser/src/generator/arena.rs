@@ -1155,15 +1155,18 @@ impl<'a, 'b> Ctx<'a, 'b> {
             }
             b.choice(calls)
         };
+        // The first call in the markers may be in another family's syntax; more calls joined
+        // inside them are read in the template's own (each alternative a stream waits on at
+        // every `<` costs a parse).
         let others = self.calls_in_other_syntaxes();
-        let single = if others.is_empty() { single } else { b.choice(std::iter::once(single).chain(others).collect::<Vec<_>>()) };
+        let first = if others.is_empty() { single } else { b.choice(std::iter::once(single).chain(others).collect::<Vec<_>>()) };
         // Models drop per-call wrappers when the function has its own marker (`<function=`).
         let own_marker = f.mode != ToolFormat::JsonNative && !self.a.tools.function.name_prefix.trim().is_empty();
         // Recovering: several calls inside one per-call wrapper, where a call's start says so.
         let one = if self.recovering() && !f.per_call_start.trim().is_empty() && (own_marker || self.json_calls()) {
-            single + b.zero_or_more(self.joined_call("", single))
+            first + b.zero_or_more(self.joined_call("", single))
         } else {
-            single
+            first
         };
         let pcs = lit(b, &f.per_call_start);
         let mut p = if own_marker { b.optional(pcs) } else { pcs } + b.space() + one;
