@@ -20,7 +20,8 @@ const ID_KEYS: &[&str] = &["id", "call_id", "tool_call_id"];
 const WRAPPER_KEY: &str = "function";
 
 /// The call syntaxes several model families write inside the same call markers
-/// (`<tool_call>...</tool_call>`): a JSON object (Hermes, Qwen 2.5), `<function=NAME>` with
+/// (`<tool_call>...</tool_call>`): a JSON object or a list of them (Hermes, Qwen 2.5, Mistral
+/// before v11), `<function=NAME>` with
 /// `<parameter=KEY>` values (Qwen3-Coder), the name then `<arg_key>`/`<arg_value>` pairs
 /// (GLM 4.5+), the name then a JSON object. A model tuned across them writes any inside its
 /// template's markers; only the calls' syntax differs, so each is read there.
@@ -85,7 +86,9 @@ impl<'b> Ctx<'_, 'b> {
                 a.tools = tools;
                 let other = Ctx { b: self.b, a: &a, policy: self.policy, prefill_for_grammar: None };
                 let calls: Vec<Parser<'b>> = if a.tools.format.mode == ToolFormat::JsonNative {
-                    vec![other.json_call_any_shape(Names::Declared)]
+                    // One object, or a list of them (Mistral's `[TOOL_CALLS][{...}]`).
+                    let call = other.json_call_any_shape(Names::Declared);
+                    vec![call, other.json_list(call)]
                 } else {
                     self.tools().iter().map(|(n, s)| other.tag_call(n, s)).collect()
                 };
