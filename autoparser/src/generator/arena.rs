@@ -1155,21 +1155,29 @@ impl<'a, 'b> Ctx<'a, 'b> {
             }
             b.choice(calls)
         };
-        // The first call in the markers may be in another family's syntax; more calls joined
-        // inside them are read in the template's own (each alternative a stream waits on at
-        // every `<` costs a parse).
-        let others = self.calls_in_other_syntaxes();
-        let first = if others.is_empty() { single } else { b.choice(std::iter::once(single).chain(others).collect::<Vec<_>>()) };
         // Models drop per-call wrappers when the function has its own marker (`<function=`).
         let own_marker = f.mode != ToolFormat::JsonNative && !self.a.tools.function.name_prefix.trim().is_empty();
         // Recovering: several calls inside one per-call wrapper, where a call's start says so.
-        let one = if self.recovering() && !f.per_call_start.trim().is_empty() && (own_marker || self.json_calls()) {
-            first + b.zero_or_more(self.joined_call("", single))
-        } else {
-            first
+        let one = |first: Parser<'b>| {
+            if self.recovering() && !f.per_call_start.trim().is_empty() && (own_marker || self.json_calls()) {
+                first + b.zero_or_more(self.joined_call("", single))
+            } else {
+                first
+            }
         };
         let pcs = lit(b, &f.per_call_start);
-        let mut p = if own_marker { b.optional(pcs) } else { pcs } + b.space() + one;
+        // After the marker itself (not where the template's own call may leave it out), the
+        // first call may be in another family's syntax; more calls joined inside it are read
+        // in the template's own (each alternative a stream waits on costs a parse).
+        let others = self.calls_in_other_syntaxes();
+        let mut p = match (own_marker, others.is_empty()) {
+            (_, true) => (if own_marker { b.optional(pcs) } else { pcs }) + b.space() + one(single),
+            (false, false) => pcs + b.space() + one(b.choice(std::iter::once(single).chain(others).collect::<Vec<_>>())),
+            (true, false) => {
+                let marked = pcs + b.space() + one(b.choice(std::iter::once(single).chain(others).collect::<Vec<_>>()));
+                b.choice([marked, b.space() + one(single)])
+            }
+        };
         if !f.per_call_end.trim().is_empty() {
             let pce = lit(b, &f.per_call_end);
             p = p + self.closing(pce, own_marker);

@@ -276,7 +276,7 @@ impl PyToJson {
                     |w| has_byte(w, b'"') | has_byte(w, b'\'') | has_byte(w, b'\\') | has_control(w),
                     |c| matches!(c, b'"' | b'\'' | b'\\') || c < 0x20,
                 ),
-                PyState::Normal if self.json => b[i..].iter().position(|&c| c == b'"').unwrap_or(b.len() - i),
+                PyState::Normal if self.json => b[i..].iter().position(|&c| matches!(c, b'"' | b'\'')).unwrap_or(b.len() - i),
                 PyState::Normal if self.ident.is_empty() && !self.comma => {
                     b[i..].iter().position(|&c| matches!(c, b'"' | b'\'' | b'A'..=b'Z' | b'a'..=b'z' | b'_' | b',')).unwrap_or(b.len() - i)
                 }
@@ -352,6 +352,8 @@ impl PyToJson {
                 (true, b'\\') if matches!(b.get(i + 1), Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't')) => i += 1,
                 (true, b'\\') => return false,
                 (true, c) if c < 0x20 => return false,
+                // A quote JSON has no place for: a Python literal (see `step`).
+                (false, b'\'') => return false,
                 _ => {}
             }
             i += 1;
@@ -393,6 +395,9 @@ impl PyToJson {
                         out.push('"');
                     }
                     '\'' => {
+                        // JSON text has no `'` outside its strings: where one comes, the value
+                        // is a Python literal (a recovered dict, `{'city': ...}`), read as such.
+                        self.json = false;
                         self.state = PyState::Sq;
                         out.push('"');
                     }
@@ -1228,6 +1233,24 @@ mod tests {
                 assert_eq!(out, want, "{text:?} in pieces of {size}");
                 assert_eq!(n.escaped_control, reference.escaped_control);
             }
+        }
+    }
+
+    /// A Python dict among JSON arguments (a recovery that opens with `{'`): the JSON mode turns
+    /// to Python at the quote, however the text is cut.
+    #[test]
+    fn json_mode_turns_python_at_a_quote_outside_strings() {
+        let text = r#"{'city': 'it\'s "Paris"', 'ok': True, 'x': None, 'l': [1, 'a',],}"#;
+        let want = py_to_json(text);
+        assert_eq!(want, r#"{"city": "it's \"Paris\"", "ok": true, "x": null, "l": [1, "a"]}"#);
+        for size in [1, 2, 3, 5, 64] {
+            let mut n = PyToJson::json();
+            let mut out = String::new();
+            for piece in crate::chat::stream_pieces(text, &[size]) {
+                n.push(piece, &mut out);
+            }
+            n.finish(&mut out);
+            assert_eq!(out, want, "in pieces of {size}");
         }
     }
 

@@ -126,8 +126,18 @@ pub(crate) fn args_are_json(arena: &Arena) -> bool {
             _ => false,
         }
     }
-    arena.nodes().iter().all(|n| match n {
-        Node::Tag { tag, child } if tag.as_str() == tags::TOOL_ARGS => scanned(arena, *child, 0),
+    // Arguments an atomic node holds are a recovered Python dict among JSON arguments (read
+    // whole, opened by `{'`): the JSON pass-through turns to Python at that quote.
+    let whole: std::collections::HashSet<NodeId> = arena
+        .nodes()
+        .iter()
+        .filter_map(|n| match n {
+            Node::Atomic { child } => Some(arena.resolve(*child)),
+            _ => None,
+        })
+        .collect();
+    arena.nodes().iter().enumerate().all(|(i, n)| match n {
+        Node::Tag { tag, child } if tag.as_str() == tags::TOOL_ARGS => whole.contains(&NodeId(i as u32)) || scanned(arena, *child, 0),
         _ => true,
     })
 }

@@ -92,7 +92,9 @@ impl<'b> Ctx<'_, 'b> {
                 } else {
                     self.tools().iter().map(|(n, s)| other.tag_call(n, s)).collect()
                 };
-                self.recovered(RecoveryKind::CallShape, b.choice(calls) + ends)
+                // Read whole: a stream sends nothing of a call that may still turn out to be
+                // no call in this syntax (its arguments could not be taken back).
+                self.recovered(RecoveryKind::CallShape, b.atomic(b.choice(calls) + ends))
             })
             .collect()
     }
@@ -176,24 +178,30 @@ impl<'b> Ctx<'_, 'b> {
     }
 
     /// Arguments written as a Python dict (`{'city': 'Paris', 'ok': True}`), reported unless
-    /// the template writes them so; the mapper writes them as JSON.
+    /// the template writes them so; the mapper writes them as JSON. Where the arguments are
+    /// otherwise JSON, a dict is told by its first key's quote (`{'`): before it, nothing of
+    /// either has been read, so a stream never sends JSON text that a dict then replaces. It
+    /// is read whole (atomic) and written as JSON whole.
     pub(super) fn args_as_python(&self) -> Parser<'b> {
         let b = self.b;
         let p = b.tag(tags::TOOL_ARGS, b.python_kind(peg_runtime::PythonKind::Dict));
-        if self.a.tools.format.uses_python_dicts { p } else { self.recovered(RecoveryKind::ArgumentsAsPython, p) }
+        if self.a.tools.format.uses_python_dicts {
+            return p;
+        }
+        self.recovered(RecoveryKind::ArgumentsAsPython, b.peek("{" + b.space() + "'") + b.atomic(p))
     }
 
-    /// `args` (the template's arguments), or when recovering first a string holding them,
-    /// and last a Python dict.
+    /// `args` (the template's arguments), or when recovering a string holding them or a
+    /// Python dict.
     pub(super) fn or_loose_args(&self, args: Parser<'b>) -> Parser<'b> {
-        if self.recovering() { self.b.choice([self.args_as_string(), args, self.args_as_python()]) } else { args }
+        if self.recovering() { self.b.choice([self.args_as_string(), self.args_as_python(), args]) } else { args }
     }
 
     /// The arguments value of a call in any shape: an object (or, flagged by the mapper, any
     /// JSON), a JSON string holding the object, or a Python dict.
     pub(super) fn loose_args(&self) -> Parser<'b> {
         let b = self.b;
-        b.choice([b.tag(tags::TOOL_ARGS, b.json_object()), self.args_as_string(), b.tag(tags::TOOL_ARGS, b.json()), self.args_as_python()])
+        b.choice([self.args_as_python(), b.tag(tags::TOOL_ARGS, b.json_object()), self.args_as_string(), b.tag(tags::TOOL_ARGS, b.json())])
     }
 
     /// A call object whose members come in any order under any of the usual keys, perhaps
