@@ -1190,12 +1190,7 @@ mod tests {
             reference.finish(&mut want);
             for size in [1, 2, 3, 4, 7, 9, 64] {
                 let mut n = PyToJson::default();
-                let mut out = String::new();
-                for piece in crate::chat::stream_pieces(text, &[size]) {
-                    n.push(piece, &mut out);
-                }
-                n.finish(&mut out);
-                assert_eq!(out, want, "{text:?} in pieces of {size}");
+                assert_eq!(fed_in_pieces(&mut n, text, size), want, "{text:?} in pieces of {size}");
                 assert_eq!(n.escaped_control, reference.escaped_control);
             }
         }
@@ -1244,14 +1239,18 @@ mod tests {
         let want = py_to_json(text);
         assert_eq!(want, r#"{"city": "it's \"Paris\"", "ok": true, "x": null, "l": [1, "a"]}"#);
         for size in [1, 2, 3, 5, 64] {
-            let mut n = PyToJson::json();
-            let mut out = String::new();
-            for piece in crate::chat::stream_pieces(text, &[size]) {
-                n.push(piece, &mut out);
-            }
-            n.finish(&mut out);
-            assert_eq!(out, want, "in pieces of {size}");
+            assert_eq!(fed_in_pieces(&mut PyToJson::json(), text, size), want, "in pieces of {size}");
         }
+    }
+
+    /// `text` through `n` in pieces of `size` bytes, finished.
+    fn fed_in_pieces(n: &mut PyToJson, text: &str, size: usize) -> String {
+        let mut out = String::new();
+        for piece in crate::chat::stream_pieces(text, &[size]) {
+            n.push(piece, &mut out);
+        }
+        n.finish(&mut out);
+        out
     }
 
     /// The runs `JsonTail::push` skips leave it where stepping every byte does.
