@@ -217,8 +217,9 @@ pub(crate) struct PyToJson {
 impl PyToJson {
     /// For text a JSON scanner took: JSON but for raw control characters in strings (the
     /// scanner's one leniency). Nothing outside strings is rewritten, so only strings are
-    /// followed: no Python words, quotes or trailing commas are watched for, and no comma or
-    /// word cut by a piece's end is held back.
+    /// followed: no Python words or trailing commas are watched for, and no comma or word cut
+    /// by a piece's end is held back. A `'` outside strings, which JSON has no place for, turns
+    /// it into the Python normalizer (a recovered Python dict among JSON arguments).
     pub(crate) fn json() -> PyToJson {
         PyToJson { json: true, ..PyToJson::default() }
     }

@@ -21,10 +21,10 @@ const WRAPPER_KEY: &str = "function";
 
 /// The call syntaxes several model families write inside the same call markers
 /// (`<tool_call>...</tool_call>`): a JSON object or a list of them (Hermes, Qwen 2.5, Mistral
-/// before v11), `<function=NAME>` with
-/// `<parameter=KEY>` values (Qwen3-Coder), the name then `<arg_key>`/`<arg_value>` pairs
-/// (GLM 4.5+), the name then a JSON object. A model tuned across them writes any inside its
-/// template's markers; only the calls' syntax differs, so each is read there.
+/// before v11), `<function=NAME>` with `<parameter=KEY>` values (Qwen3-Coder), the name then a
+/// JSON object, the name then `<arg_key>`/`<arg_value>` pairs (GLM 4.5+). A model tuned across
+/// them writes any inside its template's markers; only the calls' syntax differs, so each is
+/// read there.
 fn shared_marker_syntaxes() -> Vec<ToolAnalysis> {
     let tagged = |name_prefix: &str, name_suffix: &str, close: &str, arguments: ToolArgumentsAnalysis| ToolAnalysis {
         format: ToolFormatAnalysis { mode: ToolFormat::TagWithTagged, ..Default::default() },
@@ -48,7 +48,8 @@ fn shared_marker_syntaxes() -> Vec<ToolAnalysis> {
         function: ToolFunctionAnalysis { name_suffix: "\n".into(), ..Default::default() },
         ..Default::default()
     };
-    // The name then a JSON object before the name then no `<arg_key>` at all.
+    // The name then a JSON object comes before the name then `<arg_key>` pairs, which a bare
+    // name (no pairs) also matches.
     vec![
         json,
         tagged("<function=", ">", "</function>", args("<parameter=", ">", "\n", "\n</parameter>")),
