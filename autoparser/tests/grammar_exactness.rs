@@ -4,7 +4,8 @@
 //! schema's type, and nothing the schema does not name.
 //!
 //! Runs on the repository's own templates (one per call structure: JSON calls, tagged
-//! arguments, Python calls, literal values, typed openers), so it needs no shared data.
+//! arguments, Python calls, literal values, typed openers, and the probes of structures no
+//! shared template has), so it needs no shared data.
 
 use std::path::{Path, PathBuf};
 
@@ -21,7 +22,7 @@ const DRAWS: usize = 24;
 fn templates() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut paths = vec![root.join("../examples/chatml-tools/template.jinja")];
-    for dir in ["tests/templates", "tests/fixtures"] {
+    for dir in ["tests/templates", "tests/fixtures", "tests/probes"] {
         let mut found: Vec<PathBuf> = std::fs::read_dir(root.join(dir)).unwrap().map(|e| e.unwrap().path()).collect();
         found.sort();
         paths.extend(found.into_iter().filter(|p| p.extension().is_some_and(|e| e == "jinja")));

@@ -1,6 +1,6 @@
 //! `verify` over every shared template and every fixture template of the repository
-//! (`tests/templates/`, `tests/recovery/`, `tests/fixtures/`): each template's own renders must
-//! parse back through its own parser and grammar.
+//! (`tests/templates/`, `tests/recovery/`, `tests/fixtures/`, `tests/probes/`): each template's
+//! own renders must parse back through its own parser and grammar.
 //!
 //! Templates with a known gap are listed with the reason; the test checks their verdict too, so
 //! a fix that makes one pass must remove it from the list (and a regression cannot hide there).
@@ -46,6 +46,11 @@ fn every_template_round_trips_through_its_own_parser() {
     let shapes = jinja_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures"));
     assert_eq!(shapes.len(), 4);
     templates.extend(shapes);
+    // Structures no shared template has, written to probe the analysis (each passed or was
+    // made to pass when written).
+    let probes = jinja_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/probes"));
+    assert_eq!(probes.len(), 11);
+    templates.extend(probes);
     if let Some(shared) = shared_data::shared(CORPUS_TESTS) {
         templates.extend(jinja_files(&shared.templates()));
     }
