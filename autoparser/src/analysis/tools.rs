@@ -308,12 +308,17 @@ fn analyze_tagged(t: &mut ToolAnalysis, tp: &ToolProbe) -> Result<(), String> {
     let brace = |s: &str, at: fn(&str, usize) -> Option<(Value, usize)>| -> Option<usize> {
         s.char_indices().filter(|(_, c)| *c == '{').map(|(i, _)| i).find(|&i| at(s, i).is_some_and(|(v, _)| has_arg(&v)))
     };
-    if mode == ToolFormat::TagWithJson && brace(&body_a, json_at).is_none() && brace(&body_a, python_at).is_some() {
-        t.format.uses_python_dicts = true;
-    }
-    let args_at: fn(&str, usize) -> Option<(Value, usize)> = if t.format.uses_python_dicts { python_at } else { json_at };
+    let mut args_at: fn(&str, usize) -> Option<(Value, usize)> = json_at;
     if mode == ToolFormat::TagWithJson {
-        args1_start = brace(&body_a, args_at).ok_or("argument object not found")?;
+        args1_start = match brace(&body_a, json_at) {
+            Some(i) => i,
+            None => {
+                let i = brace(&body_a, python_at).ok_or("argument object not found")?;
+                t.format.uses_python_dicts = true;
+                args_at = python_at;
+                i
+            }
+        };
         args2_start = if tp.two.is_some() { brace(&body_b, args_at) } else { None };
         arg_name_prefix = String::new();
     } else {

@@ -129,7 +129,7 @@ pub(crate) fn build_env(limits: &Limits) -> Environment<'static> {
         if v.is_safe() {
             return Ok(v.clone());
         }
-        let s = if let Some(s) = v.as_str() { s.to_owned() } else { pyfmt::py_str(v, pyfmt::serialized_bytes(state))? };
+        let s = pyfmt::py_str(v, pyfmt::serialized_bytes(state))?;
         let mut out = String::with_capacity(s.len());
         for c in s.chars() {
             match c {

@@ -1131,14 +1131,8 @@ mod tests {
             (r#""\ud83d\ude"#, r#""\ufffd\\ude"#, None),
         ] {
             for json in [false, true] {
-                let whole = {
-                    let mut n = if json { PyToJson::json() } else { PyToJson::default() };
-                    let mut out = String::new();
-                    n.push(text, &mut out);
-                    n.finish(&mut out);
-                    out
-                };
-                assert_eq!(whole, want, "{text} (json mode: {json})");
+                let mut n = if json { PyToJson::json() } else { PyToJson::default() };
+                assert_eq!(fed_in_pieces(&mut n, text, text.len()), want, "{text} (json mode: {json})");
                 for at in 1..text.len() {
                     let mut n = if json { PyToJson::json() } else { PyToJson::default() };
                     let mut out = String::new();
