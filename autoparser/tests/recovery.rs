@@ -544,6 +544,9 @@ fn table() -> Vec<Row> {
         row("gpt-oss: a call of an undeclared function is kept", GPT_OSS,
             "<|channel|>commentary to=functions.special_function <|constrain|>json<|message|>{\"a\": 1}",
             calls(&[call("special_function", json!({"a": 1}))]), &[(UnknownTool, "")]),
+        row("gpt-oss: a declared function addressed without `functions.`", GPT_OSS,
+            "<|channel|>commentary to=get_weather <|constrain|>json<|message|>{\"city\": \"Paris\"}<|call|>",
+            calls(&[call("get_weather", json!({"city": "Paris"}))]), &[(CallShape, "to=get_weather")]),
 
         // Regressions (well-formed unless said otherwise).
         row("qwen3-coder regression: nullable parameters, null and a string", QCODER,

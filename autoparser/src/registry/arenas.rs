@@ -97,7 +97,18 @@ fn harmony(policy: &Policy, recovering: bool) -> Result<Arena, Error> {
         // A call of an undeclared function is kept as a call (the parser reports the name).
         let open = b.tag(tags::TOOL_OPEN, "to=functions." + b.tag(tags::TOOL_NAME, word()));
         calls.push(b.tag(tags::TOOL, open + header(true) + b.tag(tags::TOOL_ARGS, b.json()) + b.tag(tags::TOOL_CLOSE, msg_end())));
-        b.peek(message(channel() + b.space() + "to=functions."))
+        // A declared function addressed without its namespace (`to=get_weather`) is that
+        // function's call, reported; `python` stays harmony's built-in tool.
+        let bare: Vec<_> = policy.tools.iter().filter(|(name, _)| name != "python").map(|(name, _)| b.literal(name)).collect();
+        if bare.is_empty() {
+            b.peek(message(channel() + b.space() + "to=functions."))
+        } else {
+            let bare = || b.choice(bare.clone()) + boundary();
+            let open = b.tag(tags::TOOL_OPEN, "to=" + b.tag(tags::TOOL_NAME, bare()));
+            let call = b.tag(tags::TOOL, open + header(true) + b.tag(tags::TOOL_ARGS, b.json()) + b.tag(tags::TOOL_CLOSE, msg_end()));
+            calls.push(b.tag(RecoveryKind::CallShape.tag(), call));
+            b.peek(message(channel() + b.space() + "to=" + b.choice([b.literal("functions."), bare()])))
+        }
     } else {
         b.peek(message(channel() + b.space() + "to=functions." + declared))
     };
@@ -235,6 +246,20 @@ mod tests {
         kinds.sort_by_key(|k| k.name());
         assert_eq!(content, "note<|channel|>commentary json");
         assert_eq!((calls, kinds), (vec!["special_function".into()], vec![RecoveryKind::UnknownTool, RecoveryKind::UnplacedText]));
+    }
+
+    /// A declared function addressed without its `functions.` namespace is its call,
+    /// reported; any other bare recipient is still another recipient's message.
+    #[test]
+    fn harmony_reads_a_recipient_without_its_namespace() {
+        let lenient = |out: &str| parse_as(Strictness::Lenient, ToolChoice::Auto, true, out).unwrap();
+        let bare = "<|channel|>analysis<|message|>Think.<|end|><|start|>assistant<|channel|>commentary to=get_weather <|constrain|>json<|message|>{\"city\": \"Paris\"}<|call|>";
+        assert_eq!(lenient(bare), ("".into(), vec!["get_weather".into()], vec![RecoveryKind::CallShape]));
+        assert!(parse(ToolChoice::Auto, false, bare).is_err(), "strict: a recovery");
+        let both = format!("{CALL}<|start|>assistant<|channel|>commentary to=get_weather json<|message|>{{\"city\": \"Rome\"}}<|call|>");
+        assert_eq!(lenient(&both), ("".into(), vec!["get_weather".into(), "get_weather".into()], vec![RecoveryKind::CallShape]));
+        let longer = "<|channel|>commentary to=get_weather2<|message|>text";
+        assert_eq!(lenient(longer), ("text".into(), vec![], vec![RecoveryKind::UnplacedText]));
     }
 
     /// A recipient that only starts with a declared name calls an undeclared function.
