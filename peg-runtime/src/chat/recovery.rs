@@ -25,7 +25,9 @@ pub const TAG_PREFIX: &str = "recovered.";
 #[serde(rename_all = "snake_case")]
 pub enum RecoveryKind {
     /// A JSON call whose keys come in another order, under synonym keys (`parameters` for
-    /// `arguments`), or inside an extra `{"function": ...}` wrapper.
+    /// `arguments`), or inside an extra `{"function": ...}` wrapper; a call in another
+    /// family's syntax inside the template's call markers; a gpt-oss call addressed
+    /// `to=NAME` without its `functions.` namespace.
     CallShape,
     /// Several calls joined otherwise than the template joins them (`;`, line breaks, each in
     /// its own wrapper), or where the template renders one call per turn.
