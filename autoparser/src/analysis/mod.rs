@@ -280,11 +280,11 @@ pub(crate) mod test_util {
     /// `tests/recovery/`. Unit tests read nothing else; the shared templates are for `tests/`.
     pub fn template_path(name: &str) -> std::path::PathBuf {
         let tests = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
-        ["templates", "fixtures", "recovery"]
+        ["templates", "fixtures", "recovery", "probes"]
             .iter()
             .map(|dir| tests.join(dir).join(format!("{name}.jinja")))
             .find(|p| p.is_file())
-            .unwrap_or_else(|| panic!("no fixture template {name} in tests/templates, tests/fixtures or tests/recovery"))
+            .unwrap_or_else(|| panic!("no fixture template {name} in tests/templates, tests/fixtures, tests/recovery or tests/probes"))
     }
 
     pub fn template(src: &str) -> Result<ChatTemplate, String> {

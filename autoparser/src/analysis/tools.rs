@@ -87,21 +87,21 @@ pub fn classify(h: &str) -> ToolFormat {
 /// The outermost JSON object holding `name` but not `not`, starting at or after `from`.
 fn call_object(h: &str, from: usize, name: &str, not: &str) -> Option<(usize, usize, Value)> {
     let at = from + h[from..].find(&format!("\"{name}\""))?;
-    let mut best = None;
     for (i, c) in h[from..at].char_indices() {
         let i = from + i;
         if c != '{' {
             continue;
         }
-        if let Some((v, end)) = json_at(h, i)
+        // JSON, or a Python literal where the template prints the arguments mapping as it is
+        // inside JSON it writes itself (`"arguments": {'alpha': 'XXXX'}`).
+        if let Some((v, end)) = json_at(h, i).or_else(|| python_at(h, i))
             && end > at
             && !h[i..end].contains(&format!("\"{not}\""))
         {
-            best = Some((i, end, v));
-            break; // the first (outermost) start that parses wins
+            return Some((i, end, v)); // the first (outermost) start that parses wins
         }
     }
-    best
+    None
 }
 
 fn find_path(v: &Value, pred: &dyn Fn(&Value) -> bool, path: &mut Vec<String>) -> bool {
@@ -179,6 +179,9 @@ fn analyze_json(t: &mut ToolAnalysis, tp: &ToolProbe) -> Result<(), String> {
                 cur = &cur[k];
             }
             f.args_as_string = cur.is_string();
+            // Arguments that are not JSON as written are a Python mapping.
+            let written = &h[s1..e1];
+            f.uses_python_dicts = !f.args_as_string && json_at(written, 0).is_none();
         }
         path.clear();
         if let Value::Object(m) = &v {
@@ -929,6 +932,11 @@ mod tests {
             assert!(a.tools.format.uses_python_dicts, "{name}");
         }
         assert_eq!(analyzed("python-dict-args-words").tools.function.name_prefix, "CALL ");
+        // Inside JSON the template writes itself around them.
+        let a = analyzed("json-call-python-args");
+        assert_eq!((a.tools.format.mode, a.tools.format.args_field.as_str()), (ToolFormat::JsonNative, "arguments"));
+        assert!(a.tools.format.uses_python_dicts);
+        assert!(!analyzed("openai-shaped-call").tools.format.uses_python_dicts);
         for name in ["cdata-words", "sentinels-words", "envelopes-special"] {
             assert!(!analyzed(name).tools.format.uses_python_dicts, "{name}");
         }

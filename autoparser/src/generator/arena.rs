@@ -435,8 +435,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
 
     /// One call of `name`, JSON-native.
     fn json_call(&self, name: &str, schema: &Value) -> Parser<'b> {
-        let b = self.b;
-        let args = json_arguments(b, name, schema);
+        let args = self.object_arguments(name, schema);
         self.json_call_shaped(Names::One(name), self.or_loose_args(args))
     }
 
