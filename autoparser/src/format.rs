@@ -340,6 +340,14 @@ pub struct ToolArgumentsAnalysis {
     /// (`'C:\dir'`, `'it's'`): they end at a quote an argument's follower comes after.
     #[serde(default)]
     pub literal_strings_raw: bool,
+    /// The quote literal strings are written between (`'` or `"`), when values are literals.
+    #[serde(default)]
+    pub literal_quote: String,
+    /// Every value is written between those quotes, whatever its type: the text Python's
+    /// `str` gives (`n="2"`, `ok="True"`, `loc="{'city': 'Paris'}"`), read as the
+    /// argument's schema types it.
+    #[serde(default)]
+    pub values_quoted: bool,
     /// Between a name and a non-string (JSON) value, when it differs from the string case
     /// (e.g. `" string="false">`, `:` without a quote marker).
     pub json_value_open: Option<String>,

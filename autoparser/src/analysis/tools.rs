@@ -498,6 +498,7 @@ fn detect_literal_values(t: &mut ToolAnalysis) {
     for q in ['\'', '"'] {
         if open.ends_with(q) && ar.value_suffix.starts_with(q) {
             ar.value_is_literal = true;
+            ar.literal_quote = q.to_string();
             if ar.value_prefix.ends_with(q) {
                 ar.value_prefix.pop();
             } else {
@@ -511,10 +512,15 @@ fn detect_literal_values(t: &mut ToolAnalysis) {
 
 /// Whether the template writes literal strings raw: a value holding a quote and a backslash
 /// renders unchanged (a `repr` would escape or requote it).
-fn literal_strings_raw(p: &Probe, r: &ReasoningAnalysis) -> bool {
+fn literal_strings_raw(p: &Probe, r: &ReasoningAnalysis, quote: &str) -> bool {
     const TRICKY: &str = "XX'Y\\Z";
     let call = Call { args: vec![(ARG_A, serde_json::json!(TRICKY))], ..Call::first() };
-    tool_region(p, vec![call]).is_ok_and(|h| strip_reasoning(&h, r).contains(&format!("'{TRICKY}'")))
+    tool_region(p, vec![call]).is_ok_and(|h| strip_reasoning(&h, r).contains(&format!("{quote}{TRICKY}{quote}")))
+}
+
+/// Whether a number is written between the string quotes too (`alpha="987654"`).
+fn values_quoted(p: &Probe, r: &ReasoningAnalysis, quote: &str) -> bool {
+    tool_region(p, vec![Call::typed()]).is_ok_and(|h| strip_reasoning(&h, r).contains(&format!("{quote}{NUM}{quote}")))
 }
 
 /// A3: markers around a non-string value, where they differ from the string case.
@@ -823,7 +829,9 @@ pub fn analyze_tools(p: &mut Probe, r: &ReasoningAnalysis, caps: &mut Capabiliti
     if t.format.mode == ToolFormat::TagWithTagged {
         detect_literal_values(&mut t);
         if t.arguments.value_is_literal {
-            t.arguments.literal_strings_raw = literal_strings_raw(p, r);
+            let quote = t.arguments.literal_quote.clone();
+            t.arguments.literal_strings_raw = literal_strings_raw(p, r, &quote);
+            t.arguments.values_quoted = values_quoted(p, r, &quote);
         }
         if !t.arguments.value_is_literal {
             analyze_typed_values(p, &mut t, r);
@@ -920,6 +928,18 @@ mod tests {
         for name in ["tagged-raw-values", "typed-openers", "cdata-words", "sentinels-words"] {
             assert_eq!(analyzed(name).tools.arguments.value_syntax, ValueSyntax::default(), "{name}");
         }
+    }
+
+    /// Values written between the string quotes whatever their type (`days="3"`): learned
+    /// with the quote; literal values written as themselves (`days=3`) are not.
+    #[test]
+    fn quoted_values() {
+        let a = analyzed("quoted-python-values").tools.arguments;
+        assert!(a.value_is_literal && a.values_quoted && a.literal_strings_raw, "{a:?}");
+        assert_eq!(a.literal_quote, "\"");
+        let a = analyzed("python-calls-special").tools.arguments;
+        assert!(a.value_is_literal && !a.values_quoted, "{a:?}");
+        assert_eq!(a.literal_quote, "'");
     }
 
     /// A template printing the arguments mapping as it is writes Python's repr: the object is

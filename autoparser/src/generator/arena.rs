@@ -703,11 +703,13 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 let lit_value = b.tag(tags::TOOL_ARG_JSON_VALUE, value);
                 let open = || opener(b, &ar.name_prefix) + b.tag(tags::TOOL_ARG_NAME, b.literal(arg)) + lit(b, &ar.name_suffix);
                 let literal = b.tag(tags::TOOL_ARG, b.tag(tags::TOOL_ARG_OPEN, open()) + b.space() + lit_value + b.tag(tags::TOOL_ARG_CLOSE, b.eps()));
-                if !(ar.literal_strings_raw && Admits::of(s).string) {
+                let raw_strings = ar.literal_strings_raw && Admits::of(s).string;
+                if !(raw_strings || ar.values_quoted) {
                     return literal;
                 }
-                // The template writes strings raw between single quotes: such a string ends at
-                // a quote the next argument (`, name=`) or the call's close comes after.
+                // The template writes values raw between quotes: such a value ends at a quote
+                // the next argument (`, name=`) or the call's close comes after.
+                let q = if ar.literal_quote.is_empty() { "'" } else { ar.literal_quote.as_str() };
                 let close = self.a.tools.function.close.trim();
                 let sep = if ar.separator.trim().is_empty() { "," } else { ar.separator.trim() };
                 let mut follow: Vec<String> = props.iter().map(|(k, _)| format!("{sep} {k}{}", ar.name_suffix.trim())).collect();
@@ -715,11 +717,28 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 if !close.is_empty() {
                     follow.push(close.to_owned());
                 }
-                let quote_end = || b.literal("'") + b.choice(follow.iter().map(|f| b.literal(f)).collect::<Vec<_>>());
-                let text = text_to_real_end(b, &["'".to_owned()], quote_end);
-                let grammar = b.until_one_of(follow.iter().map(|f| format!("'{f}")));
-                let raw = b.tag(tags::TOOL_ARG_STRING_VALUE, b.schema(b.constrained(text, grammar), &format!("{name}-{arg}-raw"), string_part(s), true));
-                let raw_arg = b.tag(tags::TOOL_ARG, b.tag(tags::TOOL_ARG_OPEN, open() + b.space() + "'") + raw + b.tag(tags::TOOL_ARG_CLOSE, b.literal("'")));
+                let quote_end = || b.literal(q) + b.choice(follow.iter().map(|f| b.literal(f)).collect::<Vec<_>>());
+                let text = text_to_real_end(b, &[q.to_owned()], quote_end);
+                let to_quote_end = || b.until_one_of(follow.iter().map(|f| format!("{q}{f}")));
+                let raw_string = || b.schema(b.constrained(text, to_quote_end()), &format!("{name}-{arg}-raw"), string_part(s), true);
+                let value = if !ar.values_quoted || is_string_schema(s) {
+                    raw_string()
+                } else {
+                    // Any other type: the text Python's `str` gives, read as the schema types
+                    // the argument (the mapper), generated in Python literals.
+                    let spelled = LiteralSchema { b, spelling: &PythonSpelling, any: text, root: schema };
+                    match spelled.value(s, &format!("{name}-{arg}-py")) {
+                        Some(g) => b.constrained(text, g),
+                        // A free-form value: any text up to the quote.
+                        None => b.constrained(text, to_quote_end()),
+                    }
+                };
+                let raw = b.tag(tags::TOOL_ARG_STRING_VALUE, value);
+                let raw_arg = b.tag(tags::TOOL_ARG, b.tag(tags::TOOL_ARG_OPEN, open() + b.space() + q) + raw + b.tag(tags::TOOL_ARG_CLOSE, b.literal(q)));
+                // Generated: the template's own form only, where every value is quoted.
+                if ar.values_quoted && !self.recovering() {
+                    return raw_arg;
+                }
                 return b.choice([raw_arg, literal]);
             }
             let admits = Admits::of(s);

@@ -335,12 +335,16 @@ impl<'a> Walk<'a> {
     }
 }
 
+/// The raw texts a nullable string argument is null as: JSON's word, and Python's (templates
+/// print values with `str`).
+const NULL_WORDS: [&str; 2] = ["null", "None"];
+
 /// How a schema types an argument.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ArgType {
     /// `type: string` (or only strings allowed).
     String,
-    /// A string or null: the text `null` is null, anything else a string.
+    /// A string or null: the text `null` (or Python's `None`) is null, anything else a string.
     NullableString,
     /// Any other declared type.
     Json,
@@ -453,7 +457,7 @@ enum Value {
     Str,
     /// A raw value the schema types as non-string: held whole, decided when complete.
     Held(String),
-    /// A raw value of a nullable string: held while it could still be `null`.
+    /// A raw value of a nullable string: held while it could still be `null` or `None`.
     MaybeNull(String),
     /// A JSON value with only whitespace seen so far.
     Pending,
@@ -729,7 +733,7 @@ impl Fold {
             Some(Value::MaybeNull(buf)) => {
                 buf.push_str(text);
                 let t = buf.trim_start();
-                if !("null".starts_with(t) || t.trim_end() == "null") {
+                if !NULL_WORDS.iter().any(|w| w.starts_with(t) || t.trim_end() == *w) {
                     let mut esc = String::from("\"");
                     escape_into(&mut esc, buf);
                     put_args(call, &esc, sink);
@@ -761,7 +765,7 @@ impl Fold {
                 }
             }
             Some(Value::MaybeNull(buf)) => {
-                put_args(call, &if buf.trim() == "null" { "null".to_owned() } else { quote(&buf) }, sink);
+                put_args(call, &if NULL_WORDS.contains(&buf.trim()) { "null".to_owned() } else { quote(&buf) }, sink);
             }
             Some(Value::Pending) => put_args(call, "null", sink),
             Some(Value::Json(mut py, mut trim, depth)) => {
