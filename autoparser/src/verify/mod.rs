@@ -507,7 +507,8 @@ impl<'r> Session<'r> {
     ///   writes the rendered turn; after an opened one, its reasoning (the message's, or none)
     ///   and the end marker first;
     /// - the prompt added text before the turn header that history does not keep (an
-    ///   instruction turn): the turn starts after the header the render does share.
+    ///   instruction turn), or history writes whitespace before the header: the turn starts
+    ///   after the header the render does share.
     fn output_of(&self, g: &PreparedRequest, rendered: &str, reasoning: &str) -> Result<String, String> {
         if let Some(turn) = rendered.strip_prefix(g.prompt.as_str()) {
             return Ok(self.strip_tail(turn).to_owned());
@@ -524,12 +525,14 @@ impl<'r> Session<'r> {
             return Ok(if prefill.ends_with(end) || shown { turn.to_owned() } else { format!("{reasoning}\n{end}\n\n{turn}") });
         }
         // The longest end of the generation prompt holding a marker that the render writes
-        // where the two part (it may begin inside the shared text).
+        // where the two part (it may begin inside the shared text, or after whitespace that
+        // history writes before a turn).
         let gp = g.generation_prompt.as_str();
         let tails = (1..=gp.len()).rev().filter(|&k| gp.is_char_boundary(gp.len() - k)).map(|k| &gp[gp.len() - k..]);
+        let space = rest.len() - rest.trim_start().len();
         for h in tails.filter(|h| crate::analysis::text::has_marker(h)) {
             let from = at.saturating_sub(h.len());
-            if let Some(p) = (from..=at).find(|&p| rendered.is_char_boundary(p) && rendered[p..].starts_with(h)) {
+            if let Some(p) = (from..=at + space).find(|&p| rendered.is_char_boundary(p) && rendered[p..].starts_with(h)) {
                 return Ok(self.strip_tail(&rendered[p + h.len()..]).to_owned());
             }
         }
