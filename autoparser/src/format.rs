@@ -353,6 +353,11 @@ pub struct ToolArgumentsAnalysis {
     pub json_value_open: Option<String>,
     /// After a non-string value, when it differs from `value_suffix`.
     pub json_value_close: Option<String>,
+    /// Openers that name the value's JSON type (`" type="boolean"<|sep|>`), by type
+    /// (`number`, `boolean`, `null`, `object`, `array`), when they differ from
+    /// `json_value_open` (the number's); empty when every non-string shares that opener.
+    #[serde(default)]
+    pub json_value_opens: std::collections::BTreeMap<String, String>,
     /// How the template writes nested values (lists, mappings, the strings inside them).
     #[serde(default)]
     pub value_syntax: ValueSyntax,

@@ -132,6 +132,17 @@ fn analyze_inner(r: &dyn Render) -> Result<TemplateAnalysis, Error> {
         }
     };
     a.content = reasoning::analyze_content(&p, a.caps.supports_tool_calls, &a.reasoning);
+    // Content the template always wraps closes before the tool section: a section start that
+    // begins with the content's end marker (the empty content's, in a calls-only turn) opens
+    // after it.
+    let content_end = a.content.end.trim();
+    if a.content.mode == ContentMode::AlwaysWrapped
+        && !content_end.is_empty()
+        && let Some(rest) = a.tools.format.section_start.trim_start().strip_prefix(content_end)
+        && !rest.trim().is_empty()
+    {
+        a.tools.format.section_start = rest.trim().to_owned();
+    }
     // The end-of-turn marker (what follows plain content) is not part of the tool section.
     if let Ok(r) = p.render_asst(&probe::Asst::content(probe::needle::CONTENT))
         && let Some(i) = r.find(probe::needle::CONTENT)

@@ -2,7 +2,7 @@
 
 use super::diff::{DiffSplit, calculate_diff_split};
 use super::probe::{Asst, Call, Probe, needle::*};
-use super::segment::{closing_of, first_marker, last_marker, marker_len};
+use super::segment::{closing_of, first_marker, last_marker, marker_group_len, marker_len};
 use super::text::*;
 use crate::format::*;
 
@@ -41,7 +41,10 @@ fn markers_around(p: &Probe, d: &DiffSplit) -> Option<(String, String)> {
         e.to_owned()
     } else {
         let s = d.suffix.trim_start();
-        match marker_len(s) {
+        // A whole group (`<|close|>think<|sep|>` after the empty block's `<|open|>think<|sep|>`),
+        // not the content that follows a marker (`</think>CONTENT<｜end▁of▁sentence｜>`).
+        let group = marker_group_len(s).filter(|&n| !s[..n].contains(CONTENT)).or_else(|| marker_len(s));
+        match group {
             Some(n) if !s.starts_with(CONTENT) => s[..n].to_owned(),
             // A plain-word line opener (`Thought: `) whose reasoning the line break ends.
             _ if !start.is_empty() && !has_marker(&start) && !start.contains('\n') && d.right[i + REASONING.len()..].starts_with('\n') => "\n".to_owned(),

@@ -491,6 +491,21 @@ fn first_marker_end(s: &str) -> usize {
     super::segment::first_marker(s).map_or(0, |(i, m)| i + m.len())
 }
 
+/// A separator that is a marker the arguments' start ends with and the name prefix continues
+/// (`<|open|>` + `argument key="`) opens each argument: it belongs to the name prefix, so that
+/// a call without arguments needs none (`<|sep|><|close|>call<|sep|>`).
+fn opener_separator_to_names(ar: &mut ToolArgumentsAnalysis) {
+    let sep = ar.separator.trim();
+    let whole_marker = super::segment::marker_len(sep) == Some(sep.len());
+    if sep.is_empty() || !whole_marker || ar.name_prefix.starts_with(char::is_whitespace) || ar.name_prefix.trim().is_empty() {
+        return;
+    }
+    let Some(start) = ar.start.trim_end().strip_suffix(sep) else { return };
+    ar.start = start.to_owned();
+    ar.name_prefix = format!("{sep}{}", ar.name_prefix);
+    ar.separator.clear();
+}
+
 /// Values written as quoted literals (`name='value'`): the quotes belong to the value.
 fn detect_literal_values(t: &mut ToolAnalysis) {
     let ar = &mut t.arguments;
@@ -551,6 +566,25 @@ fn analyze_typed_values(p: &Probe, t: &mut ToolAnalysis, r: &ReasoningAnalysis) 
     };
     ar.json_value_open = Some(open.to_owned());
     ar.json_value_close = Some(close);
+    // An opener ending in a marker may name the value's type: each type's opener is what
+    // precedes that marker in its own render.
+    let Some((_, last)) = super::segment::last_marker(open).filter(|(k, m)| k + m.len() == open.len()) else { return };
+    for (kind, value) in
+        [("boolean", serde_json::json!(true)), ("null", Value::Null), ("object", serde_json::json!({"bravo": 1})), ("array", serde_json::json!([1]))]
+    {
+        let call = Call { args: vec![(ARG_A, value)], ..Call::typed() };
+        let Ok(h) = tool_region(p, vec![call]) else { continue };
+        let h = strip_reasoning(&h, r);
+        let Some(ia) = h.find(ARG_A).map(|k| k + ARG_A.len()) else { continue };
+        let Some(k) = h[ia..].find(last) else { continue };
+        let typed = &h[ia..ia + k + last.len()];
+        if typed != open && !typed.contains('\n') {
+            ar.json_value_opens.insert(kind.to_owned(), typed.to_owned());
+        }
+    }
+    if !ar.json_value_opens.is_empty() {
+        ar.json_value_opens.insert("number".to_owned(), open.to_owned());
+    }
 }
 
 /// The text a template writes for the value of `alpha` in a call `foofoo(alpha=value)`: the
@@ -827,6 +861,7 @@ pub fn analyze_tools(p: &mut Probe, r: &ReasoningAnalysis, caps: &mut Capabiliti
         t.format.content_after_calls = c > f;
     }
     if t.format.mode == ToolFormat::TagWithTagged {
+        opener_separator_to_names(&mut t.arguments);
         detect_literal_values(&mut t);
         if t.arguments.value_is_literal {
             let quote = t.arguments.literal_quote.clone();
@@ -928,6 +963,25 @@ mod tests {
         for name in ["tagged-raw-values", "typed-openers", "cdata-words", "sentinels-words"] {
             assert_eq!(analyzed(name).tools.arguments.value_syntax, ValueSyntax::default(), "{name}");
         }
+    }
+
+    /// Tags spelled with special tokens and attributes (`<|tag|>arg key="city" type="string"<|gt|>`):
+    /// whole groups end the reasoning, the answer's end stays out of the tool section, each
+    /// argument's opener starts with the tag marker (a call without arguments has none), and
+    /// the openers of non-strings are learned per JSON type.
+    #[test]
+    fn attribute_tags() {
+        let a = analyzed("attribute-tags");
+        assert_eq!((a.reasoning.start.as_str(), a.reasoning.end.as_str()), ("<|tag|>think<|gt|>", "<|endtag|>think<|gt|>"));
+        assert_eq!((a.content.start.as_str(), a.content.end.as_str()), ("<|tag|>answer<|gt|>", "<|endtag|>answer<|gt|>"));
+        assert_eq!(a.tools.format.section_start, "<|tag|>calls<|gt|>");
+        let ar = &a.tools.arguments;
+        assert_eq!((ar.start.as_str(), ar.name_prefix.as_str(), ar.separator.as_str()), ("<|gt|>", "<|tag|>arg key=\"", ""));
+        let types: Vec<&str> = ar.json_value_opens.keys().map(String::as_str).collect();
+        assert_eq!(types, ["array", "boolean", "null", "number", "object"]);
+        assert_eq!(ar.json_value_opens["boolean"], "\" type=\"boolean\"<|gt|>");
+        // Elsewhere a per-call opener announces calls alone, and one type shares an opener.
+        assert!(analyzed("typed-openers").tools.arguments.json_value_opens.is_empty());
     }
 
     /// Values written between the string quotes whatever their type (`days="3"`): learned

@@ -67,8 +67,14 @@ pub fn trigger_words(a: &TemplateAnalysis, tools: &[(String, Value)]) -> Vec<Str
     let mut out: Vec<String> = Vec::new();
     // Both the section and the per-call opener announce calls: models drop the section
     // wrapper when each call has its own.
-    for s in [&f.section_start, &f.per_call_start] {
-        let s = s.trim();
+    // A per-call opener that also opens content or reasoning (`<|open|>` of
+    // `<|open|>response<|sep|>`) announces a call only with the name prefix glued to it
+    // (`<|open|>call tool="`).
+    let np_raw = &a.tools.function.name_prefix;
+    let pcs = f.per_call_start.trim();
+    let shared_opener = !pcs.is_empty() && [&a.content.start, &a.reasoning.start].iter().any(|m| m.trim().starts_with(pcs));
+    let per_call = if shared_opener && np_raw.starts_with(|c: char| !c.is_whitespace()) { format!("{pcs}{}", np_raw.trim_end()) } else { pcs.to_owned() };
+    for s in [f.section_start.trim(), per_call.as_str()] {
         if !s.is_empty() && !out.iter().any(|x| x == s) {
             out.push(s.to_owned());
         }
@@ -581,8 +587,10 @@ impl<'a, 'b> Ctx<'a, 'b> {
         if t.call_id.pos == P::PreFuncName {
             open = open + self.call_id();
         }
-        if t.function.indexed {
-            // `functions.NAME:0` is the call id, with the name inside.
+        // `functions.NAME:0` is the call id, with the name inside; an opener with attributes
+        // (`call tool="NAME" index="1"`) only numbers the calls.
+        let id_like = |s: &str| !s.trim().contains(|c: char| c.is_whitespace() || c == '"' || c == '\'');
+        if t.function.indexed && id_like(&t.function.name_prefix) && id_like(&t.function.name_suffix) {
             let np = t.function.name_prefix.trim();
             let id = b.literal(np) + name + lit_indexed(b, &t.function.name_suffix);
             // Atomic: the name inside is announced only with the whole id.
@@ -746,7 +754,9 @@ impl<'a, 'b> Ctx<'a, 'b> {
             // union of strings and other types may take either opener.
             let json_arg = match (&ar.json_value_open, &ar.json_value_close) {
                 (Some(jo), Some(jc)) if !admits.string || admits.null || admits.other => {
-                    let open = opener(b, &ar.name_prefix) + b.tag(tags::TOOL_ARG_NAME, b.literal(arg)) + b.literal(jo.trim_end());
+                    let typed = self.typed_openers(s, jo);
+                    let typed = if typed.len() == 1 { b.literal(&typed[0]) } else { b.choice(typed.iter().map(|o| b.literal(o)).collect::<Vec<_>>()) };
+                    let open = opener(b, &ar.name_prefix) + b.tag(tags::TOOL_ARG_NAME, b.literal(arg)) + typed;
                     let close = if jc.trim().is_empty() { b.eps() } else { b.space() + jc.trim() };
                     Some(b.tag(tags::TOOL_ARG, b.tag(tags::TOOL_ARG_OPEN, open) + b.space() + json_value() + b.tag(tags::TOOL_ARG_CLOSE, close)))
                 }
@@ -890,6 +900,30 @@ impl<'a, 'b> Ctx<'a, 'b> {
         Some(b.tag(tags::TOOL_ARG, b.tag(tags::TOOL_ARG_OPEN, open) + vp + value + close))
     }
 
+    /// The openers of a non-string value of schema `s` (trimmed at the end): `json_open`,
+    /// or where the template names the value's type in its opener, those of the types `s`
+    /// admits (all of them when recovering, or when `s` names none).
+    fn typed_openers(&self, s: &Value, json_open: &str) -> Vec<String> {
+        let opens = &self.a.tools.arguments.json_value_opens;
+        if opens.is_empty() {
+            return vec![json_open.trim_end().to_owned()];
+        }
+        let named: Vec<&str> = match s.get("type") {
+            Some(Value::String(t)) => vec![t.as_str()],
+            Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        let json_type = |t: &str| if t == "integer" { "number".to_owned() } else { t.to_owned() };
+        let wanted: Vec<String> = named.iter().map(|t| json_type(t)).filter(|t| opens.contains_key(t)).collect();
+        let mut out: Vec<String> = Vec::new();
+        for (t, o) in opens {
+            if (self.recovering() || wanted.is_empty() || wanted.contains(t)) && !out.iter().any(|x| x == o.trim_end()) {
+                out.push(o.trim_end().to_owned());
+            }
+        }
+        out
+    }
+
     /// A raw string argument value, up to the value suffix, tagged. The value suffix ends the
     /// value only where what follows it can follow an argument (whitespace, then the next
     /// argument or the close of the arguments, function, call or section, or the end of the
@@ -917,7 +951,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
         if !np.is_empty() {
             openings.push(np.to_owned());
         }
-        for suffix in [Some(&ar.name_suffix), ar.json_value_open.as_ref()].into_iter().flatten().filter(|_| np.is_empty()) {
+        for suffix in [Some(&ar.name_suffix), ar.json_value_open.as_ref()].into_iter().flatten().chain(ar.json_value_opens.values()).filter(|_| np.is_empty()) {
             for n in names {
                 let o = format!("{np}{n}{}", suffix.trim_end());
                 if !openings.contains(&o) {

@@ -505,6 +505,20 @@ mod tests {
     use crate::analysis::analyze;
     use crate::template::ChatTemplate;
 
+    /// A per-call opener that also opens the answer or the reasoning (`<|tag|>` of
+    /// `<|tag|>answer<|gt|>`) announces a call only with the name attribute glued to it.
+    #[test]
+    fn a_shared_per_call_opener_triggers_with_the_name_prefix() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/probes/attribute-tags.jinja");
+        let t = ChatTemplate::from_source(&std::fs::read_to_string(path).unwrap(), "", "").unwrap();
+        let a = analyze(&t).unwrap();
+        assert_eq!(arena::trigger_words(&a, &[]), ["<|tag|>calls<|gt|>", "<|tag|>call name=\""]);
+        // Where the opener is the call's alone, it announces calls as it is.
+        let mut b = a.clone();
+        (b.content.start, b.reasoning.start) = ("<|answer|>".into(), "<|think|>".into());
+        assert_eq!(arena::trigger_words(&b, &[]), ["<|tag|>calls<|gt|>", "<|tag|>"]);
+    }
+
     #[test]
     fn prompt_has_the_template_bos_unless_the_tokenizer_adds_it() {
         let src = "{{ bos_token }}{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{{ eos_token }}{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}";
