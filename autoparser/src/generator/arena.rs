@@ -725,7 +725,10 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 if !close.is_empty() {
                     follow.push(close.to_owned());
                 }
-                let quote_end = || b.literal(q) + b.choice(follow.iter().map(|f| b.literal(f)).collect::<Vec<_>>());
+                // (Whitespace may stand between, as the arguments' grammar allows.)
+                let next_arg =
+                    || b.choice(props.iter().map(|(k, _)| b.literal(sep) + b.space() + b.literal(k) + b.space() + ar.name_suffix.trim()).collect::<Vec<_>>());
+                let quote_end = || b.literal(q) + b.space() + if close.is_empty() { next_arg() } else { b.choice([next_arg(), b.literal(close)]) };
                 let text = text_to_real_end(b, &[q.to_owned()], quote_end);
                 let to_quote_end = || b.until_one_of(follow.iter().map(|f| format!("{q}{f}")));
                 let raw_string = || b.schema(b.constrained(text, to_quote_end()), &format!("{name}-{arg}-raw"), string_part(s), true);
@@ -961,7 +964,8 @@ impl<'a, 'b> Ctx<'a, 'b> {
         }
         let fun_close = with_name(&t.function.close, fun);
         let mut markers: Vec<&str> = Vec::new();
-        for m in [&ar.end, &fun_close, &t.format.per_call_end, &t.format.section_end] {
+        // (A next call's opener too, where the call's close may be left out.)
+        for m in [&ar.end, &fun_close, &t.format.per_call_end, &t.format.section_end, &t.format.per_call_start] {
             let m = m.trim();
             if !m.is_empty() && !markers.contains(&m) {
                 markers.push(m);
@@ -1222,8 +1226,11 @@ impl<'a, 'b> Ctx<'a, 'b> {
         // first call may be in another family's syntax; more calls joined inside it are read
         // in the template's own (each alternative a stream waits on costs a parse).
         let others = self.calls_in_other_syntaxes();
+        // A grammar lets the wrapper go only where the name's own opener is a marker (`<function=`),
+        // not a word glued to the wrapper (`<|tag|>` + `call name="`).
+        let droppable = own_marker && (self.recovering() || self.a.tools.function.name_prefix.trim_start().starts_with(['<', '[']));
         let mut p = match (own_marker, others.is_empty()) {
-            (_, true) => (if own_marker { b.optional(pcs) } else { pcs }) + b.space() + one(single),
+            (_, true) => (if droppable { b.optional(pcs) } else { pcs }) + b.space() + one(single),
             (false, false) => pcs + b.space() + one(b.choice(std::iter::once(single).chain(others).collect::<Vec<_>>())),
             (true, false) => {
                 let marked = pcs + b.space() + one(b.choice(std::iter::once(single).chain(others).collect::<Vec<_>>()));

@@ -508,7 +508,8 @@ impl<'r> Session<'r> {
     ///   and the end marker first;
     /// - the prompt added text before the turn header that history does not keep (an
     ///   instruction turn), or history writes whitespace before the header: the turn starts
-    ///   after the header the render does share.
+    ///   after the header the render does share;
+    /// - the prompt ends in whitespace history does not write: the turn starts after it.
     fn output_of(&self, g: &PreparedRequest, rendered: &str, reasoning: &str) -> Result<String, String> {
         if let Some(turn) = rendered.strip_prefix(g.prompt.as_str()) {
             return Ok(self.strip_tail(turn).to_owned());
@@ -535,6 +536,11 @@ impl<'r> Session<'r> {
             if let Some(p) = (from..=at + space).find(|&p| rendered.is_char_boundary(p) && rendered[p..].starts_with(h)) {
                 return Ok(self.strip_tail(&rendered[p + h.len()..]).to_owned());
             }
+        }
+        // The prompt ends in whitespace history does not write after the header (`ASSISTANT: \n`
+        // to generate, `ASSISTANT: text` in history): the turn starts after it.
+        if g.prompt[at..].trim().is_empty() {
+            return Ok(self.strip_tail(rest.trim_start()).to_owned());
         }
         let (lo, _) = window(&g.prompt, at, 30);
         let (_, hi) = window(rendered, at, 30);
