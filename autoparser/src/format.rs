@@ -246,6 +246,10 @@ pub struct ToolFormatAnalysis {
     pub uses_python_dicts: bool,
     /// The template writes a message's content after its tool calls, not before.
     pub content_after_calls: bool,
+    /// The template writes a message's content and then its tool calls (both kept), so calls
+    /// without markers of their own may follow text.
+    #[serde(default)]
+    pub calls_after_content: bool,
     /// The template writes whitespace after the last call (before the end of the turn), so a
     /// model may too; without it the output ends right after the last call.
     #[serde(default = "default_true")]
@@ -276,6 +280,7 @@ impl Default for ToolFormatAnalysis {
             args_as_string: false,
             uses_python_dicts: false,
             content_after_calls: false,
+            calls_after_content: false,
             space_after_calls: true,
         }
     }

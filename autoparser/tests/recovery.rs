@@ -56,6 +56,8 @@ const MINIMAX: &str = "MiniMax-M2";
 const GPT_OSS: &str = "openai-gpt-oss-120b";
 /// Fixture: DeepSeek-V3.1 style whose section markers wrap the call loop.
 const DS_SECTIONS: &str = "recovery/deepseek-v3.1-sections";
+/// Probe: tags spelled with special tokens and attributes, typed per value (Kimi K3's structure).
+const ATTRIBUTE_TAGS: &str = "probes/attribute-tags";
 /// Fixture: Phi-4-mini style `functools[{"name": …, "arguments": …}]`.
 const PHI: &str = "recovery/phi-4-mini-functools";
 /// Fixture: a call id marker between name and arguments, special tokens.
@@ -544,6 +546,10 @@ fn table() -> Vec<Row> {
         row("gpt-oss: a call of an undeclared function is kept", GPT_OSS,
             "<|channel|>commentary to=functions.special_function <|constrain|>json<|message|>{\"a\": 1}",
             calls(&[call("special_function", json!({"a": 1}))]), &[(UnknownTool, "")]),
+        row("attribute tags: an argument whose type word the template never writes stays text, its opener too", ATTRIBUTE_TAGS,
+            "<|endtag|>answer<|gt|><|tag|>calls<|gt|><|tag|>call name=\"get_weather\" n=\"1\"<|gt|><|tag|>arg key=\"city\" type=\"string\"<|gt|>Paris<|endtag|>arg<|gt|><|tag|>arg key=\"days\" type=\"integer\"<|gt|>3<|endtag|>arg<|gt|><|endtag|>call<|gt|><|endtag|>calls<|gt|>",
+            msg("<|tag|>arg key=\"days\" type=\"integer\"<|gt|>3<|endtag|>arg<|gt|><|endtag|>call<|gt|><|endtag|>calls<|gt|>", &[call("get_weather", json!({"city": "Paris"}))]),
+            &[(MissingClose, "<|tag|>arg key=\"days\""), (TextAroundCalls, "<|tag|>arg key=\"days\"")]).thinking(false),
         row("gpt-oss: a declared function addressed without `functions.`", GPT_OSS,
             "<|channel|>commentary to=get_weather <|constrain|>json<|message|>{\"city\": \"Paris\"}<|call|>",
             calls(&[call("get_weather", json!({"city": "Paris"}))]), &[(CallShape, "to=get_weather")]),
@@ -606,7 +612,9 @@ fn shared_templates() -> Option<PathBuf> {
 
 fn template_path(name: &str) -> Option<PathBuf> {
     match name.split_once('/') {
-        Some((dir @ ("recovery" | "templates"), f)) => Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join(dir).join(format!("{f}.jinja"))),
+        Some((dir @ ("recovery" | "templates" | "probes"), f)) => {
+            Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join(dir).join(format!("{f}.jinja")))
+        }
         _ => shared_templates().map(|d| d.join(format!("{name}.jinja"))),
     }
 }

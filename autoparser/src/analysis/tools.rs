@@ -859,6 +859,7 @@ pub fn analyze_tools(p: &mut Probe, r: &ReasoningAnalysis, caps: &mut Capabiliti
         && let (Some(c), Some(f)) = (s.rfind(CONTENT), s.rfind(FUN_A))
     {
         t.format.content_after_calls = c > f;
+        t.format.calls_after_content = c < f;
     }
     if t.format.mode == ToolFormat::TagWithTagged {
         opener_separator_to_names(&mut t.arguments);
@@ -982,6 +983,16 @@ mod tests {
         assert_eq!(ar.json_value_opens["boolean"], "\" type=\"boolean\"<|gt|>");
         // Elsewhere a per-call opener announces calls alone, and one type shares an opener.
         assert!(analyzed("typed-openers").tools.arguments.json_value_opens.is_empty());
+    }
+
+    /// Where a message's content goes next to its calls: before (`On it.[{...}]`), after, or
+    /// dropped.
+    #[test]
+    fn content_beside_calls() {
+        let f = analyzed("json-list-after-content").tools.format;
+        assert!(f.calls_after_content && !f.content_after_calls);
+        let f = analyzed("content-after-calls-special").tools.format;
+        assert!(f.content_after_calls && !f.calls_after_content);
     }
 
     /// Values written between the string quotes whatever their type (`days="3"`): learned

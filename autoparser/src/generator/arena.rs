@@ -399,7 +399,10 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 // comes first.
                 let around = || b.optional(self.recovered(RecoveryKind::TextAroundCalls, b.space() + b.negate(b.end())));
                 drops.push(self.embedded_calls(false) + around());
-                mids.push(self.embedded_calls(true) + around());
+                // Where the template itself writes unmarked calls after text, that is no deviation.
+                let f = &self.a.tools.format;
+                let own = f.calls_after_content && f.section_start.trim().is_empty() && f.per_call_start.trim().is_empty();
+                mids.push(self.embedded_calls(!own) + around());
             }
             let mut breaks = ends.clone();
             breaks.extend(mids.iter().copied());
@@ -1434,8 +1437,17 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let b = self.b;
         let text = b.peek(b.space() + b.negate(b.end())) + self.content(triggers);
         let marker = || b.choice(triggers.iter().map(|t| b.literal(t)).collect::<Vec<_>>());
+        // Not a token the template opens its own parts with either (`<|open|>` of
+        // `<|open|>argument`), which is text to keep, not a wrapper's close.
+        let a = self.a;
+        let own: Vec<&str> = [a.tools.format.per_call_start.trim(), a.content.start.trim(), a.reasoning.start.trim()]
+            .into_iter()
+            .chain(triggers.iter().map(String::as_str))
+            .filter(|m| !m.is_empty())
+            .collect();
+        let own = b.choice(own.iter().map(|t| b.literal(*t)).collect::<Vec<_>>());
         b.choice([
-            self.decoration_after(marker()),
+            self.decoration_after(own),
             self.recovered(RecoveryKind::CallSeparator, b.space() + b.peek(marker()) + b.rule_ref(SECTION_RULE)),
             self.recovered(RecoveryKind::TextAroundCalls, text) + b.optional(b.rule_ref(SECTION_RULE)),
         ])

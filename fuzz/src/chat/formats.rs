@@ -79,6 +79,23 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("autoparser/tests/recovery/call-id-words.jinja", include_str!("../../../autoparser/tests/recovery/call-id-words.jinja")),
     ("autoparser/tests/recovery/deepseek-v3.1-sections.jinja", include_str!("../../../autoparser/tests/recovery/deepseek-v3.1-sections.jinja")),
     ("autoparser/tests/recovery/phi-4-mini-functools.jinja", include_str!("../../../autoparser/tests/recovery/phi-4-mini-functools.jinja")),
+    ("autoparser/tests/probes/attribute-tags.jinja", include_str!("../../../autoparser/tests/probes/attribute-tags.jinja")),
+    ("autoparser/tests/probes/calls-indented-json.jinja", include_str!("../../../autoparser/tests/probes/calls-indented-json.jinja")),
+    ("autoparser/tests/probes/calls-keyed-by-name.jinja", include_str!("../../../autoparser/tests/probes/calls-keyed-by-name.jinja")),
+    ("autoparser/tests/probes/fenced-json-list.jinja", include_str!("../../../autoparser/tests/probes/fenced-json-list.jinja")),
+    ("autoparser/tests/probes/json-call-python-args.jinja", include_str!("../../../autoparser/tests/probes/json-call-python-args.jinja")),
+    ("autoparser/tests/probes/name-tag-json-body.jinja", include_str!("../../../autoparser/tests/probes/name-tag-json-body.jinja")),
+    ("autoparser/tests/probes/openai-shaped-call.jinja", include_str!("../../../autoparser/tests/probes/openai-shaped-call.jinja")),
+    ("autoparser/tests/probes/prompt-trailing-space.jinja", include_str!("../../../autoparser/tests/probes/prompt-trailing-space.jinja")),
+    ("autoparser/tests/probes/python-call-list.jinja", include_str!("../../../autoparser/tests/probes/python-call-list.jinja")),
+    ("autoparser/tests/probes/quoted-python-values.jinja", include_str!("../../../autoparser/tests/probes/quoted-python-values.jinja")),
+    ("autoparser/tests/probes/reasoning-words.jinja", include_str!("../../../autoparser/tests/probes/reasoning-words.jinja")),
+    ("autoparser/tests/probes/solution-markers.jinja", include_str!("../../../autoparser/tests/probes/solution-markers.jinja")),
+    ("autoparser/tests/probes/think-brackets.jinja", include_str!("../../../autoparser/tests/probes/think-brackets.jinja")),
+    ("autoparser/tests/probes/turn-after-a-line-break.jinja", include_str!("../../../autoparser/tests/probes/turn-after-a-line-break.jinja")),
+    ("autoparser/tests/probes/whole-call-python-dict.jinja", include_str!("../../../autoparser/tests/probes/whole-call-python-dict.jinja")),
+    ("autoparser/tests/probes/yaml-lines.jinja", include_str!("../../../autoparser/tests/probes/yaml-lines.jinja")),
+    ("autoparser/tests/probes/json-list-after-content.jinja", include_str!("../../../autoparser/tests/probes/json-list-after-content.jinja")),
 ];
 
 /// Every format, built on first use.

@@ -189,7 +189,8 @@ pub mod tags {
     /// # }
     /// ```
     pub const TOOL_ARG: &str = "tool_arg";
-    /// The start of an argument.
+    /// The start of an argument. A stream announces the argument's name only once its start
+    /// is read whole.
     ///
     /// ```
     /// # use peg_runtime::chat::{tags, ChatParser, ParseMode};

@@ -520,6 +520,11 @@ impl PyToJson {
 
     /// Ends the text: a held identifier or dangling escape is written out.
     pub(crate) fn finish(&mut self, out: &mut String) {
+        // A word the text ends inside (`N` of `None`, the output cut there) is that word:
+        // JSON has no way to append to it.
+        if let Some(word) = ["True", "False", "None"].into_iter().find(|w| !self.ident.is_empty() && w.starts_with(self.ident.as_str())) {
+            self.ident.replace_range(.., word);
+        }
         self.flush_ident(out);
         if std::mem::take(&mut self.comma) {
             out.push(',');
@@ -641,16 +646,24 @@ impl LiteralToJson {
             _ if self.expect == Expect::Key => Expect::Colon,
             _ => Expect::More,
         };
-        let is = |w: &str| t.eq_ignore_ascii_case(w);
-        out.push_str(if is("true") {
-            "true"
-        } else if is("false") {
-            "false"
-        } else if is("null") || is("none") || is("nil") {
-            "null"
-        } else {
-            t
-        });
+        // A word is its JSON literal; so is the start of one a value was cut off in (`N` of
+        // `None` where the output ends), as JSON has no way to append to it. Anything else
+        // that is no JSON scalar is written as a string: the arguments stay JSON.
+        let lower = t.to_ascii_lowercase();
+        let word = [("true", "true"), ("false", "false"), ("null", "null"), ("none", "null"), ("nil", "null")]
+            .into_iter()
+            .find(|(w, _)| w.starts_with(lower.as_str()))
+            .map(|(_, json)| json);
+        match word {
+            _ if matches!(t, "{" | "[" | ":") => out.push_str(t),
+            Some(json) => out.push_str(json),
+            None if serde_json::from_str::<serde::de::IgnoredAny>(t).is_ok() => out.push_str(t),
+            None => {
+                out.push('"');
+                escape_into(out, t);
+                out.push('"');
+            }
+        }
     }
 
     /// A piece of a raw string (or bare key); `first` and `sealed` mark its first and last.
@@ -1075,6 +1088,9 @@ mod tests {
     #[test]
     fn python_literals_become_json() {
         assert_eq!(py_to_json("{'a': True, 'b': None, 'c': [False, 1.5e3]}"), r#"{"a": true, "b": null, "c": [false, 1.5e3]}"#);
+        // A word the text ends inside is that word (the output was cut there).
+        assert_eq!(py_to_json("{'a': N"), r#"{"a": null"#);
+        assert_eq!(py_to_json("[Fa"), "[false");
         assert_eq!(py_to_json(r#"{'q': 'say "hi"\n', "d": "it\'s"}"#), r#"{"q": "say \"hi\"\n", "d": "it's"}"#);
         assert_eq!(py_to_json(r#"{"x": "True"}"#), r#"{"x": "True"}"#);
         assert_eq!(py_to_json("{'a': [1, 2,\n], 'b': 3, }"), "{\"a\": [1, 2\n], \"b\": 3 }");
@@ -1331,6 +1347,10 @@ mod tests {
         assert_eq!(v(&[(true, "["), (true, "1"), (true, ","), (true, "]")]), json!([1]));
         assert_eq!(v(&[(true, "-1.5e3")]), json!(-1.5e3));
         assert_eq!(literal_to_json(&[]), "null");
+        // A word cut off where the output ends is its literal; a token that is no JSON scalar a
+        // string: the arguments stay JSON.
+        assert_eq!(v(&[(true, "{"), (false, "days"), (true, ":"), (true, "N"), (true, "}")]), json!({"days": null}));
+        assert_eq!(v(&[(true, "["), (true, "tr"), (true, ","), (true, "x1"), (true, "]")]), json!([true, "x1"]));
         // Values written as elements have no separators: items after a complete one imply them.
         let pieces = [
             (true, "{"),

@@ -135,6 +135,10 @@ enum Role {
     Scope(Option<Kind>, Option<Kind>),
     /// A call's opening marker: a call scope unless already in one.
     ToolOpen,
+    /// An argument's opening marker: its children (the name) only once it is read whole, so
+    /// that an opener the output then leaves (a recovery ends the call before it) announced
+    /// nothing.
+    ArgOpen,
     /// A recovery node: its event after the children, once sealed.
     Recovered(Option<RecoveryKind>),
     /// Anything else: the children.
@@ -162,6 +166,7 @@ impl Role {
             tags::TOOL_ARG_CLOSE => Role::Close(Kind::EndArg),
             tags::TOOL => Role::Scope(Some(Kind::NewCall), Some(Kind::EndCall)),
             tags::TOOL_OPEN => Role::ToolOpen,
+            tags::TOOL_ARG_OPEN => Role::ArgOpen,
             tags::TOOL_ARG => Role::Scope(None, Some(Kind::EndArg)),
             tags::TOOL_ARG_ELEMENT_OBJECT => Role::Scope(Some(Kind::ObjOpen), Some(Kind::ObjClose)),
             tags::TOOL_ARG_ELEMENT_ARRAY => Role::Scope(Some(Kind::ArrOpen), Some(Kind::ArrClose)),
@@ -310,6 +315,11 @@ impl<'a> Walk<'a> {
                 // those of a later one.
                 if let (Some(kind), true) = (kind, sealed) {
                     self.push(ev(Kind::Recovered(kind)), out);
+                }
+            }
+            Role::ArgOpen => {
+                if sealed {
+                    self.list(depth, n.start, &n.children, in_tool, out);
                 }
             }
             Role::ToolOpen | Role::Plain => self.list(depth, n.start, &n.children, in_tool, out),
