@@ -1445,7 +1445,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
             .chain(triggers.iter().map(String::as_str))
             .filter(|m| !m.is_empty())
             .collect();
-        let own = b.choice(own.iter().map(|t| b.literal(*t)).collect::<Vec<_>>());
+        let own = b.choice(own.iter().map(|t| b.literal(t)).collect::<Vec<_>>());
         b.choice([
             self.decoration_after(own),
             self.recovered(RecoveryKind::CallSeparator, b.space() + b.peek(marker()) + b.rule_ref(SECTION_RULE)),
