@@ -250,6 +250,10 @@ pub struct ToolFormatAnalysis {
     /// without markers of their own may follow text.
     #[serde(default)]
     pub calls_after_content: bool,
+    /// Opens the content of a message that has calls, the section start closing it (Llama 4:
+    /// `<|python_start|>On it.<|python_end|>{...}`, an empty pair before calls alone).
+    #[serde(default)]
+    pub content_open_with_calls: String,
     /// The template writes whitespace after the last call (before the end of the turn), so a
     /// model may too; without it the output ends right after the last call.
     #[serde(default = "default_true")]
@@ -281,6 +285,7 @@ impl Default for ToolFormatAnalysis {
             uses_python_dicts: false,
             content_after_calls: false,
             calls_after_content: false,
+            content_open_with_calls: String::new(),
             space_after_calls: true,
         }
     }

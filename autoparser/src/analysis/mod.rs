@@ -143,6 +143,21 @@ fn analyze_inner(r: &dyn Render) -> Result<TemplateAnalysis, Error> {
     {
         a.tools.format.section_start = rest.trim().to_owned();
     }
+    // A section start of two markers that a message with content writes the content between
+    // (`<|python_start|>` CONTENT `<|python_end|>` before calls): the first opens the content.
+    let ss = a.tools.format.section_start.trim().to_owned();
+    if let Some((0, open)) = segment::first_marker(&ss) {
+        let close = ss[open.len()..].trim();
+        let mut both = probe::Asst::calls(vec![probe::Call::first()]);
+        both.content = Some(probe::needle::CONTENT.to_owned());
+        if !close.is_empty()
+            && segment::marker_group_len(close) == Some(close.len())
+            && p.render_asst(&both).is_ok_and(|r| r.contains(&format!("{open}{}{close}", probe::needle::CONTENT)))
+        {
+            a.tools.format.content_open_with_calls = open.to_owned();
+            a.tools.format.section_start = close.to_owned();
+        }
+    }
     // The end-of-turn marker (what follows plain content) is not part of the tool section.
     if let Ok(r) = p.render_asst(&probe::Asst::content(probe::needle::CONTENT))
         && let Some(i) = r.find(probe::needle::CONTENT)

@@ -993,6 +993,16 @@ mod tests {
         assert!(f.calls_after_content && !f.content_after_calls);
         let f = analyzed("content-after-calls-special").tools.format;
         assert!(f.content_after_calls && !f.calls_after_content);
+        assert!(f.content_open_with_calls.is_empty());
+    }
+
+    /// Content a message with calls writes between the two markers of the section start
+    /// (`<|python_start|>On it.<|python_end|>{...}`): the first opens the content, the
+    /// second alone starts the section.
+    #[test]
+    fn content_between_the_section_start_markers() {
+        let f = analyzed("content-in-call-markers").tools.format;
+        assert_eq!((f.content_open_with_calls.as_str(), f.section_start.as_str()), ("<|python_start|>", "<|python_end|>"));
     }
 
     /// Values written between the string quotes whatever their type (`days="3"`): learned

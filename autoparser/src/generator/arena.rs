@@ -419,6 +419,10 @@ impl<'a, 'b> Ctx<'a, 'b> {
             }
             b.zero_or_more(lead) + piece() + b.zero_or_more(more)
         };
+        // Where the template opens the content of a message with calls (`<|python_start|>`),
+        // the opener goes before the text.
+        let open = self.a.tools.format.content_open_with_calls.trim();
+        let body = if !open.is_empty() && self.tools_on() { b.optional(b.literal(open)) + body } else { body };
         // Models repeat the turn header the generation prompt ends with.
         let th = self.a.turn_header.trim();
         let body = if plain && !th.is_empty() && self.prefill_for_grammar.is_none() { b.optional(b.literal(th)) + body } else { body };

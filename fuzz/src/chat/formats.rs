@@ -96,6 +96,7 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("autoparser/tests/probes/whole-call-python-dict.jinja", include_str!("../../../autoparser/tests/probes/whole-call-python-dict.jinja")),
     ("autoparser/tests/probes/yaml-lines.jinja", include_str!("../../../autoparser/tests/probes/yaml-lines.jinja")),
     ("autoparser/tests/probes/json-list-after-content.jinja", include_str!("../../../autoparser/tests/probes/json-list-after-content.jinja")),
+    ("autoparser/tests/probes/content-in-call-markers.jinja", include_str!("../../../autoparser/tests/probes/content-in-call-markers.jinja")),
 ];
 
 /// Every format, built on first use.
