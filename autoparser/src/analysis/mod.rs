@@ -132,32 +132,7 @@ fn analyze_inner(r: &dyn Render) -> Result<TemplateAnalysis, Error> {
         }
     };
     a.content = reasoning::analyze_content(&p, a.caps.supports_tool_calls, &a.reasoning);
-    // Content the template always wraps closes before the tool section: a section start that
-    // begins with the content's end marker (the empty content's, in a calls-only turn) opens
-    // after it.
-    let content_end = a.content.end.trim();
-    if a.content.mode == ContentMode::AlwaysWrapped
-        && !content_end.is_empty()
-        && let Some(rest) = a.tools.format.section_start.trim_start().strip_prefix(content_end)
-        && !rest.trim().is_empty()
-    {
-        a.tools.format.section_start = rest.trim().to_owned();
-    }
-    // A section start of two markers that a message with content writes the content between
-    // (`<|python_start|>` CONTENT `<|python_end|>` before calls): the first opens the content.
-    let ss = a.tools.format.section_start.trim().to_owned();
-    if let Some((0, open)) = segment::first_marker(&ss) {
-        let close = ss[open.len()..].trim();
-        let mut both = probe::Asst::calls(vec![probe::Call::first()]);
-        both.content = Some(probe::needle::CONTENT.to_owned());
-        if !close.is_empty()
-            && segment::marker_group_len(close) == Some(close.len())
-            && p.render_asst(&both).is_ok_and(|r| r.contains(&format!("{open}{}{close}", probe::needle::CONTENT)))
-        {
-            a.tools.format.content_open_with_calls = open.to_owned();
-            a.tools.format.section_start = close.to_owned();
-        }
-    }
+    section_start_beside_content(&p, &mut a);
     // The end-of-turn marker (what follows plain content) is not part of the tool section.
     if let Ok(r) = p.render_asst(&probe::Asst::content(probe::needle::CONTENT))
         && let Some(i) = r.find(probe::needle::CONTENT)
@@ -295,6 +270,35 @@ pub(crate) fn collect_preserved_tokens(a: &TemplateAnalysis) -> Vec<String> {
         }
     }
     out
+}
+
+/// Where the tool section starts next to the content markers: a section start that begins
+/// with the always-wrapped content's end (the empty content's, in a calls-only turn) starts
+/// after it; one of two markers that a message with content writes the content between
+/// (`<|python_start|>` CONTENT `<|python_end|>` before calls) starts at the second, the first
+/// opening the content.
+fn section_start_beside_content(p: &probe::Probe, a: &mut TemplateAnalysis) {
+    let content_end = a.content.end.trim();
+    if a.content.mode == ContentMode::AlwaysWrapped
+        && !content_end.is_empty()
+        && let Some(rest) = a.tools.format.section_start.trim_start().strip_prefix(content_end)
+        && !rest.trim().is_empty()
+    {
+        a.tools.format.section_start = rest.trim().to_owned();
+    }
+    let ss = a.tools.format.section_start.trim().to_owned();
+    if let Some((0, open)) = segment::first_marker(&ss) {
+        let close = ss[open.len()..].trim();
+        let mut both = probe::Asst::calls(vec![probe::Call::first()]);
+        both.content = Some(probe::needle::CONTENT.to_owned());
+        if !close.is_empty()
+            && segment::marker_group_len(close) == Some(close.len())
+            && p.render_asst(&both).is_ok_and(|r| r.contains(&format!("{open}{}{close}", probe::needle::CONTENT)))
+        {
+            a.tools.format.content_open_with_calls = open.to_owned();
+            a.tools.format.section_start = close.to_owned();
+        }
+    }
 }
 
 #[cfg(test)]

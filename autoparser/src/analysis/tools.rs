@@ -981,7 +981,7 @@ mod tests {
         let types: Vec<&str> = ar.json_value_opens.keys().map(String::as_str).collect();
         assert_eq!(types, ["array", "boolean", "null", "number", "object"]);
         assert_eq!(ar.json_value_opens["boolean"], "\" type=\"boolean\"<|gt|>");
-        // Elsewhere a per-call opener announces calls alone, and one type shares an opener.
+        // Where one opener serves every non-string type, none is learned per type.
         assert!(analyzed("typed-openers").tools.arguments.json_value_opens.is_empty());
     }
 
