@@ -160,6 +160,27 @@ fn sample(s: &Spec, rng: &mut impl FnMut(u32) -> u32, out: &mut String) {
     }
 }
 
+/// Whether `s` holds an exponent of three digits or more after up to two leading zeros
+/// (`0e100`, `1e-0123`).
+fn long_exponent(s: &str) -> bool {
+    let b = s.as_bytes();
+    (0..b.len()).filter(|&i| matches!(b[i], b'e' | b'E')).any(|i| {
+        let mut j = i + 1;
+        if matches!(b.get(j), Some(b'-' | b'+')) {
+            j += 1;
+        }
+        let digits = b[j..].iter().take_while(|c| c.is_ascii_digit()).count();
+        let zeros = b[j..j + digits].iter().take_while(|&&c| c == b'0').count().min(2);
+        digits - zeros >= 3
+    })
+}
+
+#[test]
+fn long_exponents_are_told() {
+    assert!(long_exponent("0e100") && long_exponent("[1E-0123]") && long_exponent("1e00100"));
+    assert!(!long_exponent("1e99") && !long_exponent("1e0099") && !long_exponent("1e"));
+}
+
 fn parser_accepts(arena: &Arena, input: &str) -> bool {
     let out = arena.parse(input.as_bytes(), false).expect("no resource limits hit");
     out.result.outcome == Outcome::Success && out.result.end == input.len()
@@ -243,7 +264,9 @@ proptest! {
     ) {
         let arena = Arena::build(|p| p.json()).unwrap();
         let grammar = Grammar::parse(&generate(&arena, &GbnfOptions::default()).unwrap()).unwrap();
-        let inputs: Vec<String> = inputs.into_iter().map(|v| v.into_iter().collect()).collect();
+        // The grammar writes no exponent past two digits (DESIGN.md, what a generated grammar
+        // guarantees) where the parser reads any: such inputs are the one known difference.
+        let inputs: Vec<String> = inputs.into_iter().map(|v| v.into_iter().collect::<String>()).filter(|s| !long_exponent(s)).collect();
         check_agreement(&arena, &grammar, &inputs)?;
     }
 
