@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use autoparser::Model;
 use autoparser::template::ChatTemplate;
-use autoparser::verify::{Verdict, VerifyOptions};
+use autoparser::verify::{Feature, Verdict, VerifyOptions};
 
 #[path = "../../tests/shared_data/mod.rs"]
 mod shared_data;
@@ -89,5 +89,22 @@ fn the_lists_name_existing_templates() {
     for (name, why) in KNOWN_FAILURES.iter().chain(UNVERIFIED) {
         let found = dir.join(format!("{name}.jinja")).is_file() || fixtures.join(format!("{name}.jinja")).is_file();
         assert!(found, "{name} ({why}) names no template");
+    }
+}
+
+/// Where history and the generation prompt differ only in whitespace (a line break history
+/// writes before a turn, whitespace the prompt ends in), verify still finds the turn: every
+/// case of content and of calls is rendered and round-trips.
+#[test]
+fn whitespace_around_the_turn_hides_no_case() {
+    let probes = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/probes");
+    for name in ["turn-after-a-line-break", "prompt-trailing-space"] {
+        let t = ChatTemplate::load(&probes.join(format!("{name}.jinja"))).unwrap();
+        let report = Model::analyze(t).unwrap().verify(&VerifyOptions { cases: 2, ..VerifyOptions::default() });
+        for f in &report.features {
+            if matches!(f.feature, Feature::Content | Feature::OneCall | Feature::ContentWithCalls) {
+                assert!(f.unrendered == 0 && f.failed == 0 && f.passed > 0, "{name}: {f:?}");
+            }
+        }
     }
 }
