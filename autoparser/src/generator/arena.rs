@@ -543,7 +543,12 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let args = if self.a.tools.format.mode == ToolFormat::TagWithJson {
             let json = || self.object_arguments(name, schema);
             if self.recovering() {
-                b.choice([b.space() + self.args_as_string(), b.space() + json(), self.fenced(json()), b.space() + self.loose_args()])
+                // A Python dict before the JSON object: told by `{'`, so that a stream never
+                // sends a `{` the dict then takes back (the dict is read whole).
+                let python = (!self.a.tools.format.uses_python_dicts).then(|| b.space() + self.args_as_python());
+                let alts =
+                    [Some(b.space() + self.args_as_string()), python, Some(b.space() + json()), Some(self.fenced(json())), Some(b.space() + self.loose_args())];
+                b.choice(alts.into_iter().flatten().collect::<Vec<_>>())
             } else {
                 b.space() + json()
             }
