@@ -928,11 +928,17 @@ impl<'a, 'b> Ctx<'a, 'b> {
             Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
             _ => Vec::new(),
         };
-        let json_type = |t: &str| if t == "integer" { "number".to_owned() } else { t.to_owned() };
-        let wanted: Vec<String> = named.iter().map(|t| json_type(t)).filter(|t| opens.contains_key(t)).collect();
+        // Type names read as everywhere else (`int`, `float`, `dict`...); an integer's opener
+        // is the number's.
+        let wanted: Vec<&str> = named
+            .iter()
+            .filter_map(|t| peg_runtime::schema::json_type(t))
+            .map(|t| if t == "integer" { "number" } else { t })
+            .filter(|t| opens.contains_key(*t))
+            .collect();
         let mut out: Vec<String> = Vec::new();
         for (t, o) in opens {
-            if (self.recovering() || wanted.is_empty() || wanted.contains(t)) && !out.iter().any(|x| x == o.trim_end()) {
+            if (self.recovering() || wanted.is_empty() || wanted.contains(&t.as_str())) && !out.iter().any(|x| x == o.trim_end()) {
                 out.push(o.trim_end().to_owned());
             }
         }
