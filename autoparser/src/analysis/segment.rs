@@ -37,8 +37,14 @@ const MAX_MARKER: usize = 80;
 ///
 /// `<...>` markers start with a non-space character and hold no `<`, `>` or newline (so `a < b`
 /// and `<` in prose are not markers). `[...]` markers hold only word characters, `/`, `|`, `=`,
-/// `.`, `:` and `-`, so that JSON arrays are never taken for markers.
+/// `.`, `:` and `-`, so that JSON arrays are never taken for markers. A `[...]` marker inside
+/// angle brackets (`<[role_user]>`) is one marker.
 pub fn marker_len(s: &str) -> Option<usize> {
+    if let Some(inner) = s.strip_prefix('<').filter(|r| r.starts_with('['))
+        && let Some(n) = marker_len(inner).filter(|&n| inner[n..].starts_with('>'))
+    {
+        return Some(n + 2);
+    }
     let mut chars = s.char_indices();
     let (_, open) = chars.next()?;
     let (close, square) = match open {
@@ -181,6 +187,9 @@ mod tests {
         assert!(is_single_marker("[/THINK]"));
         assert!(is_single_marker("<function=get_weather>"));
         assert!(is_single_marker("<invoke name=\"x\">"));
+        assert!(is_single_marker("<[role_user]>"));
+        assert!(is_single_marker("<[/reasoning]>"));
+        assert!(!is_single_marker("<[1, 2]>"));
         assert!(!is_single_marker("[1, 2]"));
         assert!(!is_single_marker("[\"a\"]"));
         assert!(!is_single_marker("< b>"));

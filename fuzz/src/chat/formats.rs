@@ -97,6 +97,7 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("autoparser/tests/probes/yaml-lines.jinja", include_str!("../../../autoparser/tests/probes/yaml-lines.jinja")),
     ("autoparser/tests/probes/json-list-after-content.jinja", include_str!("../../../autoparser/tests/probes/json-list-after-content.jinja")),
     ("autoparser/tests/probes/content-in-call-markers.jinja", include_str!("../../../autoparser/tests/probes/content-in-call-markers.jinja")),
+    ("autoparser/tests/probes/bracketed-angle-markers.jinja", include_str!("../../../autoparser/tests/probes/bracketed-angle-markers.jinja")),
 ];
 
 /// Every format, built on first use.
