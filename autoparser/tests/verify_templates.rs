@@ -108,3 +108,15 @@ fn whitespace_around_the_turn_hides_no_case() {
         }
     }
 }
+
+/// A template that reads content only as a list of parts renders none of a string's text and
+/// fails on an empty string (it reads the first part's type): its content cases are not rendered, not failed.
+#[test]
+fn content_the_template_cannot_read_is_not_rendered() {
+    let src = "{%- for m in messages -%}{{ m.role | capitalize }}{% if m.content[0]['type'] == 'image' %}:{% else %}: {% endif %}{% for part in m.content %}{% if part['type'] == 'text' %}{{ part['text'] }}{% endif %}{% endfor %}<end_of_turn>\n\
+               {%- endfor -%}{%- if add_generation_prompt %}Assistant: {% endif -%}";
+    let report = Model::analyze(ChatTemplate::from_source(src, "", "").unwrap()).unwrap().verify(&VerifyOptions { cases: 2, ..VerifyOptions::default() });
+    let content = report.features.iter().find(|f| f.feature == Feature::Content).unwrap();
+    assert_eq!((content.passed, content.failed, content.unrendered), (0, 0, 2), "{}", report.text());
+    assert!(!matches!(report.verdict(), Verdict::Fail), "{}", report.text());
+}

@@ -665,21 +665,26 @@ impl<'r> Session<'r> {
     }
 
     /// The message the parse must give: each field the render carries. A field whose removal
-    /// leaves the render unchanged is dropped by the template; when the feature needs it, the
-    /// case is not renderable.
+    /// leaves the render unchanged is dropped by the template, and so is one that the render
+    /// does not hold where the template cannot render the message without it (a template that
+    /// reads content only as a list of parts fails on an empty string); when the feature needs
+    /// it, the case is not renderable.
     fn expected(&self, req: &Request, feature: Feature, msg: &Value, rendered: &str, output: &str, prefill: &str) -> Result<ChatMessage, String> {
-        let dropped = |field: &str| -> bool {
+        let text = |k: &str| msg.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+        let dropped = |field: &str, value: &str| -> bool {
             let mut m = msg.clone();
             if field == "content" {
                 m["content"] = json!("");
             } else {
                 cases::set_reasoning(&mut m, Value::Null);
             }
-            self.render_with(req, &m).is_ok_and(|s| s == rendered)
+            match self.render_with(req, &m) {
+                Ok(s) => s == rendered,
+                Err(_) => !rendered.contains(value.trim()),
+            }
         };
-        let text = |k: &str| msg.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
         let mut want = ChatMessage { content: text("content"), reasoning_content: text("reasoning_content"), ..ChatMessage::default() };
-        if !want.content.is_empty() && dropped("content") {
+        if !want.content.is_empty() && dropped("content", &want.content) {
             if matches!(feature, Feature::Content | Feature::ContentWithCalls) {
                 return Err("the template drops the content".into());
             }
@@ -703,7 +708,7 @@ impl<'r> Session<'r> {
             return Err("the generation prompt opens reasoning that the rendered turn never closes".into());
         }
         // (Reasoning spliced in after a prompt that opened the block is in the output.)
-        if !want.reasoning_content.is_empty() && !output.contains(&want.reasoning_content) && dropped("reasoning") {
+        if !want.reasoning_content.is_empty() && !output.contains(&want.reasoning_content) && dropped("reasoning", &want.reasoning_content) {
             if matches!(feature, Feature::Reasoning | Feature::ReasoningWithCalls) {
                 return Err("the template drops the reasoning".into());
             }
