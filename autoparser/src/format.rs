@@ -258,6 +258,11 @@ pub struct ToolFormatAnalysis {
     /// model may too; without it the output ends right after the last call.
     #[serde(default = "default_true")]
     pub space_after_calls: bool,
+    /// The calls' opener ends reasoning: the template writes no reasoning end marker before
+    /// calls (`<|plan|>…<|call|>{…}`, the content's opener ending it otherwise), so reasoning
+    /// that runs into a call is no deviation.
+    #[serde(default)]
+    pub calls_end_reasoning: bool,
 }
 
 fn default_true() -> bool {
@@ -287,6 +292,7 @@ impl Default for ToolFormatAnalysis {
             calls_after_content: false,
             content_open_with_calls: String::new(),
             space_after_calls: true,
+            calls_end_reasoning: false,
         }
     }
 }
@@ -637,6 +643,12 @@ pub struct TemplateAnalysis {
     /// reasoning marker: models repeat it before their content.
     #[serde(default)]
     pub turn_header: String,
+    /// Every part of the turn (reasoning, content, calls) is opened by the turn header, the
+    /// part's kind after it (`<|im_start|>assistant/think\n`, `<|im_start|>assistant\n`,
+    /// `<|im_start|>assistant -> tool/function_call\n`), and the generation prompt stops
+    /// inside the first one: the prompt's header is prefill, later parts repeat it.
+    #[serde(default)]
+    pub header_per_part: bool,
     /// The turn is a run of addressed parts (content, reasoning and calls each a part of its
     /// own); `None` for the marker-slot model above.
     #[serde(default)]

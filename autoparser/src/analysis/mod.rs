@@ -133,6 +133,7 @@ fn analyze_inner(r: &dyn Render) -> Result<TemplateAnalysis, Error> {
     };
     a.content = reasoning::analyze_content(&p, a.caps.supports_tool_calls, &a.reasoning);
     section_start_beside_content(&p, &mut a);
+    a.tools.format.calls_end_reasoning = reasoning::calls_end_reasoning(&p, &a.reasoning, &a.tools.format);
     // The end-of-turn marker (what follows plain content) is not part of the tool section.
     if let Ok(r) = p.render_asst(&probe::Asst::content(probe::needle::CONTENT))
         && let Some(i) = r.find(probe::needle::CONTENT)
@@ -175,6 +176,7 @@ fn analyze_inner(r: &dyn Render) -> Result<TemplateAnalysis, Error> {
     // The generation prompt's closing marker, which models may write again.
     if let (Ok(with), Ok(without)) = (r.render(&p.ctx(p.base(), true, None)), r.render(&p.ctx(p.base(), false, None))) {
         let gp = diff::calculate_diff_split(&without, &with).right;
+        let gp_raw_len = gp.len();
         let gp = gp.trim_end();
         // A marker, or a marker and the role it names (`<|begin|>assistant`).
         let header = segment::last_marker(gp).filter(|(k, m)| {
@@ -187,6 +189,11 @@ fn analyze_inner(r: &dyn Render) -> Result<TemplateAnalysis, Error> {
             && m != a.content.start.trim()
         {
             a.turn_header = gp[k..].to_owned();
+        }
+        // The prompt stops inside the header (nothing after it, not even a line break) and
+        // the turn writes it again before its later parts.
+        if !a.turn_header.is_empty() && gp.len() == gp_raw_len {
+            header_per_part(&p, &mut a);
         }
     }
     // Registered builders: fingerprints are matched against the template's own renders.
@@ -204,6 +211,38 @@ fn analyze_inner(r: &dyn Render) -> Result<TemplateAnalysis, Error> {
     }
     a.preserved_tokens = collect_preserved_tokens(&a);
     Ok(a)
+}
+
+/// Where the turn writes the turn header again before its later parts (after reasoning, and
+/// before calls that follow content), every part opens with it: records that, and the marker
+/// slots that follow. The text between a part and the next header is the part end; content
+/// is wrapped in the header and the part end. (After the calls the part end is where the
+/// turn ends, and the model stops.)
+fn header_per_part(p: &probe::Probe, a: &mut TemplateAnalysis) {
+    use probe::needle::{CONTENT, REASONING};
+    let th = a.turn_header.as_str();
+    let Ok(prompt) = p.render_prompt(Some(true)) else { return };
+    let turn = |m: &probe::Asst| p.render_asst(m).ok().and_then(|r| r.strip_prefix(prompt.as_str()).map(str::to_owned));
+    // Parts with a marker of their own (`<|think|>`, `<|content|>`) after the header are the
+    // marker slots' to read; here the output continues the header's line (`/think\n`).
+    let firsts = [probe::Asst::content(CONTENT), probe::Asst::calls(vec![probe::Call::first()]), probe::Asst::content(CONTENT).with_reasoning(REASONING)];
+    if firsts.iter().filter_map(&turn).any(|t| segment::marker_len(t.trim_start()).is_some()) {
+        return;
+    }
+    let mut both = probe::Asst::calls(vec![probe::Call::first()]);
+    both.content = Some(CONTENT.to_owned());
+    // The part end: after the first part's text, up to the header of the next part.
+    let part_end = [(turn(&both), CONTENT), (turn(&probe::Asst::content(CONTENT).with_reasoning(REASONING)), REASONING)].into_iter().find_map(|(t, needle)| {
+        let t = t?;
+        let after = &t[t.find(needle)? + needle.len()..];
+        let end = after[..after.find(th)?].trim();
+        (!end.is_empty() && !end.contains(CONTENT)).then(|| end.to_owned())
+    });
+    let Some(part_end) = part_end else { return };
+    a.header_per_part = true;
+    if a.content.mode == ContentMode::Plain {
+        a.content = ContentAnalysis { mode: ContentMode::AlwaysWrapped, start: th.to_owned(), end: part_end, ..a.content.clone() };
+    }
 }
 
 /// Records addressed parts in `a`, and the marker slots that follow from them: content and
@@ -319,5 +358,31 @@ pub(crate) mod test_util {
 
     pub fn template(src: &str) -> Result<ChatTemplate, String> {
         ChatTemplate::from_source(src, "", "").map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn analyzed(name: &str) -> TemplateAnalysis {
+        let src = std::fs::read_to_string(test_util::template_path(name)).unwrap();
+        analyze(&test_util::template(&src).unwrap()).unwrap()
+    }
+
+    /// A turn whose every part opens with the turn header (`<|turn|>model:thought`,
+    /// `<|turn|>model`, `<|turn|>model:calls`), the prompt stopping inside it: content is
+    /// wrapped in the header and the part end. A header the prompt completes (a line break
+    /// after it) or that later parts do not repeat is no such turn.
+    #[test]
+    fn a_header_opening_every_part() {
+        let a = analyzed("header-per-part");
+        assert!(a.header_per_part);
+        assert_eq!(a.turn_header, "<|turn|>model");
+        assert_eq!((a.content.mode, a.content.start.as_str(), a.content.end.as_str()), (ContentMode::AlwaysWrapped, "<|turn|>model", "<|end|>"));
+        assert_eq!(a.reasoning.start, "<|turn|>model:thought");
+        for name in ["think-brackets", "parts-opened-by-markers", "turn-after-a-line-break", "prompt-trailing-space", "attribute-tags"] {
+            assert!(!analyzed(name).header_per_part, "{name}");
+        }
     }
 }

@@ -173,6 +173,18 @@ pub fn analyze_reasoning(p: &Probe, caps: &mut Capabilities, notes: &mut Vec<Str
     r
 }
 
+/// R6: whether the template ends reasoning with the calls' opener alone: in a turn of
+/// reasoning and a call, what it writes between the two holds the opener and no reasoning end.
+pub fn calls_end_reasoning(p: &Probe, r: &ReasoningAnalysis, f: &ToolFormatAnalysis) -> bool {
+    let (e, opener) = (r.end_marker(), [f.section_start.trim(), f.per_call_start.trim()].into_iter().find(|m| !m.is_empty()).unwrap_or(""));
+    if r.mode == ReasoningMode::None || e.is_empty() || opener.is_empty() {
+        return false;
+    }
+    let Ok(turn) = p.render_asst(&Asst::calls(vec![Call::first()]).with_reasoning(REASONING)) else { return false };
+    let Some(between) = turn.find(REASONING).and_then(|i| turn.get(i + REASONING.len()..i + turn[i..].find(FUN_A)?)) else { return false };
+    between.contains(opener) && !between.contains(e)
+}
+
 /// C1: content wrapping markers.
 ///
 /// Anchored at the generation prompt: what the model writes before the content needle (after

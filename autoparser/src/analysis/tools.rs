@@ -1005,6 +1005,18 @@ mod tests {
         assert_eq!((f.content_open_with_calls.as_str(), f.section_start.as_str()), ("<|python_start|>", "<|python_end|>"));
     }
 
+    /// Parts opened by markers and closed by none (`<|plan|>…<|call|>{…}`): the call's opener
+    /// ends reasoning as the content's does; where an end marker closes reasoning before calls,
+    /// it does not.
+    #[test]
+    fn calls_that_end_reasoning() {
+        let f = analyzed("parts-opened-by-markers").tools.format;
+        assert!(f.calls_end_reasoning, "{f:?}");
+        for name in ["think-brackets", "attribute-tags"] {
+            assert!(!analyzed(name).tools.format.calls_end_reasoning, "{name}");
+        }
+    }
+
     /// Values written between the string quotes whatever their type (`days="3"`): learned
     /// with the quote; literal values written as themselves (`days=3`) are not.
     #[test]

@@ -275,6 +275,9 @@ impl<'a, 'b> Ctx<'a, 'b> {
             }
             if !s.is_empty() && p.ends_with(s) {
                 s = ""; // opened by the prompt: the output starts inside reasoning
+            } else if self.a.header_per_part && !p.is_empty() {
+                // The prompt wrote the header the start marker begins with.
+                s = s.strip_prefix(p).unwrap_or(s).trim();
             }
         }
         let body = b.until(e);
@@ -302,7 +305,10 @@ impl<'a, 'b> Ctx<'a, 'b> {
                     // extends the reasoning.
                     Some(calls) => {
                         let quoted = b.tag(tags::REASONING, b.until(e)) + e;
-                        let unclosed = self.recovered(RecoveryKind::ReasoningMarker, b.peek(calls));
+                        // Where the template ends reasoning with the calls themselves, that is
+                        // no missing marker.
+                        let unclosed =
+                            if self.a.tools.format.calls_end_reasoning { b.peek(calls) } else { self.recovered(RecoveryKind::ReasoningMarker, b.peek(calls)) };
                         (inner, b.choice([b.literal(e), unclosed, b.end(), quoted]))
                     }
                     None => (inner, b.optional(b.literal(e))),
@@ -1288,7 +1294,11 @@ impl<'a, 'b> Ctx<'a, 'b> {
             if self.policy.parallel { call + b.zero_or_more(b.choice([more, joined])) } else { call + b.zero_or_more(joined) }
         };
         let calls = if f.tools_array_wrapped { b.space() + "[" + b.space() + calls + b.space() + "]" } else { calls };
-        let ss = lit(b, &f.section_start);
+        let mut ss = lit(b, &f.section_start);
+        if self.a.header_per_part && !f.section_start.trim().is_empty() {
+            // A part of its own: the turn header opens it (the prompt's, for the first part).
+            ss = b.optional(lit(b, &self.a.turn_header)) + ss;
+        }
         let has_per_call = !f.per_call_start.trim().is_empty();
         let mut sec = if has_per_call && !f.section_start.trim().is_empty() { b.optional(ss) } else { ss } + calls;
         if !f.section_end.trim().is_empty() {

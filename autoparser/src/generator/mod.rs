@@ -127,8 +127,12 @@ impl PreparedRequest {
 /// 1. start and end at the end (`<think></think>`): `start + end`, reasoning opened and closed;
 /// 2. just start at the end (`<think>\n`): the prompt's text from the start marker, whitespace
 ///    kept;
-/// 3. end only (a template that closes reasoning when thinking is off): `start + end`.
+/// 3. end only (a template that closes reasoning when thinking is off): `start + end`;
+/// 4. the turn header that opens every part, the prompt stopping inside it.
 pub(crate) fn extract_prefill(a: &TemplateAnalysis, prompt: &str) -> String {
+    if a.header_per_part && prompt.ends_with(a.turn_header.as_str()) {
+        return a.turn_header.clone();
+    }
     let (s, e) = (a.reasoning.start.as_str(), a.reasoning.end.as_str());
     if e.is_empty() {
         return String::new();

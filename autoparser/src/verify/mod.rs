@@ -481,9 +481,17 @@ impl<'r> Session<'r> {
             let Ok(text) = s.render_with(&s.modes[mode].req, msg) else { continue };
             let Some(i) = text.rfind(NEEDLE) else { continue };
             let tail = &text[i + NEEDLE.len()..];
-            // Content written before the calls: what follows it is the calls, not a tail.
+            // Content written before the calls: what follows it is the calls, not a tail. The
+            // turn's end after calls is what follows them from the last marker that ends a turn
+            // of content (`<|end|><|eom|>` where content ends in `<|end|><|eot|>`).
             let calls = msg["tool_calls"].as_array().into_iter().flatten();
-            if calls.clone().any(|c| c["function"]["name"].as_str().is_some_and(|n| tail.contains(n))) {
+            let names_a_call = |t: &str| calls.clone().any(|c| c["function"]["name"].as_str().is_some_and(|n| t.contains(n)));
+            if names_a_call(tail) {
+                let ends: Vec<&str> = s.tails.iter().filter_map(|t| crate::analysis::segment::first_marker(t).map(|(_, m)| m)).collect();
+                let after_calls = ends.iter().filter_map(|m| tail.rfind(m)).max().map(|k| &tail[k..]).filter(|t| !names_a_call(t));
+                if let Some(t) = after_calls.filter(|t| !s.tails.iter().any(|x| x == t)) {
+                    s.tails.push(t.to_owned());
+                }
                 continue;
             }
             s.tails.push(tail.to_owned());

@@ -98,6 +98,8 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("autoparser/tests/probes/json-list-after-content.jinja", include_str!("../../../autoparser/tests/probes/json-list-after-content.jinja")),
     ("autoparser/tests/probes/content-in-call-markers.jinja", include_str!("../../../autoparser/tests/probes/content-in-call-markers.jinja")),
     ("autoparser/tests/probes/bracketed-angle-markers.jinja", include_str!("../../../autoparser/tests/probes/bracketed-angle-markers.jinja")),
+    ("autoparser/tests/probes/parts-opened-by-markers.jinja", include_str!("../../../autoparser/tests/probes/parts-opened-by-markers.jinja")),
+    ("autoparser/tests/probes/header-per-part.jinja", include_str!("../../../autoparser/tests/probes/header-per-part.jinja")),
 ];
 
 /// Every format, built on first use.
