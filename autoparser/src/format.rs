@@ -659,6 +659,10 @@ pub struct TemplateAnalysis {
     pub additional_stops: Vec<String>,
     /// Notes from analysis steps that found nothing or failed softly (for debugging).
     pub notes: Vec<String>,
+    /// Why the template's tool calls could not be learned (it renders calls no rule reads):
+    /// requests with tools are refused with this reason, plain chat works.
+    #[serde(default)]
+    pub tools_error: Option<String>,
 }
 
 impl TemplateAnalysis {

@@ -213,3 +213,25 @@ fn limits_are_deterministic() {
     assert_limit(&analysis, Limit::TotalFuel);
     assert_eq!(analyze(&compile(src).unwrap()).unwrap_err(), analysis);
 }
+
+/// A template whose calls no rule reads (here each call object is never closed, a bug some
+/// published templates have) still serves plain chat; a request with tools is refused with
+/// the reason, not answered with a parser that would return the calls as text.
+#[test]
+fn calls_no_rule_reads_refuse_tool_requests_only() {
+    let src = r#"{%- for m in messages -%}<|{{ m.role }}|>{{ m.content or '' }}
+{%- if m.tool_calls %}<CALLS>[{% for c in m.tool_calls %}{"name": "{{ c.function.name }}", "arguments": {{ c.function.arguments | tojson }}{{ ', ' if not loop.last }}{% endfor %}]</CALLS>{% endif -%}
+<|end|>{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}"#;
+    let model = Model::analyze(compile(src).unwrap()).expect("the analysis succeeds");
+    assert!(model.analysis().tools_error.as_deref().is_some_and(|e| e.contains("JSON object")), "{:?}", model.analysis().tools_error);
+    let chat = Request::from_json(&json!({"messages": [{"role": "user", "content": "Hi"}]})).unwrap();
+    let parsed = model.prepare(&chat).unwrap().parser(Default::default()).parse("Hello!", Default::default()).unwrap();
+    assert_eq!(parsed.message.content, "Hello!");
+    let tool = json!({"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}});
+    let with_tools = Request::from_json(&json!({"messages": [{"role": "user", "content": "Hi"}], "tools": [tool]})).unwrap();
+    let err = model.prepare(&with_tools).expect_err("tools are refused");
+    assert_eq!(err.kind(), ErrorKind::Analysis, "{err}");
+    assert!(err.to_string().contains("could not be learned"), "{err}");
+    let off = Request::from_json(&json!({"messages": [{"role": "user", "content": "Hi"}], "tools": [tool], "tool_choice": "none"})).unwrap();
+    assert!(model.prepare(&off).is_ok());
+}

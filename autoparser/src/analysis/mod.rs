@@ -206,8 +206,8 @@ fn analyze_inner(r: &dyn Render) -> Result<TemplateAnalysis, Error> {
     if let Some(b) = crate::registry::detect(&renders, &a) {
         a.builder = Some(b.name().to_owned());
         b.adjust(&mut a);
-    } else if let Some(e) = tools_error {
-        return Err(Error::new(ErrorKind::Analysis, format!("tool-call analysis failed: {e}")));
+    } else {
+        a.tools_error = tools_error;
     }
     a.preserved_tokens = collect_preserved_tokens(&a);
     Ok(a)

@@ -28,7 +28,7 @@ use crate::analysis::diff::calculate_diff_split;
 use crate::error::{Error, ErrorKind};
 use crate::format::TemplateAnalysis;
 use crate::policy::Policy;
-use crate::request::{ContinueFinal, ReasoningFormat, Request};
+use crate::request::{ContinueFinal, ReasoningFormat, Request, ToolChoice};
 use crate::template::{Lenient, Render, object_arguments};
 #[doc(hidden)]
 pub use arena::build_grammar_arena;
@@ -395,6 +395,12 @@ pub fn render_conversation(r: &dyn Render, a: &TemplateAnalysis, req: &Request, 
 }
 
 fn generate_inner(r: &dyn Render, a: &TemplateAnalysis, req: &Request, constrain: &Constrain) -> Result<PreparedRequest, Error> {
+    if let Some(e) = &a.tools_error
+        && !req.tools.is_empty()
+        && req.tool_choice != ToolChoice::None
+    {
+        return Err(Error::new(ErrorKind::Analysis, format!("the request has tools, but the template's tool calls could not be learned: {e}")));
+    }
     let lenient = Lenient(r);
     let r: &dyn Render = &lenient;
     let req = &template_request(r, a, req);

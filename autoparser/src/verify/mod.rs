@@ -43,7 +43,7 @@ use serde_json::{Value, json};
 
 use crate::format::TemplateAnalysis;
 use crate::generator::{PreparedRequest, generate, render_conversation};
-use crate::request::Request;
+use crate::request::{Request, ToolChoice};
 use crate::template::Render;
 use cases::probe_tools;
 pub use grammar::{check_grammar, window};
@@ -408,6 +408,11 @@ pub fn verify(r: &dyn Render, analysis: &TemplateAnalysis, opts: &VerifyOptions)
     }
     req.parallel_tool_calls = true;
     req.add_generation_prompt = true;
+    if analysis.tools_error.is_some() {
+        // Requests with tools are refused: the template is checked as it serves plain chat
+        // (its tools listed, calls off), where the call cases fail.
+        req.tool_choice = ToolChoice::None;
+    }
     let session = Session::new(r, analysis, req);
     let mut report = VerifyReport { features: Vec::new(), first_failure: None };
     for (fi, &feature) in Feature::ALL.iter().enumerate() {
@@ -632,6 +637,9 @@ impl<'r> Session<'r> {
         };
         let parser = g.parser(Strictness::Lenient);
         let mut reasons = Vec::new();
+        if let Some(e) = self.analysis.tools_error.as_ref().filter(|_| !expected.tool_calls.is_empty()) {
+            reasons.push(format!("the template's tool calls could not be learned: {e}"));
+        }
         let parsed = match parser.parse(&output, ParseMode::Complete) {
             Ok(p) => {
                 if let Err(d) = compare_messages(&p.message, &expected) {
