@@ -58,6 +58,8 @@ const GPT_OSS: &str = "openai-gpt-oss-120b";
 const DS_SECTIONS: &str = "recovery/deepseek-v3.1-sections";
 /// Probe: tags spelled with special tokens and attributes, typed per value (Kimi K3's structure).
 const ATTRIBUTE_TAGS: &str = "probes/attribute-tags";
+/// Probe: every part opens with the turn header, the prompt stopping inside it (HyperCLOVA X's structure).
+const HEADER_PER_PART: &str = "probes/header-per-part";
 /// Fixture: Phi-4-mini style `functools[{"name": …, "arguments": …}]`.
 const PHI: &str = "recovery/phi-4-mini-functools";
 /// Fixture: a call id marker between name and arguments, special tokens.
@@ -186,6 +188,15 @@ fn table() -> Vec<Row> {
         row("mistral-nemo: \"parameters\" for \"arguments\" in the [TOOL_CALLS] list", NEMO,
             "[TOOL_CALLS][{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}, \"id\": \"abcdefghi\"}]",
             calls(&[weather()]), &[(CallShape, "{\"name\"")]),
+        row("mistral-nemo: a lone call without the [TOOL_CALLS] list's brackets", NEMO,
+            "[TOOL_CALLS]{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}, \"id\": \"abcdefghi\"}",
+            calls(&[weather()]), &[(CallShape, "{\"name\"")]),
+        row("header per part probe: a lone call without the list's brackets", HEADER_PER_PART,
+            ":calls\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}",
+            calls(&[weather()]), &[(CallShape, "{\"name\"")]),
+        row("header per part probe: content without its part end, then the calls' header", HEADER_PER_PART,
+            "\nSure.\n<|turn|>model:calls\n[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]",
+            msg("Sure.", &[weather()]), &[]),
         row("phi-4-mini fixture: keys in another order inside functools[…]", PHI,
             "functools[{\"arguments\": {\"city\": \"Paris\"}, \"name\": \"get_weather\"}]",
             calls(&[weather()]), &[(CallShape, "{\"arguments\"")]),

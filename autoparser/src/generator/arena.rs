@@ -1293,7 +1293,15 @@ impl<'a, 'b> Ctx<'a, 'b> {
             let joined = self.joined_call(sep, call);
             if self.policy.parallel { call + b.zero_or_more(b.choice([more, joined])) } else { call + b.zero_or_more(joined) }
         };
-        let calls = if f.tools_array_wrapped { b.space() + "[" + b.space() + calls + b.space() + "]" } else { calls };
+        let calls = if !f.tools_array_wrapped {
+            calls
+        } else if self.recovering() {
+            // Models write a lone call without the list the template puts it in.
+            let bare = self.recovered(RecoveryKind::CallShape, b.space() + b.peek("{")) + calls;
+            b.choice([b.space() + "[" + b.space() + calls + b.space() + "]", bare])
+        } else {
+            b.space() + "[" + b.space() + calls + b.space() + "]"
+        };
         let mut ss = lit(b, &f.section_start);
         if self.a.header_per_part && !f.section_start.trim().is_empty() {
             // A part of its own: the turn header opens it (the prompt's, for the first part).
@@ -1417,7 +1425,12 @@ impl<'a, 'b> Ctx<'a, 'b> {
         if !self.tools_on() {
             return reasoning + self.content(&[]) + b.end();
         }
-        let triggers = trigger_words(self.a, &self.policy.tools);
+        let mut triggers = trigger_words(self.a, &self.policy.tools);
+        let (th, ss) = (self.a.turn_header.trim(), self.a.tools.format.section_start.trim());
+        if self.a.header_per_part && !ss.is_empty() {
+            // Content whose part end the model left out stops at the calls' header too.
+            triggers.extend([format!("{th}{ss}"), format!("{th} {ss}")]);
+        }
         let section = if self.a.tools.format.content_after_calls && !triggers.is_empty() {
             // Content the template writes after the calls.
             self.tool_section_then(b.optional(self.content(&triggers)))

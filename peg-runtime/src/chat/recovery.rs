@@ -27,7 +27,8 @@ pub enum RecoveryKind {
     /// A JSON call whose keys come in another order, under synonym keys (`parameters` for
     /// `arguments`), or inside an extra `{"function": ...}` wrapper; a call in another
     /// family's syntax inside the template's call markers; a gpt-oss call addressed
-    /// `to=NAME` without its `functions.` namespace.
+    /// `to=NAME` without its `functions.` namespace; calls without the list the template
+    /// writes them in (`[TOOL_CALLS]{...}` for `[TOOL_CALLS][{...}]`).
     CallShape,
     /// Several calls joined otherwise than the template joins them (`;`, line breaks, each in
     /// its own wrapper), or where the template renders one call per turn.
