@@ -217,9 +217,11 @@ pub(crate) struct PyToJson {
 impl PyToJson {
     /// For text a JSON scanner took: JSON but for raw control characters in strings (the
     /// scanner's one leniency). Nothing outside strings is rewritten, so only strings are
-    /// followed: no Python words or trailing commas are watched for, and no comma or word cut
-    /// by a piece's end is held back. A `'` outside strings, which JSON has no place for, turns
-    /// it into the Python normalizer (a recovered Python dict among JSON arguments).
+    /// followed, and commas: no Python words are watched for, and no word cut by a piece's end
+    /// is held back, but a comma no member follows yet is (the text may turn out to be a
+    /// recovered Python dict with a trailing comma, `{"a": 1,}`). A `'` outside strings, which
+    /// JSON has no place for, turns it into the Python normalizer (a recovered Python dict
+    /// among JSON arguments).
     pub(crate) fn json() -> PyToJson {
         PyToJson { json: true, ..PyToJson::default() }
     }
@@ -264,11 +266,25 @@ impl PyToJson {
         // is ASCII, so runs end on character boundaries (an escape skipped inside a run may
         // take a multi-byte character: the run still ends at an ASCII byte).
         let b = s.as_bytes();
-        if self.json && self.json_passes(b) {
-            return 0;
+        // A comma the last piece ended in is settled by this piece's first token; the rest
+        // of the piece may then pass as written.
+        let mut start = 0;
+        if self.json
+            && self.comma
+            && self.state == PyState::Normal
+            && self.ident.is_empty()
+            && let Some(k) = b.iter().position(|c| !c.is_ascii_whitespace()).filter(|&k| b[k].is_ascii())
+        {
+            for &c in &b[..=k] {
+                self.step(char::from(c), out);
+            }
+            start = k + 1;
         }
-        let mut run = 0;
-        let mut i = 0;
+        if self.json && self.json_passes(&b[start..]) {
+            return start;
+        }
+        let mut run = start;
+        let mut i = start;
         while i < b.len() {
             i += match self.state {
                 PyState::Dq => plain_len(&b[i..], |w| has_byte(w, b'"') | has_byte(w, b'\\') | has_control(w), |c| matches!(c, b'"' | b'\\') || c < 0x20),
@@ -277,7 +293,9 @@ impl PyToJson {
                     |w| has_byte(w, b'"') | has_byte(w, b'\'') | has_byte(w, b'\\') | has_control(w),
                     |c| matches!(c, b'"' | b'\'' | b'\\') || c < 0x20,
                 ),
-                PyState::Normal if self.json => b[i..].iter().position(|&c| matches!(c, b'"' | b'\'')).unwrap_or(b.len() - i),
+                PyState::Normal if self.json && !self.comma && self.ident.is_empty() => {
+                    b[i..].iter().position(|&c| matches!(c, b'"' | b'\'' | b',')).unwrap_or(b.len() - i)
+                }
                 PyState::Normal if self.ident.is_empty() && !self.comma => {
                     b[i..].iter().position(|&c| matches!(c, b'"' | b'\'' | b'A'..=b'Z' | b'a'..=b'z' | b'_' | b',')).unwrap_or(b.len() - i)
                 }
@@ -342,6 +360,7 @@ impl PyToJson {
     /// the piece passed.
     fn json_passes(&mut self, b: &[u8]) -> bool {
         let mut in_string = match self.state {
+            PyState::Normal if self.comma || !self.ident.is_empty() => return false,
             PyState::Normal => false,
             PyState::Dq => true,
             _ => return false,
@@ -355,6 +374,19 @@ impl PyToJson {
                 (true, c) if c < 0x20 => return false,
                 // A quote JSON has no place for: a Python literal (see `step`).
                 (false, b'\'') => return false,
+                // A comma passes where another member follows it in this piece; one that may
+                // be trailing (`{"a": 1,}`, a recovered Python dict) waits (see `step`).
+                (false, b',') => {
+                    let mut j = i + 1;
+                    while matches!(b.get(j), Some(b' ' | b'\n' | b'\t' | b'\r')) {
+                        j += 1;
+                    }
+                    if !matches!(b.get(j), Some(&n) if n > b' ' && n < 0x80 && n != b'}' && n != b']') {
+                        return false;
+                    }
+                    i = j;
+                    continue;
+                }
                 _ => {}
             }
             i += 1;
@@ -1210,6 +1242,27 @@ mod tests {
     /// On what a JSON scanner takes (JSON with raw control characters in strings), the JSON
     /// mode writes what the full normalizer writes, however the text is cut, and it holds back
     /// nothing outside strings (commas and words go out with their piece).
+    /// A trailing comma in JSON mode (a recovered Python dict written with JSON's quotes,
+    /// `{"a": 1,}`) is held until what follows shows it is one, and dropped: in pieces of any
+    /// size the text is the JSON it means, and a comma before another member passes.
+    #[test]
+    fn json_mode_drops_a_trailing_comma() {
+        for (text, want) in
+            [("{\"a\": 1,}", "{\"a\": 1}"), ("{\"a\": [1, 2 ,\n],\n}", "{\"a\": [1, 2 \n]\n}"), ("{\"a\": 1, \"b\": \"x,\"}", "{\"a\": 1, \"b\": \"x,\"}")]
+        {
+            for size in 1..=8 {
+                let mut n = PyToJson::json();
+                let mut out = String::new();
+                for piece in crate::chat::stream_pieces(text, &[size]) {
+                    let mut scratch = String::new();
+                    out.push_str(n.push_through(piece, &mut scratch));
+                }
+                n.finish(&mut out);
+                assert_eq!(out, want, "{text:?} in pieces of {size}");
+            }
+        }
+    }
+
     #[test]
     fn json_mode_matches_the_full_normalizer_on_scanned_json() {
         let texts = [
@@ -1230,7 +1283,6 @@ mod tests {
                 for piece in crate::chat::stream_pieces(text, &[size]) {
                     let (before, outside) = (out.len(), n.is_fresh());
                     n.push(piece, &mut out);
-                    assert!(n.ident.is_empty() && !n.comma, "{text:?}: nothing held after {piece:?}");
                     if outside && n.is_fresh() && !piece.contains('"') {
                         assert_eq!(&out[before..], piece, "{text:?}: {piece:?} passes as written");
                     }

@@ -192,17 +192,31 @@ impl<'b> Ctx<'_, 'b> {
         self.recovered(RecoveryKind::ArgumentsAsPython, b.peek("{" + b.space() + "'") + b.atomic(p))
     }
 
+    /// Arguments that are no JSON but a Python dict (JSON with a trailing comma, `{"a": 1,}`):
+    /// tried after JSON, whose stream holds a comma back until the next member shows it is
+    /// no trailing one, so nothing sent is taken back.
+    fn args_past_json(&self) -> Parser<'b> {
+        let b = self.b;
+        self.recovered(RecoveryKind::ArgumentsAsPython, b.atomic(b.tag(tags::TOOL_ARGS, b.python_kind(peg_runtime::PythonKind::Dict))))
+    }
+
     /// `args` (the template's arguments), or when recovering a string holding them or a
     /// Python dict.
     pub(super) fn or_loose_args(&self, args: Parser<'b>) -> Parser<'b> {
-        if self.recovering() { self.b.choice([self.args_as_string(), self.args_as_python(), args]) } else { args }
+        if self.recovering() { self.b.choice([self.args_as_string(), self.args_as_python(), args, self.args_past_json()]) } else { args }
     }
 
     /// The arguments value of a call in any shape: an object (or, flagged by the mapper, any
     /// JSON), a JSON string holding the object, or a Python dict.
     pub(super) fn loose_args(&self) -> Parser<'b> {
         let b = self.b;
-        b.choice([self.args_as_python(), b.tag(tags::TOOL_ARGS, b.json_object()), self.args_as_string(), b.tag(tags::TOOL_ARGS, b.json())])
+        b.choice([
+            self.args_as_python(),
+            b.tag(tags::TOOL_ARGS, b.json_object()),
+            self.args_as_string(),
+            self.args_past_json(),
+            b.tag(tags::TOOL_ARGS, b.json()),
+        ])
     }
 
     /// A call object whose members come in any order under any of the usual keys, perhaps
@@ -229,12 +243,13 @@ impl<'b> Ctx<'_, 'b> {
         let skip = || b.zero_or_more(member_but(self.key_of(&name_keys)) + b.space() + "," + b.space());
         let named_flat = || "{" + b.space() + skip() + self.key_of(&name_keys) + quoted_name(false);
         let named = b.choice([named_flat(), "{" + b.space() + skip() + self.key_of(&[WRAPPER_KEY]) + named_flat()]);
-        // ... and arguments (an object with a name alone is not a call).
+        // ... and arguments: in text an object with a name alone is not a call; where a marker
+        // announced calls (any name), it is one without arguments.
         let not_args = || b.choice([self.key_of(&args_keys), self.key_of(&[WRAPPER_KEY]) + "{"]);
         let skip_args = || b.zero_or_more(member_but(not_args()) + b.space() + "," + b.space());
         let with_args_flat = || "{" + b.space() + skip_args() + self.key_of(&args_keys);
         let with_args = b.choice([with_args_flat(), "{" + b.space() + skip_args() + self.key_of(&[WRAPPER_KEY]) + with_args_flat()]);
-        let named = b.peek(with_args) + named;
+        let named = if names == Names::Any { named } else { b.peek(with_args) + named };
         let id = self.key_of(&id_keys) + b.choice(["\"" + b.tag(tags::TOOL_ID, b.json_string_content()) + "\"", b.tag(tags::TOOL_ID, b.json_number())]);
         let members = |wrapper: Option<Parser<'b>>| {
             let mut alts = vec![self.key_of(&name_keys) + quoted_name(true), self.key_of(&args_keys) + self.loose_args()];
