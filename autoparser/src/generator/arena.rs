@@ -1253,11 +1253,25 @@ impl<'a, 'b> Ctx<'a, 'b> {
         // A grammar lets the wrapper go only where the name's own opener is a marker (`<function=`),
         // not a word glued to the wrapper (`<|tag|>` + `call name="`).
         let droppable = own_marker && (self.recovering() || self.a.tools.function.name_prefix.trim_start().starts_with(['<', '[']));
+        // A bare name and its argument tags (GLM): the own call first where it ends the call,
+        // for the name alone is also the start of the name and a JSON object; then the other
+        // syntaxes; then the own call however it ends.
+        let pce_text = f.per_call_end.trim();
+        let bare_name = f.mode == ToolFormat::TagWithTagged && self.a.tools.function.name_prefix.trim().is_empty();
+        let own_first = || {
+            if !(bare_name && !pce_text.is_empty()) {
+                return b.choice(std::iter::once(single).chain(others.iter().copied()).collect::<Vec<_>>());
+            }
+            let mut alts = vec![single + b.peek(b.space() + b.choice([b.literal(pce_text), b.end()]))];
+            alts.extend(others.iter().copied());
+            alts.push(single);
+            b.choice(alts)
+        };
         let mut p = match (own_marker, others.is_empty()) {
             (_, true) => (if droppable { b.optional(pcs) } else { pcs }) + b.space() + one(single),
-            (false, false) => pcs + b.space() + one(b.choice(std::iter::once(single).chain(others).collect::<Vec<_>>())),
+            (false, false) => pcs + b.space() + one(own_first()),
             (true, false) => {
-                let marked = pcs + b.space() + one(b.choice(std::iter::once(single).chain(others).collect::<Vec<_>>()));
+                let marked = pcs + b.space() + one(own_first());
                 b.choice([marked, b.space() + one(single)])
             }
         };
