@@ -1259,7 +1259,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let pce_text = f.per_call_end.trim();
         let bare_name = f.mode == ToolFormat::TagWithTagged && self.a.tools.function.name_prefix.trim().is_empty();
         let own_first = || {
-            if !(bare_name && !pce_text.is_empty()) {
+            if !bare_name || pce_text.is_empty() {
                 return b.choice(std::iter::once(single).chain(others.iter().copied()).collect::<Vec<_>>());
             }
             let mut alts = vec![single + b.peek(b.space() + b.choice([b.literal(pce_text), b.end()]))];
