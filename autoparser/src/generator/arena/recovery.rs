@@ -308,10 +308,22 @@ impl<'b> Ctx<'_, 'b> {
         "[" + b.space() + call + b.zero_or_more(b.space() + "," + b.space() + call) + b.space() + "]"
     }
 
-    /// Calls one after another joined by `;`, `,` or whitespace, or a JSON list of them.
+    /// Calls one after another joined by `;`, `,` or whitespace, or a JSON list of them. Where
+    /// the template itself writes calls without markers, joined as it joins them (Llama 4's
+    /// `{...}{...}` after the text) is no deviation.
     fn json_call_run(&self, names: Names<'_>) -> Parser<'b> {
+        let b = self.b;
         let call = self.json_call_any_shape(names);
-        self.b.choice([self.json_list(call), call + self.b.zero_or_more(self.joined_call("", call))])
+        let f = &self.a.tools.format;
+        let sep = f.call_separator.trim();
+        let joined = self.joined_call(sep, call);
+        let more = if f.section_start.trim().is_empty() && f.per_call_start.trim().is_empty() {
+            let own = if sep.is_empty() { b.space() + call } else { b.space() + sep + b.space() + call };
+            b.choice([own, joined])
+        } else {
+            joined
+        };
+        b.choice([self.json_list(call), call + b.zero_or_more(more)])
     }
 
     /// A special token or tag that may wrap calls: `<|python_start|>`, `<tool_call>`, `[CALLS]`.
