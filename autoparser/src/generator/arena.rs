@@ -621,11 +621,24 @@ impl<'a, 'b> Ctx<'a, 'b> {
             open = open + self.call_id();
         }
         let mut body = b.tag(tags::TOOL_OPEN, open) + lit(b, &t.arguments.start) + args;
-        body = body + if t.arguments.end.trim().is_empty() { lit(b, &t.arguments.end) } else { self.closing(lit(b, &t.arguments.end), false) };
+        // A grammar writes nothing between an inline raw value and what ends it: the parser
+        // would read it as the value's.
+        let tight = self.raw_inline() && !self.recovering();
+        body = body
+            + match (t.arguments.end.trim().is_empty(), tight) {
+                (true, true) => b.eps(),
+                (true, false) => lit(b, &t.arguments.end),
+                _ => self.closing(lit(b, &t.arguments.end), false),
+            };
         if t.call_id.pos == P::PostArgs {
             body = body + self.call_id();
         }
-        let close = if t.function.close.trim().is_empty() { b.eps() } else { self.closing(lit(b, &with_name(&t.function.close, close_name)), false) };
+        let fun_close = with_name(&t.function.close, close_name);
+        let close = match (fun_close.trim().is_empty(), tight) {
+            (true, _) => b.eps(),
+            (false, true) => self.closing(b.literal(fun_close.trim()), false),
+            (false, false) => self.closing(lit(b, &fun_close), false),
+        };
         b.tag(tags::TOOL, body + b.tag(tags::TOOL_CLOSE, close))
     }
 
@@ -641,7 +654,9 @@ impl<'a, 'b> Ctx<'a, 'b> {
             // A value suffix naming its argument (`</alpha>`).
             let vs_named = with_name(vs, arg);
             let vs = vs_named.as_str();
-            let open = opener(b, &ar.name_prefix) + b.tag(tags::TOOL_ARG_NAME, b.literal(arg)) + b.literal(ar.name_suffix.trim_end());
+            // (Inline raw values: the name right after the separator, as the value ends there.)
+            let lead = if self.raw_inline() && !self.recovering() { b.eps() } else { opener(b, &ar.name_prefix) };
+            let open = lead + b.tag(tags::TOOL_ARG_NAME, b.literal(arg)) + b.literal(ar.name_suffix.trim_end());
             if let Some(e) = &ar.elements {
                 // Mappings and lists written as nested elements.
                 let kind = ElementKind::of(s);
@@ -787,10 +802,18 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 return json_arg;
             }
             // Raw strings end at their suffix, or (without one) at the next argument line.
-            let raw = !vs.is_empty() || (!ar.value_is_literal && ar.value_prefix.trim().is_empty() && !ar.name_prefix.trim().is_empty());
+            let raw = !vs.is_empty() || (!ar.value_is_literal && ar.value_prefix.trim().is_empty() && !ar.name_prefix.trim().is_empty()) || self.raw_inline();
             let (value, unclosed) = if admits.string && raw {
                 // Without an opener of its own, a raw `null` (`None`) of a nullable string is null.
-                self.raw_string_value((name, arg), s, admits.null && json_arg.is_none(), &names)
+                let (raw_value, unclosed) = self.raw_string_value((name, arg), s, admits.null && json_arg.is_none(), &names);
+                if self.raw_inline() && self.recovering() {
+                    // A string the model quoted (`city='Paris'`) is the string inside the quotes.
+                    let end = self.raw_inline_end(name, &self.inline_openings(&names));
+                    let quoted = b.atomic(b.tag(tags::TOOL_ARG_JSON_VALUE, b.python_kind(peg_runtime::PythonKind::Str)));
+                    (b.choice([quoted + b.peek(end), raw_value]), unclosed)
+                } else {
+                    (raw_value, unclosed)
+                }
             } else {
                 (b.space() + json_value(), None)
             };
@@ -841,8 +864,15 @@ impl<'a, 'b> Ctx<'a, 'b> {
     fn exact_args(&self, rule: &str, args: Vec<(Parser<'b>, bool)>, sep: &str) -> Parser<'b> {
         let b = self.b;
         let n = args.len();
+        let tight = self.raw_inline();
         let joined = |first: bool, a: Parser<'b>| {
-            if first || sep.is_empty() { b.space() + a } else { b.space() + sep + b.space() + a }
+            if first || sep.is_empty() {
+                b.space() + a
+            } else if tight {
+                sep + b.optional(b.literal(" ")) + a
+            } else {
+                b.space() + sep + b.space() + a
+            }
         };
         if n == 0 {
             return b.eps();
@@ -959,6 +989,39 @@ impl<'a, 'b> Ctx<'a, 'b> {
     ///
     /// Also, when recovering: the lookahead where a value the model left unclosed ends (the
     /// next argument's opening or a closing marker on a line of its own, or the end).
+    /// Arguments written `name=value` inside the call, strings as they are (Python's `str`:
+    /// `f(city=New York, days=3)`): no marker around a name or a value, a separator between.
+    fn raw_inline(&self) -> bool {
+        let t = &self.a.tools;
+        let ar = &t.arguments;
+        t.format.mode == ToolFormat::TagWithTagged
+            && !ar.value_is_literal
+            && [&ar.name_prefix, &ar.value_prefix, &ar.value_suffix].iter().all(|m| m.trim().is_empty())
+            && !ar.name_suffix.trim().is_empty()
+            && !ar.separator.trim().is_empty()
+            && !t.function.close.trim().is_empty()
+    }
+
+    /// Where an inline value ends ([`Ctx::raw_inline`]): at the separator before the next
+    /// argument's opening, or at the call's close where the call ends there (another call,
+    /// the section's end, the end).
+    fn raw_inline_end(&self, fun: &str, openings: &[String]) -> Parser<'b> {
+        let b = self.b;
+        let t = &self.a.tools;
+        let sep = t.arguments.separator.trim();
+        let ends: Vec<Parser<'b>> =
+            [sep, t.format.section_end.trim(), t.format.per_call_end.trim()].iter().filter(|m| !m.is_empty()).map(|m| b.literal(m)).chain([b.end()]).collect();
+        let close = b.literal(with_name(&t.function.close, fun).trim()) + b.space() + b.peek(b.choice(ends));
+        // The separator as the values end there: with one space or none (a line break is text).
+        b.choice([close, b.literal(sep) + b.optional(b.literal(" ")) + b.choice(openings.iter().map(|o| b.literal(o)).collect::<Vec<_>>())])
+    }
+
+    /// The openings of the arguments `names` in the inline form (`city=`).
+    fn inline_openings(&self, names: &[&str]) -> Vec<String> {
+        let suffix = self.a.tools.arguments.name_suffix.trim_end();
+        names.iter().map(|n| format!("{n}{suffix}")).collect()
+    }
+
     fn raw_string_value(&self, (fun, arg): (&str, &str), s: &Value, nullable: bool, names: &[&str]) -> (Parser<'b>, Option<Parser<'b>>) {
         let b = self.b;
         let t = &self.a.tools;
@@ -995,8 +1058,12 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 markers.push(m);
             }
         }
+        let inline = self.raw_inline();
         let after = || {
             let mut alts: Vec<Parser<'b>> = Vec::new();
+            if inline {
+                return self.raw_inline_end(fun, &openings);
+            }
             if !openings.is_empty() {
                 let sep = if sep.is_empty() { b.eps() } else { b.optional(b.literal(sep)) };
                 alts.push(sep + b.space() + b.choice(openings.iter().map(|o| b.literal(o)).collect::<Vec<_>>()));
@@ -1013,8 +1080,13 @@ impl<'a, 'b> Ctx<'a, 'b> {
             }
         }
         // No suffix (`@@ name ::: value` lines): the value runs to a line break before a
-        // follower, or to a closing marker.
-        let delims: Vec<String> = if vs.is_empty() {
+        // follower, or to a closing marker; inline (`f(city=New York, days=3)`), to the
+        // separator before the next argument, or to a closing marker.
+        let delims: Vec<String> = if inline {
+            let mut d = vec![fun_close.trim().to_owned()];
+            d.extend(openings.iter().flat_map(|o| [format!("{sep}{o}"), format!("{sep} {o}")]));
+            d
+        } else if vs.is_empty() {
             let mut d: Vec<String> = markers.iter().map(|m| m.to_string()).collect();
             d.extend(follow.iter().map(|f| format!("\n{f}")));
             d
@@ -1047,7 +1119,21 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let text = text_to_real_end(b, &delims, real_end);
         // The grammar has no lookahead: the text contains no suffix followed by a follower
         // (as the parser reads it, with or without a line break between).
-        let grammar = if follow.is_empty() || vs.is_empty() {
+        let grammar = if inline {
+            // Not opened by a quote (the parser reads a quoted value as the string inside) nor
+            // by what ends it.
+            let mut class = String::from("[^\"'");
+            for c in delims.iter().filter_map(|d| d.chars().next()) {
+                if matches!(c, '\\' | ']' | '^' | '-') {
+                    class.push('\\');
+                }
+                if !class.contains(c) {
+                    class.push(c);
+                }
+            }
+            class.push(']');
+            b.optional(b.chars(&class, 1, Some(1)) + b.until_one_of(&delims))
+        } else if follow.is_empty() || vs.is_empty() {
             b.until_one_of(&delims)
         } else {
             b.until_one_of(follow.iter().flat_map(|f| [format!("{vs}{f}"), format!("{vs}\n{f}")]))

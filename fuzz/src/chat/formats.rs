@@ -101,6 +101,7 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("autoparser/tests/probes/parts-opened-by-markers.jinja", include_str!("../../../autoparser/tests/probes/parts-opened-by-markers.jinja")),
     ("autoparser/tests/probes/header-per-part.jinja", include_str!("../../../autoparser/tests/probes/header-per-part.jinja")),
     ("autoparser/tests/probes/json-calls-glued-after-content.jinja", include_str!("../../../autoparser/tests/probes/json-calls-glued-after-content.jinja")),
+    ("autoparser/tests/probes/raw-inline-values.jinja", include_str!("../../../autoparser/tests/probes/raw-inline-values.jinja")),
 ];
 
 /// Every format, built on first use.

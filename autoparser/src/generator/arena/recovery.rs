@@ -210,13 +210,7 @@ impl<'b> Ctx<'_, 'b> {
     /// JSON), a JSON string holding the object, or a Python dict.
     pub(super) fn loose_args(&self) -> Parser<'b> {
         let b = self.b;
-        b.choice([
-            self.args_as_python(),
-            b.tag(tags::TOOL_ARGS, b.json_object()),
-            self.args_as_string(),
-            self.args_past_json(),
-            b.tag(tags::TOOL_ARGS, b.json()),
-        ])
+        b.choice([self.args_as_python(), b.tag(tags::TOOL_ARGS, b.json_object()), self.args_as_string(), b.tag(tags::TOOL_ARGS, b.json())])
     }
 
     /// A call object whose members come in any order under any of the usual keys, perhaps
