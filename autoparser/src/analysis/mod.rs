@@ -235,8 +235,9 @@ fn header_per_part(p: &probe::Probe, a: &mut TemplateAnalysis) {
     let part_end = [(turn(&both), CONTENT), (turn(&probe::Asst::content(CONTENT).with_reasoning(REASONING)), REASONING)].into_iter().find_map(|(t, needle)| {
         let t = t?;
         let after = &t[t.find(needle)? + needle.len()..];
+        // One marker (`<|im_end|>`): the header itself opens the next part, nothing before it.
         let end = after[..after.find(th)?].trim();
-        (!end.is_empty() && !end.contains(CONTENT)).then(|| end.to_owned())
+        (!end.is_empty() && segment::marker_group_len(end) == Some(end.len())).then(|| end.to_owned())
     });
     let Some(part_end) = part_end else { return };
     a.header_per_part = true;
