@@ -981,14 +981,6 @@ impl<'a, 'b> Ctx<'a, 'b> {
         out
     }
 
-    /// A raw string argument value, up to the value suffix, tagged. The value suffix ends the
-    /// value only where what follows it can follow an argument (whitespace, then the next
-    /// argument or the close of the arguments, function, call or section, or the end of the
-    /// output), so a value may contain the closing tags of its own elements. `nullable`: a
-    /// raw null word (`null`, `None`) there is null. `names`: the call's argument names.
-    ///
-    /// Also, when recovering: the lookahead where a value the model left unclosed ends (the
-    /// next argument's opening or a closing marker on a line of its own, or the end).
     /// Arguments written `name=value` inside the call, strings as they are (Python's `str`:
     /// `f(city=New York, days=3)`): no marker around a name or a value, a separator between.
     fn raw_inline(&self) -> bool {
@@ -1022,6 +1014,14 @@ impl<'a, 'b> Ctx<'a, 'b> {
         names.iter().map(|n| format!("{n}{suffix}")).collect()
     }
 
+    /// A raw string argument value, up to the value suffix, tagged. The value suffix ends the
+    /// value only where what follows it can follow an argument (whitespace, then the next
+    /// argument or the close of the arguments, function, call or section, or the end of the
+    /// output), so a value may contain the closing tags of its own elements. `nullable`: a
+    /// raw null word (`null`, `None`) there is null. `names`: the call's argument names.
+    ///
+    /// Also, when recovering: the lookahead where a value the model left unclosed ends (the
+    /// next argument's opening or a closing marker on a line of its own, or the end).
     fn raw_string_value(&self, (fun, arg): (&str, &str), s: &Value, nullable: bool, names: &[&str]) -> (Parser<'b>, Option<Parser<'b>>) {
         let b = self.b;
         let t = &self.a.tools;
@@ -1060,10 +1060,10 @@ impl<'a, 'b> Ctx<'a, 'b> {
         }
         let inline = self.raw_inline();
         let after = || {
-            let mut alts: Vec<Parser<'b>> = Vec::new();
             if inline {
                 return self.raw_inline_end(fun, &openings);
             }
+            let mut alts: Vec<Parser<'b>> = Vec::new();
             if !openings.is_empty() {
                 let sep = if sep.is_empty() { b.eps() } else { b.optional(b.literal(sep)) };
                 alts.push(sep + b.space() + b.choice(openings.iter().map(|o| b.literal(o)).collect::<Vec<_>>()));
