@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::chars::CharClass;
 use crate::error::{Error, ErrorKind};
+use crate::first_byte::FirstByteFails;
 pub use crate::kinds::{JsonKind, PythonKind};
 use crate::leaf::Delimiters;
 
@@ -179,6 +180,8 @@ pub struct Arena {
     searchers: Vec<Option<Delimiters>>,
     /// For each node: the tag or rule name its AST nodes carry, shared by every AST node.
     labels: Vec<Option<Arc<str>>>,
+    /// For each node: the bytes it fails on at once, answered without a call into it.
+    first_byte_fails: FirstByteFails,
 }
 
 impl PartialEq for Arena {
@@ -257,7 +260,8 @@ impl Arena {
                 _ => None,
             })
             .collect();
-        Ok(Arena { data, rule_index, resolved, searchers, labels })
+        let first_byte_fails = FirstByteFails::new(&data.nodes, &resolved);
+        Ok(Arena { data, rule_index, resolved, searchers, labels, first_byte_fails })
     }
 
     /// Builds an arena with the [`Builder`](crate::Builder) DSL; the closure returns the root.
@@ -325,6 +329,13 @@ impl Arena {
     #[inline]
     pub fn label(&self, id: NodeId) -> Option<&Arc<str>> {
         self.labels[id.index()].as_ref()
+    }
+
+    /// Whether node `id` fails at once at a position holding byte `b` (before the end of input):
+    /// its result there is a failure at that position that did not look at the end.
+    #[inline]
+    pub(crate) fn first_byte_fails(&self, id: NodeId, b: u8) -> bool {
+        self.first_byte_fails.fails_on(id, b)
     }
 
     /// Serializes to JSON (stable: node order and field order are fixed).

@@ -48,6 +48,7 @@ mod chars;
 #[cfg(feature = "chat")]
 pub mod chat;
 mod error;
+mod first_byte;
 #[cfg(feature = "gbnf")]
 pub mod gbnf;
 mod kinds;

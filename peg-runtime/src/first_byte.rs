@@ -1,0 +1,368 @@
+//! First-byte failure sets: for each node, the bytes on which it fails at once.
+//!
+//! A chat grammar is wide: a lenient one tries every tool's call form, then the recovery
+//! shapes, at each place a call may start, and nearly all of them fail on their first byte
+//! (`{` where the text has `<`). Knowing that from the arena, the engine answers such a node
+//! with the failure it would compute, without a call into it, a memo entry or an AST node.
+//!
+//! A node *fails at once* on byte `b` when, at a position holding `b` (before the end of
+//! input), it fails without looking at the end of input: the result `Res::fail(pos)`, in
+//! partial and complete parses alike. The sets are a least fixpoint, so a rule that refers to
+//! itself before reading a byte (left recursion) claims nothing and is evaluated as before.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hash, Hasher};
+
+use crate::arena::{Node, NodeId};
+use crate::json::{Dialect, Scanner, Target};
+use crate::leaf::{self, Res};
+use crate::outcome::Outcome;
+use crate::parse::FxHasher;
+
+/// A set of bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct Bytes([u64; 4]);
+
+impl Hash for Bytes {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        for w in self.0 {
+            h.write_u64(w);
+        }
+    }
+}
+
+impl Bytes {
+    const NONE: Bytes = Bytes([0; 4]);
+    const ALL: Bytes = Bytes([u64::MAX; 4]);
+
+    fn without(mut self, b: u8) -> Bytes {
+        self.0[usize::from(b >> 6)] &= !(1 << (b & 63));
+        self
+    }
+
+    #[inline]
+    fn contains(&self, b: u8) -> bool {
+        self.0[usize::from(b >> 6)] >> (b & 63) & 1 != 0
+    }
+
+    fn and(self, o: Bytes) -> Bytes {
+        Bytes(std::array::from_fn(|i| self.0[i] & o.0[i]))
+    }
+
+    fn or(self, o: Bytes) -> Bytes {
+        Bytes(std::array::from_fn(|i| self.0[i] | o.0[i]))
+    }
+}
+
+/// Per node, the bytes it fails on at once (see the module docs).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct FirstByteFails {
+    /// Distinct sets; index 0 is the empty set.
+    sets: Vec<Bytes>,
+    /// Per node, its set's index.
+    of_node: Vec<u16>,
+}
+
+impl FirstByteFails {
+    /// The sets of `nodes`, with `resolved` mapping each `Ref` to its rule.
+    pub(crate) fn new(nodes: &[Node], resolved: &[NodeId]) -> FirstByteFails {
+        let n = nodes.len();
+        // What is known so far: a node fails at once (`fail`), or matches nothing and succeeds
+        // at once (`empty`), without looking at the end of input. Leaves are known from the
+        // start; the others only grow, pass by pass.
+        let mut scanners = HashMap::new();
+        let (mut fail, mut empty): (Vec<Bytes>, Vec<Bytes>) = nodes.iter().map(|node| leaf(node, &mut scanners)).unzip();
+        // Children are usually built before their parents, so a pass in id order settles most
+        // of the arena; recursion takes a few more. Every pass's sets are sound on their own.
+        for _ in 0..32 {
+            let mut changed = false;
+            for i in 0..n {
+                let Some((f, e)) = inner(&nodes[i], NodeId(i as u32), resolved, &fail, &empty) else { continue };
+                if (f, e) != (fail[i], empty[i]) {
+                    (fail[i], empty[i]) = (f.or(fail[i]), e.or(empty[i]));
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        let mut index: HashMap<Bytes, u16, BuildHasherDefault<FxHasher>> = HashMap::default();
+        index.insert(Bytes::NONE, 0);
+        let mut sets = vec![Bytes::NONE];
+        let of_node = fail
+            .iter()
+            .map(|s| match index.get(s) {
+                Some(&k) => k,
+                None if sets.len() < usize::from(u16::MAX) => {
+                    let k = sets.len() as u16;
+                    sets.push(*s);
+                    index.insert(*s, k);
+                    k
+                }
+                None => 0,
+            })
+            .collect();
+        FirstByteFails { sets, of_node }
+    }
+
+    /// Whether node `id` fails at once at a position holding byte `b`.
+    #[inline]
+    pub(crate) fn fails_on(&self, id: NodeId, b: u8) -> bool {
+        match self.of_node.get(id.index()) {
+            Some(0) | None => false,
+            Some(&k) => self.sets[usize::from(k)].contains(b),
+        }
+    }
+}
+
+/// A leaf's (fail, empty) sets, following what the engine does with it (a composite node's
+/// start from nothing).
+fn leaf(node: &Node, scanners: &mut HashMap<(Dialect, Target), Bytes>) -> (Bytes, Bytes) {
+    let mut scanner = |dialect: Dialect, target: Target| {
+        let fails = *scanners.entry((dialect, target)).or_insert_with(|| fails_at_once(|input| Scanner::new(dialect, target, 0).run(input, true).into()));
+        (fails, Bytes::NONE)
+    };
+    match node {
+        Node::Eps => (Bytes::NONE, Bytes::ALL),
+        Node::End => (Bytes::ALL, Bytes::NONE),
+        Node::Literal { text } => match text.as_bytes().first() {
+            Some(&first) => (Bytes::ALL.without(first), Bytes::NONE),
+            None => (Bytes::NONE, Bytes::ALL),
+        },
+        // An ASCII byte the class refuses ends the run there; other bytes are decoded first.
+        Node::Chars { class, min, .. } => {
+            let mut taken = Bytes::NONE;
+            for &(lo, hi) in &class.ranges {
+                for b in u32::from(lo)..=u32::from(hi).min(0x7f) {
+                    taken.0[(b >> 6) as usize] |= 1 << (b & 63);
+                }
+            }
+            let ascii = Bytes([u64::MAX, u64::MAX, 0, 0]);
+            let refused = if class.negated { taken } else { ascii.and(Bytes(taken.0.map(|w| !w))) };
+            if *min == 0 { (Bytes::NONE, refused) } else { (refused, Bytes::NONE) }
+        }
+        Node::Space => (Bytes::NONE, [b' ', b'\t', b'\n', b'\r'].into_iter().fold(Bytes::ALL, Bytes::without)),
+        // The scanners and `marker` are asked: each byte alone, as the start of an input
+        // that may continue. What they refuse without looking further they refuse anywhere.
+        Node::Json { kind } => scanner(Dialect::Json, (*kind).into()),
+        // Fails where a value fails at its first byte (it keeps what fit only past it).
+        Node::JsonPrefix => scanner(Dialect::Json, Target::Value),
+        Node::Python { kind } => scanner(Dialect::Python, (*kind).into()),
+        Node::Marker => (fails_at_once(|input| leaf::marker(input, true, 0, None).0), Bytes::NONE),
+        // Decided past the first byte or at the input's start, or composite: nothing yet.
+        _ => (Bytes::NONE, Bytes::NONE),
+    }
+}
+
+/// The bytes on which a leaf, run on that byte alone (an input that may continue), fails at
+/// its start without looking at the end of input.
+fn fails_at_once(run: impl Fn(&[u8]) -> Res) -> Bytes {
+    let mut s = Bytes::NONE;
+    for b in 0..=255u8 {
+        let r = run(&[b]);
+        if (r.outcome, r.end, r.touched) == (Outcome::Fail, 0, false) {
+            s.0[usize::from(b >> 6)] |= 1 << (b & 63);
+        }
+    }
+    s
+}
+
+/// A composite node's (fail, empty) sets from its children's current ones, following what the
+/// engine does with it; `None` for a leaf.
+fn inner(node: &Node, id: NodeId, resolved: &[NodeId], fail: &[Bytes], empty: &[Bytes]) -> Option<(Bytes, Bytes)> {
+    let of = |c: &NodeId| (fail[c.index()], empty[c.index()]);
+    Some(match node {
+        // Fails where a child fails after children that all matched nothing.
+        Node::Sequence { children } => {
+            let (mut f, mut e) = (Bytes::NONE, Bytes::ALL);
+            for c in children {
+                let (cf, ce) = of(c);
+                f = f.or(e.and(cf));
+                e = e.and(ce);
+            }
+            (f, e)
+        }
+        // Fails where every child fails; matches nothing where the first child not failing does.
+        Node::Choice { children } => {
+            let (mut f, mut e) = (Bytes::ALL, Bytes::NONE);
+            for c in children {
+                let (cf, ce) = of(c);
+                e = e.or(f.and(ce));
+                f = f.and(cf);
+            }
+            (f, e)
+        }
+        Node::Repeat { child, min, max } => {
+            let (cf, ce) = of(child);
+            if *max == Some(0) {
+                (Bytes::NONE, Bytes::ALL)
+            } else if *min == 0 {
+                // No iteration, or one that matched nothing (the repeat stops there).
+                (Bytes::NONE, cf.or(ce))
+            } else {
+                (cf, ce)
+            }
+        }
+        Node::Peek { child } => of(child),
+        Node::Negate { child } => {
+            let (cf, ce) = of(child);
+            (ce, cf)
+        }
+        Node::Ref { .. } => {
+            let target = resolved[id.index()];
+            if target == id { (Bytes::NONE, Bytes::NONE) } else { of(&target) }
+        }
+        Node::Rule { child, .. } | Node::Tag { child, .. } | Node::Schema { child, .. } | Node::Gbnf { child, .. } | Node::Atomic { child } => of(child),
+        Node::Constrained { nodes: [child, _] } => of(child),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::test_rng::Rng;
+    use crate::{Arena, NodeId, Outcome};
+
+    /// A wide grammar like a lenient chat one: calls in several shapes, lookaheads that end
+    /// the content, recovery alternatives, a recursive rule and a left-recursive one.
+    fn wide() -> Arena {
+        Arena::build(|p| {
+            let value = p.rule(
+                "value",
+                p.chars("[0-9]", 1, None)
+                    | ("(" + p.space() + p.rule_ref("value") + p.space() + ")")
+                    | p.json_object()
+                    | p.json_string()
+                    | p.python_kind(crate::PythonKind::Dict)
+                    | p.json_prefix()
+                    | p.json_number()
+                    | p.python()
+                    | p.marker(),
+            );
+            let _left = p.rule("left", (p.rule_ref("left") + "x") | "y");
+            let name = p.tag("name", p.chars("[a-z_]", 1, None));
+            let call = p.tag(
+                "call",
+                "{" + p.space()
+                    + "\"name\""
+                    + p.space()
+                    + ":"
+                    + p.space()
+                    + "\""
+                    + name
+                    + "\""
+                    + p.optional(p.space() + "," + p.space() + value)
+                    + p.space()
+                    + "}",
+            );
+            let list = "[" + p.space() + call + p.zero_or_more(p.space() + "," + p.space() + call) + p.space() + "]";
+            let fenced = p.tag("fence", "```" + p.chars("[a-z]", 0, None)) + p.space() + call + p.space() + "```";
+            let wrapped = p.negate("<x>") + p.peek("<" + p.chars("[a-z]", 1, Some(3))) + "<" + p.chars("[a-z]", 1, Some(3)) + ">" + p.space() + call;
+            let section = "<tool>"
+                + p.space()
+                + p.atomic(list | call | fenced | wrapped | p.tag("odd", "!" + p.rule_ref("left")))
+                + p.space()
+                + (p.literal("</tool>") | p.tag("missing_close", p.space() + p.end()));
+            let ends_content = p.peek(p.space() + (p.literal("<tool>") | "```"));
+            p.tag("content", p.until_one_of(["<tool>", "```"])) + p.zero_or_more(p.negate(p.end()) + (section | (ends_content + fenced))) + p.space() + p.end()
+        })
+        .unwrap()
+    }
+
+    const PIECES: [&str; 31] = [
+        "!",
+        "'",
+        "{\"a\": 1}",
+        "{'a': None}",
+        "-1",
+        "true",
+        "[1, 2]",
+        "<tool>",
+        "</tool>",
+        "{",
+        "}",
+        "[",
+        "]",
+        "\"name\"",
+        ":",
+        ",",
+        "\"",
+        " ",
+        "\n",
+        "get_w",
+        "```",
+        "json",
+        "<x>",
+        "<ab>",
+        "(",
+        ")",
+        "42",
+        "y",
+        "x",
+        "é",
+        "\u{ff}",
+    ];
+
+    fn draw(rng: &mut Rng) -> Vec<u8> {
+        let mut s = Vec::new();
+        if rng.below(3) == 0 {
+            s.extend_from_slice(b"Hi ");
+        }
+        for _ in 0..rng.below(24) {
+            s.extend_from_slice(rng.pick(&PIECES).as_bytes());
+        }
+        if rng.below(8) == 0 {
+            s.push(0xff);
+        }
+        s
+    }
+
+    /// Every node the sets say fails at once does, by the engine, at every position of many
+    /// inputs, partial and complete: the property the engine's answer relies on.
+    #[test]
+    fn claimed_failures_are_failures() {
+        let arena = wide();
+        let mut rng = Rng(0x5eed_f1e5);
+        let mut claimed = 0;
+        for _ in 0..150 {
+            let input = draw(&mut rng);
+            for partial in [false, true] {
+                for pos in 0..input.len() {
+                    for i in 0..arena.nodes().len() {
+                        let id = NodeId(i as u32);
+                        if arena.first_byte_fails(id, input[pos]) {
+                            claimed += 1;
+                            let r = arena.eval_at(id, &input, pos, partial);
+                            assert_eq!(
+                                (r.outcome, r.end, r.touched),
+                                (Outcome::Fail, pos, false),
+                                "node {i} at {pos} of {:?}",
+                                String::from_utf8_lossy(&input)
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        assert!(claimed > 10_000, "{claimed}");
+        // A left-recursive rule claims nothing before it reads: it is called as before.
+        let left = arena.rule("left").unwrap();
+        assert!(!arena.first_byte_fails(left, b'z'));
+    }
+
+    /// Whole parses, partial and complete, equal those that call into every node.
+    #[test]
+    fn parses_equal_those_calling_every_node() {
+        let arena = wide();
+        let mut rng = Rng(0xfeed_0b17e);
+        for _ in 0..400 {
+            let input = draw(&mut rng);
+            for partial in [false, true] {
+                let fast = arena.parse(&input, partial);
+                let slow = arena.parse_every_node(&input, partial);
+                assert_eq!(fast.map_err(|e| e.kind()), slow.map_err(|e| e.kind()), "{:?} partial={partial}", String::from_utf8_lossy(&input));
+            }
+        }
+    }
+}
