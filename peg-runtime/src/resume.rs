@@ -60,8 +60,8 @@ impl Resume for Session {
         Session::update(self)
     }
     fn finish(&mut self) -> Result<&ParseOutput, Error> {
-        Session::finish(self)?;
-        Ok(Session::output(self))
+        // The output stays in the session: a stream folds it from there, no copy.
+        self.finish_in_place()
     }
     #[inline]
     fn output(&self) -> &ParseOutput {

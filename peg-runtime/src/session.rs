@@ -247,9 +247,15 @@ impl Session {
     /// assert_eq!(s.finish().unwrap().result.outcome, Outcome::Fail);
     /// ```
     pub fn finish(&mut self) -> Result<ParseOutput, Error> {
+        self.finish_in_place()?;
+        Ok(self.last.clone())
+    }
+
+    /// [`Session::finish`] keeping the output in the session (see [`Session::output`]).
+    pub(crate) fn finish_in_place(&mut self) -> Result<&ParseOutput, Error> {
         self.in_place = false;
         self.run(false)?;
-        Ok(self.last.clone())
+        Ok(&self.last)
     }
 
     /// The output of the last [`parse`](Session::parse), [`update`](Session::update) or
