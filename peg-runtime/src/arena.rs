@@ -11,9 +11,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::chars::CharClass;
 use crate::error::{Error, ErrorKind};
-use crate::first_byte::FirstByteFails;
 pub use crate::kinds::{JsonKind, PythonKind};
 use crate::leaf::Delimiters;
+use crate::quick_fail::QuickFails;
 
 /// Index of a node in its [`Arena`].
 ///
@@ -180,8 +180,9 @@ pub struct Arena {
     searchers: Vec<Option<Delimiters>>,
     /// For each node: the tag or rule name its AST nodes carry, shared by every AST node.
     labels: Vec<Option<Arc<str>>>,
-    /// For each node: the bytes it fails on at once, answered without a call into it.
-    first_byte_fails: FirstByteFails,
+    /// For each node: where it fails at once (a first byte, the end of complete input),
+    /// answered without a call into it.
+    quick_fails: QuickFails,
 }
 
 impl PartialEq for Arena {
@@ -260,8 +261,8 @@ impl Arena {
                 _ => None,
             })
             .collect();
-        let first_byte_fails = FirstByteFails::new(&data.nodes, &resolved);
-        Ok(Arena { data, rule_index, resolved, searchers, labels, first_byte_fails })
+        let quick_fails = QuickFails::new(&data.nodes, &resolved);
+        Ok(Arena { data, rule_index, resolved, searchers, labels, quick_fails })
     }
 
     /// Builds an arena with the [`Builder`](crate::Builder) DSL; the closure returns the root.
@@ -335,7 +336,14 @@ impl Arena {
     /// its result there is a failure at that position that did not look at the end.
     #[inline]
     pub(crate) fn first_byte_fails(&self, id: NodeId, b: u8) -> bool {
-        self.first_byte_fails.fails_on(id, b)
+        self.quick_fails.fails_on(id, b)
+    }
+
+    /// Whether node `id` fails at the end of complete input: `Some(touched)`, whether that
+    /// failure looked at the end of input.
+    #[inline]
+    pub(crate) fn fails_at_end(&self, id: NodeId) -> Option<bool> {
+        self.quick_fails.fails_at_end(id)
     }
 
     /// Serializes to JSON (stable: node order and field order are fixed).

@@ -48,7 +48,6 @@ mod chars;
 #[cfg(feature = "chat")]
 pub mod chat;
 mod error;
-mod first_byte;
 #[cfg(feature = "gbnf")]
 pub mod gbnf;
 mod kinds;
@@ -62,6 +61,7 @@ mod outcome;
 #[doc(hidden)]
 pub mod parse;
 pub mod python;
+mod quick_fail;
 mod resume;
 #[cfg(feature = "schema")]
 pub mod schema;

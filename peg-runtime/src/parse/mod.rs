@@ -164,7 +164,7 @@ impl Arena {
     pub(crate) fn eval_at(&self, id: NodeId, input: &[u8], pos: usize, partial: bool) -> Res {
         let mut nodes = Vec::new();
         let mut engine = Engine::new(self, input, partial, ParseOptions::default(), &mut nodes, None);
-        engine.first_byte = false;
+        engine.quick_fails = false;
         engine.parse_node(id, pos).unwrap()
     }
 
@@ -172,7 +172,7 @@ impl Arena {
     pub(crate) fn parse_every_node(&self, input: &[u8], partial: bool) -> Result<ParseOutput, Error> {
         let mut nodes = Vec::new();
         let mut engine = Engine::new(self, input, partial, ParseOptions::default(), &mut nodes, None);
-        engine.first_byte = false;
+        engine.quick_fails = false;
         let r = engine.parse_node(self.root(), 0)?;
         let roots = std::mem::take(&mut engine.out);
         Ok(finish_output(&nodes, &roots, r))
@@ -343,9 +343,9 @@ pub(crate) struct Engine<'e> {
     /// Set by a combinator right before it passes a child's need-more-input up:
     /// (something else it ran touched the end, the bytes it matched before that child are invalid).
     pre: (bool, bool),
-    /// Answer nodes that fail on their first byte from the arena (off only to test that it
-    /// changes nothing).
-    first_byte: bool,
+    /// Answer nodes that fail at once (on their first byte, at the end of complete input) from
+    /// the arena (off only to test that it changes nothing).
+    quick_fails: bool,
 }
 
 /// One node on the path from the root to the leaf that needed more input.
@@ -386,7 +386,7 @@ impl<'e> Engine<'e> {
             memo,
             chain: Vec::new(),
             pre: (false, false),
-            first_byte: true,
+            quick_fails: true,
         }
     }
 
@@ -400,12 +400,18 @@ impl<'e> Engine<'e> {
     /// Parses node `id` at `pos`, appending the AST nodes it creates to `self.out`.
     pub(crate) fn parse_node(&mut self, id: NodeId, pos: usize) -> Result<Res, Error> {
         let id = self.arena.resolve(id);
-        // Most alternatives of a wide grammar fail on their first byte: answered from the arena.
-        if self.first_byte
-            && let Some(&b) = self.input.get(pos)
-            && self.arena.first_byte_fails(id, b)
-        {
-            return Ok(Res::fail(pos));
+        // Most alternatives of a wide grammar fail on their first byte, or at once at the end
+        // of a complete output: answered from the arena.
+        if self.quick_fails {
+            match self.input.get(pos) {
+                Some(&b) if self.arena.first_byte_fails(id, b) => return Ok(Res::fail(pos)),
+                None if !self.partial => {
+                    if let Some(touched) = self.arena.fails_at_end(id) {
+                        return Ok(Res::new(Outcome::Fail, pos, touched, false));
+                    }
+                }
+                _ => {}
+            }
         }
         if self.depth >= self.max_depth || stack_address().abs_diff(self.stack_base) > self.max_stack {
             return Err(Error::new(ErrorKind::TooDeep, format!("parser nesting exceeds {}", self.max_depth)).with_offset(pos));

@@ -1,14 +1,18 @@
-//! First-byte failure sets: for each node, the bytes on which it fails at once.
+//! Quick failures: for each node, where it fails without a call into it.
 //!
 //! A chat grammar is wide: a lenient one tries every tool's call form, then the recovery
 //! shapes, at each place a call may start, and nearly all of them fail on their first byte
-//! (`{` where the text has `<`). Knowing that from the arena, the engine answers such a node
-//! with the failure it would compute, without a call into it, a memo entry or an AST node.
+//! (`{` where the text has `<`), or, at the end of a complete output, at once. Knowing that
+//! from the arena, the engine answers such a node with the failure it would compute, without
+//! a call into it, a memo entry or an AST node.
 //!
-//! A node *fails at once* on byte `b` when, at a position holding `b` (before the end of
-//! input), it fails without looking at the end of input: the result `Res::fail(pos)`, in
-//! partial and complete parses alike. The sets are a least fixpoint, so a rule that refers to
-//! itself before reading a byte (left recursion) claims nothing and is evaluated as before.
+//! - A node *fails on byte `b`* when, at a position holding `b` (before the end of input), it
+//!   fails without looking at the end of input: `Res::fail(pos)`, partial and complete alike.
+//! - A node *fails at the end* when, at the end of complete input, it fails there: a failure
+//!   at that position, which looked at the end of input or not (both are kept).
+//!
+//! Both are least fixpoints, so a rule that refers to itself before reading a byte (left
+//! recursion) claims nothing and is evaluated as before.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
@@ -54,18 +58,35 @@ impl Bytes {
     }
 }
 
-/// Per node, the bytes it fails on at once (see the module docs).
+/// Per node, the bytes it fails on at once and whether it fails at the end (see the module
+/// docs).
 #[derive(Debug, Clone, Default)]
-pub(crate) struct FirstByteFails {
+pub(crate) struct QuickFails {
     /// Distinct sets; index 0 is the empty set.
     sets: Vec<Bytes>,
     /// Per node, its set's index.
     of_node: Vec<u16>,
+    /// Per node, what it does at the end of complete input.
+    at_end: Vec<AtEnd>,
 }
 
-impl FirstByteFails {
+/// What a node does at the end of complete input, where that is known without a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AtEnd {
+    Unknown,
+    /// Fails there; `touched`: the failure looked at the end of input.
+    Fails {
+        touched: bool,
+    },
+    /// Succeeds there, matching nothing.
+    Empty {
+        touched: bool,
+    },
+}
+
+impl QuickFails {
     /// The sets of `nodes`, with `resolved` mapping each `Ref` to its rule.
-    pub(crate) fn new(nodes: &[Node], resolved: &[NodeId]) -> FirstByteFails {
+    pub(crate) fn new(nodes: &[Node], resolved: &[NodeId]) -> QuickFails {
         let n = nodes.len();
         // What is known so far: a node fails at once (`fail`), or matches nothing and succeeds
         // at once (`empty`), without looking at the end of input. Leaves are known from the
@@ -103,7 +124,7 @@ impl FirstByteFails {
                 None => 0,
             })
             .collect();
-        FirstByteFails { sets, of_node }
+        QuickFails { sets, of_node, at_end: at_end(nodes, resolved) }
     }
 
     /// Whether node `id` fails at once at a position holding byte `b`.
@@ -112,6 +133,16 @@ impl FirstByteFails {
         match self.of_node.get(id.index()) {
             Some(0) | None => false,
             Some(&k) => self.sets[usize::from(k)].contains(b),
+        }
+    }
+
+    /// Whether node `id` fails at the end of complete input: `Some(touched)`, whether that
+    /// failure looked at the end.
+    #[inline]
+    pub(crate) fn fails_at_end(&self, id: NodeId) -> Option<bool> {
+        match self.at_end.get(id.index()) {
+            Some(AtEnd::Fails { touched }) => Some(*touched),
+            _ => None,
         }
     }
 }
@@ -217,6 +248,104 @@ fn inner(node: &Node, id: NodeId, resolved: &[NodeId], fail: &[Bytes], empty: &[
         Node::Constrained { nodes: [child, _] } => of(child),
         _ => return None,
     })
+}
+
+/// What each node does at the end of complete input, by asking each leaf on an empty input and
+/// following what the engine does with composite nodes, to a fixpoint.
+fn at_end(nodes: &[Node], resolved: &[NodeId]) -> Vec<AtEnd> {
+    let of = |r: Res| match (r.outcome, r.end) {
+        (Outcome::Fail, 0) => AtEnd::Fails { touched: r.touched },
+        (Outcome::Success, 0) => AtEnd::Empty { touched: r.touched },
+        _ => AtEnd::Unknown,
+    };
+    let scan = |dialect: Dialect, target: Target| of(Scanner::new(dialect, target, 0).run(b"", false).into());
+    let mut ends: Vec<AtEnd> = nodes
+        .iter()
+        .map(|node| match node {
+            Node::Eps => AtEnd::Empty { touched: false },
+            Node::End => AtEnd::Empty { touched: true },
+            Node::Literal { text } => of(leaf::literal(b"", false, 0, text.as_bytes())),
+            Node::Any => of(leaf::any(b"", false, 0)),
+            Node::Chars { class, min, max } => of(leaf::chars(b"", false, 0, None, *min, *max, |c| class.matches(c)).0),
+            Node::Space => of(leaf::space(b"", false, 0, None).0),
+            Node::Marker => of(leaf::marker(b"", false, 0, None).0),
+            Node::Json { kind } => scan(Dialect::Json, (*kind).into()),
+            // A value that fits nothing keeps nothing: its failure stands.
+            Node::JsonPrefix => scan(Dialect::Json, Target::Value),
+            Node::JsonStringContent => scan(Dialect::Json, Target::StringContent),
+            Node::Python { kind } => scan(Dialect::Python, (*kind).into()),
+            // `start` depends on where the end is; `until` and `rest` are left to their calls.
+            _ => AtEnd::Unknown,
+        })
+        .collect();
+    for _ in 0..32 {
+        let mut changed = false;
+        for (i, node) in nodes.iter().enumerate() {
+            if ends[i] != AtEnd::Unknown {
+                continue;
+            }
+            let e = end_of(node, NodeId(i as u32), resolved, &ends);
+            if e != AtEnd::Unknown {
+                ends[i] = e;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    ends
+}
+
+/// A composite node at the end of complete input, from its children, as the engine runs it.
+fn end_of(node: &Node, id: NodeId, resolved: &[NodeId], ends: &[AtEnd]) -> AtEnd {
+    let of = |c: &NodeId| ends[c.index()];
+    match node {
+        // Children matching nothing in turn, to the first that fails.
+        Node::Sequence { children } => {
+            let mut touched = false;
+            for c in children {
+                match of(c) {
+                    AtEnd::Empty { touched: t } => touched |= t,
+                    AtEnd::Fails { touched: t } => return AtEnd::Fails { touched: touched | t },
+                    AtEnd::Unknown => return AtEnd::Unknown,
+                }
+            }
+            AtEnd::Empty { touched }
+        }
+        // Children failing in turn, to the first that matches.
+        Node::Choice { children } => {
+            let mut touched = false;
+            for c in children {
+                match of(c) {
+                    AtEnd::Fails { touched: t } => touched |= t,
+                    AtEnd::Empty { touched: t } => return AtEnd::Empty { touched: touched | t },
+                    AtEnd::Unknown => return AtEnd::Unknown,
+                }
+            }
+            AtEnd::Fails { touched }
+        }
+        Node::Repeat { child, min, max } => match (max, of(child)) {
+            (Some(0), _) => AtEnd::Empty { touched: false },
+            (_, AtEnd::Fails { touched }) if *min == 0 => AtEnd::Empty { touched },
+            (_, AtEnd::Fails { touched }) => AtEnd::Fails { touched },
+            // One iteration matching nothing meets the minimum.
+            (_, e) => e,
+        },
+        Node::Peek { child } => of(child),
+        Node::Negate { child } => match of(child) {
+            AtEnd::Fails { touched } => AtEnd::Empty { touched },
+            AtEnd::Empty { touched } => AtEnd::Fails { touched },
+            AtEnd::Unknown => AtEnd::Unknown,
+        },
+        Node::Ref { .. } => {
+            let target = resolved[id.index()];
+            if target == id { AtEnd::Unknown } else { of(&target) }
+        }
+        Node::Rule { child, .. } | Node::Tag { child, .. } | Node::Schema { child, .. } | Node::Gbnf { child, .. } | Node::Atomic { child } => of(child),
+        Node::Constrained { nodes: [child, _] } => of(child),
+        _ => AtEnd::Unknown,
+    }
 }
 
 #[cfg(test)]
@@ -341,6 +470,29 @@ mod tests {
                                 String::from_utf8_lossy(&input)
                             );
                         }
+                    }
+                }
+            }
+        }
+        assert!(claimed > 10_000, "{claimed}");
+        // At the end of complete input: after every prefix of every input.
+        let mut claimed = 0;
+        let mut rng = Rng(0xe0d0_f1e5);
+        for _ in 0..150 {
+            let input = draw(&mut rng);
+            for cut in 0..=input.len() {
+                let prefix = &input[..cut];
+                for i in 0..arena.nodes().len() {
+                    let id = NodeId(i as u32);
+                    if let Some(touched) = arena.fails_at_end(id) {
+                        claimed += 1;
+                        let r = arena.eval_at(id, prefix, cut, false);
+                        assert_eq!(
+                            (r.outcome, r.end, r.touched),
+                            (Outcome::Fail, cut, touched),
+                            "node {i} at the end of {:?}",
+                            String::from_utf8_lossy(prefix)
+                        );
                     }
                 }
             }
