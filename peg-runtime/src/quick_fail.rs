@@ -16,6 +16,7 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::sync::OnceLock;
 
 use crate::arena::{Node, NodeId};
 use crate::json::{Dialect, Scanner, Target};
@@ -87,17 +88,17 @@ enum AtEnd {
 impl QuickFails {
     /// The sets of `nodes`, with `resolved` mapping each `Ref` to its rule.
     pub(crate) fn new(nodes: &[Node], resolved: &[NodeId]) -> QuickFails {
-        let n = nodes.len();
         // What is known so far: a node fails at once (`fail`), or matches nothing and succeeds
         // at once (`empty`), without looking at the end of input. Leaves are known from the
         // start; the others only grow, pass by pass.
-        let mut scanners = HashMap::new();
-        let (mut fail, mut empty): (Vec<Bytes>, Vec<Bytes>) = nodes.iter().map(|node| leaf(node, &mut scanners)).unzip();
-        // Children are usually built before their parents, so a pass in id order settles most
-        // of the arena; recursion takes a few more. Every pass's sets are sound on their own.
+        let (mut fail, mut empty): (Vec<Bytes>, Vec<Bytes>) = nodes.iter().map(leaf).unzip();
+        // In an order with children before their parents, one pass settles all but recursion,
+        // which takes a few more. Every pass's sets are sound on their own.
+        let order = children_first(nodes);
         for _ in 0..32 {
             let mut changed = false;
-            for i in 0..n {
+            for &i in &order {
+                let i = i as usize;
                 let Some((f, e)) = inner(&nodes[i], NodeId(i as u32), resolved, &fail, &empty) else { continue };
                 if (f, e) != (fail[i], empty[i]) {
                     (fail[i], empty[i]) = (f.or(fail[i]), e.or(empty[i]));
@@ -124,7 +125,7 @@ impl QuickFails {
                 None => 0,
             })
             .collect();
-        QuickFails { sets, of_node, at_end: at_end(nodes, resolved) }
+        QuickFails { sets, of_node, at_end: at_end(nodes, resolved, &order) }
     }
 
     /// Whether node `id` fails at once at a position holding byte `b`.
@@ -149,11 +150,8 @@ impl QuickFails {
 
 /// A leaf's (fail, empty) sets, following what the engine does with it (a composite node's
 /// start from nothing).
-fn leaf(node: &Node, scanners: &mut HashMap<(Dialect, Target), Bytes>) -> (Bytes, Bytes) {
-    let mut scanner = |dialect: Dialect, target: Target| {
-        let fails = *scanners.entry((dialect, target)).or_insert_with(|| fails_at_once(|input| Scanner::new(dialect, target, 0).run(input, true).into()));
-        (fails, Bytes::NONE)
-    };
+fn leaf(node: &Node) -> (Bytes, Bytes) {
+    let scanner = |dialect: Dialect, target: Target| (probe(dialect, target).first_bytes, Bytes::NONE);
     match node {
         Node::Eps => (Bytes::NONE, Bytes::ALL),
         Node::End => (Bytes::ALL, Bytes::NONE),
@@ -165,8 +163,13 @@ fn leaf(node: &Node, scanners: &mut HashMap<(Dialect, Target), Bytes>) -> (Bytes
         Node::Chars { class, min, .. } => {
             let mut taken = Bytes::NONE;
             for &(lo, hi) in &class.ranges {
-                for b in u32::from(lo)..=u32::from(hi).min(0x7f) {
-                    taken.0[(b >> 6) as usize] |= 1 << (b & 63);
+                let (lo, hi) = (u32::from(lo), u32::from(hi).min(0x7f));
+                for w in (lo >> 6)..=(hi >> 6).min(1) {
+                    if lo > hi {
+                        break;
+                    }
+                    let (from, to) = (lo.max(w * 64) - w * 64, hi.min(w * 64 + 63) - w * 64);
+                    taken.0[w as usize] |= (u64::MAX >> (63 - to)) & (u64::MAX << from);
                 }
             }
             let ascii = Bytes([u64::MAX, u64::MAX, 0, 0]);
@@ -184,6 +187,46 @@ fn leaf(node: &Node, scanners: &mut HashMap<(Dialect, Target), Bytes>) -> (Bytes
         // Decided past the first byte or at the input's start, or composite: nothing yet.
         _ => (Bytes::NONE, Bytes::NONE),
     }
+}
+
+/// What a scanner (of one dialect and target) fails on at once.
+#[derive(Debug, Clone, Copy)]
+struct Probed {
+    first_bytes: Bytes,
+    at_end: AtEnd,
+}
+
+const TARGETS: [Target; 8] = [Target::Value, Target::Object, Target::Array, Target::String, Target::Number, Target::Bool, Target::Null, Target::StringContent];
+
+/// Every scanner asked once per process: the answers depend on no arena.
+fn probe(dialect: Dialect, target: Target) -> Probed {
+    static PROBED: OnceLock<[[Probed; 8]; 2]> = OnceLock::new();
+    let table = PROBED.get_or_init(|| {
+        [Dialect::Json, Dialect::Python].map(|dialect| {
+            TARGETS.map(|target| Probed {
+                first_bytes: fails_at_once(|input| Scanner::new(dialect, target, 0).run(input, true).into()),
+                at_end: at_end_of(Scanner::new(dialect, target, 0).run(b"", false).into()),
+            })
+        })
+    });
+    let t = TARGETS.iter().position(|&t| t == target).unwrap_or(0);
+    table[usize::from(dialect == Dialect::Python)][t]
+}
+
+/// A leaf's result on no input, complete, as what it does at the end.
+fn at_end_of(r: Res) -> AtEnd {
+    match (r.outcome, r.end) {
+        (Outcome::Fail, 0) => AtEnd::Fails { touched: r.touched },
+        (Outcome::Success, 0) => AtEnd::Empty { touched: r.touched },
+        _ => AtEnd::Unknown,
+    }
+}
+
+/// The composite nodes, in id order: the builder adds a node's children before it, so one
+/// pass in this order settles all but what a rule's reference reaches (a rule is added after
+/// the references to it), which takes another pass or two.
+fn children_first(nodes: &[Node]) -> Vec<u32> {
+    (0..nodes.len() as u32).filter(|&i| !nodes[i as usize].children().is_empty() || matches!(nodes[i as usize], Node::Ref { .. })).collect()
 }
 
 /// The bytes on which a leaf, run on that byte alone (an input that may continue), fails at
@@ -252,23 +295,18 @@ fn inner(node: &Node, id: NodeId, resolved: &[NodeId], fail: &[Bytes], empty: &[
 
 /// What each node does at the end of complete input, by asking each leaf on an empty input and
 /// following what the engine does with composite nodes, to a fixpoint.
-fn at_end(nodes: &[Node], resolved: &[NodeId]) -> Vec<AtEnd> {
-    let of = |r: Res| match (r.outcome, r.end) {
-        (Outcome::Fail, 0) => AtEnd::Fails { touched: r.touched },
-        (Outcome::Success, 0) => AtEnd::Empty { touched: r.touched },
-        _ => AtEnd::Unknown,
-    };
-    let scan = |dialect: Dialect, target: Target| of(Scanner::new(dialect, target, 0).run(b"", false).into());
+fn at_end(nodes: &[Node], resolved: &[NodeId], order: &[u32]) -> Vec<AtEnd> {
+    let scan = |dialect: Dialect, target: Target| probe(dialect, target).at_end;
     let mut ends: Vec<AtEnd> = nodes
         .iter()
         .map(|node| match node {
             Node::Eps => AtEnd::Empty { touched: false },
             Node::End => AtEnd::Empty { touched: true },
-            Node::Literal { text } => of(leaf::literal(b"", false, 0, text.as_bytes())),
-            Node::Any => of(leaf::any(b"", false, 0)),
-            Node::Chars { class, min, max } => of(leaf::chars(b"", false, 0, None, *min, *max, |c| class.matches(c)).0),
-            Node::Space => of(leaf::space(b"", false, 0, None).0),
-            Node::Marker => of(leaf::marker(b"", false, 0, None).0),
+            Node::Literal { text } => at_end_of(leaf::literal(b"", false, 0, text.as_bytes())),
+            Node::Any => at_end_of(leaf::any(b"", false, 0)),
+            Node::Chars { class, min, max } => at_end_of(leaf::chars(b"", false, 0, None, *min, *max, |c| class.matches(c)).0),
+            Node::Space => at_end_of(leaf::space(b"", false, 0, None).0),
+            Node::Marker => at_end_of(leaf::marker(b"", false, 0, None).0),
             Node::Json { kind } => scan(Dialect::Json, (*kind).into()),
             // A value that fits nothing keeps nothing: its failure stands.
             Node::JsonPrefix => scan(Dialect::Json, Target::Value),
@@ -280,11 +318,12 @@ fn at_end(nodes: &[Node], resolved: &[NodeId]) -> Vec<AtEnd> {
         .collect();
     for _ in 0..32 {
         let mut changed = false;
-        for (i, node) in nodes.iter().enumerate() {
+        for &i in order {
+            let i = i as usize;
             if ends[i] != AtEnd::Unknown {
                 continue;
             }
-            let e = end_of(node, NodeId(i as u32), resolved, &ends);
+            let e = end_of(&nodes[i], NodeId(i as u32), resolved, &ends);
             if e != AtEnd::Unknown {
                 ends[i] = e;
                 changed = true;
@@ -360,6 +399,8 @@ mod tests {
             let value = p.rule(
                 "value",
                 p.chars("[0-9]", 1, None)
+                    | ("=" + p.chars("[^\"<]", 1, None))
+                    | ("~" + p.chars("[ -~]", 0, Some(4)) + p.chars("[?-Z]", 1, None))
                     | ("(" + p.space() + p.rule_ref("value") + p.space() + ")")
                     | p.json_object()
                     | p.json_string()
@@ -399,7 +440,10 @@ mod tests {
         .unwrap()
     }
 
-    const PIECES: [&str; 31] = [
+    const PIECES: [&str; 34] = [
+        "=ab",
+        "~ Q",
+        "?Z@",
         "!",
         "'",
         "{\"a\": 1}",
