@@ -381,6 +381,11 @@ pub struct ToolArgumentsAnalysis {
     /// the template does so (A4); `value_suffix` then closes with the argument's name.
     #[serde(default)]
     pub elements: Option<ElementSyntax>,
+    /// The template writes no argument whose value is null (it skips them): a model trained
+    /// on it writes null as the argument's absence, so an argument that may be null is not
+    /// required of it.
+    #[serde(default)]
+    pub omits_null: bool,
 }
 
 /// Stands for the name of what a marker closes (`</` [`NAME_SLOT`] `>` is `</alpha>` after

@@ -665,7 +665,14 @@ pub fn derive_element_syntax(list: &str, map: &str, literals: &str) -> Option<El
     let ic = close.find(ARG_B)?;
     let (close_prefix, close_suffix) = (&close[..ic], &close[ic + ARG_B.len()..]);
     let bracket = |s: &str| !s.is_empty() && !s.contains(char::is_alphanumeric) && !s.contains(char::is_whitespace);
-    if ![open_prefix, open_suffix, close_prefix, close_suffix].iter().all(|s| bracket(s)) || open_prefix == close_prefix {
+    // Both tags may start with one token the template writes before every element
+    // (`]<]minimax[>[<bravo>`, `]<]minimax[>[</bravo>`): the same in both, before the brackets.
+    let shared = &open_prefix[..super::text::lcp(open_prefix, close_prefix)];
+    let token = shared.trim_end_matches(|c: char| !c.is_alphanumeric());
+    if token.contains(char::is_whitespace)
+        || ![&open_prefix[token.len()..], open_suffix, &close_prefix[token.len()..], close_suffix].iter().all(|s| bracket(s))
+        || open_prefix == close_prefix
+    {
         return None;
     }
     let e = |item: &str| ElementSyntax {
@@ -700,10 +707,12 @@ pub fn derive_element_syntax(list: &str, map: &str, literals: &str) -> Option<El
     }
     let lits = items(literals)?;
     let [t, f, n] = lits.as_slice() else { return None };
-    if [t, f, n].iter().any(|l| l.is_empty() || l.contains(char::is_whitespace)) {
+    if [t, f].iter().any(|l| l.is_empty() || l.contains(char::is_whitespace)) || n.contains(char::is_whitespace) {
         return None;
     }
-    (syntax.true_literal, syntax.false_literal, syntax.null_literal) = (t.clone(), f.clone(), n.clone());
+    // A template that writes nothing for null (an empty element) gives no word to read back.
+    let n = if n.is_empty() { "null".to_owned() } else { n.clone() };
+    (syntax.true_literal, syntax.false_literal, syntax.null_literal) = (t.clone(), f.clone(), n);
     Some(syntax)
 }
 
@@ -874,7 +883,21 @@ pub fn analyze_tools(p: &mut Probe, r: &ReasoningAnalysis, caps: &mut Capabiliti
             analyze_value_syntax(p, &mut t, r);
         }
     }
+    t.arguments.omits_null = omits_null(p, r);
     Ok(t)
+}
+
+/// Whether the template skips null arguments: a call's second argument is written when it
+/// holds a string and missing when it holds null, the first written in both.
+fn omits_null(p: &Probe, r: &ReasoningAnalysis) -> bool {
+    let region = |b: Value| {
+        let call = Call { args: vec![(ARG_A, serde_json::json!(VAL_A)), (ARG_B, b)], ..Call::typed() };
+        tool_region(p, vec![call]).ok().map(|h| strip_reasoning(&h, r))
+    };
+    match (region(serde_json::json!(VAL_B)), region(Value::Null)) {
+        (Some(with), Some(null)) => with.contains(ARG_B) && with.contains(VAL_A) && null.contains(VAL_A) && !null.contains(ARG_B),
+        _ => false,
+    }
 }
 
 #[cfg(test)]
@@ -1133,6 +1156,25 @@ mod tests {
         )
         .unwrap();
         assert_eq!(e, ElementSyntax::default());
+        // A token of the template's own before every tag, and nothing written for null.
+        let t = |s: &str| s.replace('^', "%%el%%");
+        let e = derive_element_syntax(
+            &t("^<item>XXXX^</item>^<item>YYYY^</item>"),
+            &t("^<bravo>XXXX^</bravo>"),
+            &t("^<item>true^</item>^<item>false^</item>^<item>^</item>"),
+        )
+        .unwrap();
+        assert_eq!((e.open("k"), e.close("k"), e.null_literal.as_str()), (t("^<k>"), t("^</k>"), "null"));
+        // Not when the token differs between the tags, or holds a space.
+        assert_eq!(derive_element_syntax("a<item>XXXX</item>", "a<bravo>XXXXb</bravo>", "<item>true</item>"), None);
+        assert_eq!(
+            derive_element_syntax(
+                "el x<item>XXXXel x</item>el x<item>YYYYel x</item>",
+                "el x<bravo>XXXXel x</bravo>",
+                "el x<item>trueel x</item>el x<item>falseel x</item>el x<item>nullel x</item>"
+            ),
+            None
+        );
         // JSON, Gemma's literals, Python reprs: not elements.
         assert_eq!(derive_element_syntax(r#"["XXXX", "YYYY"]"#, r#"{"bravo": "XXXX"}"#, "[true, false, null]"), None);
         assert_eq!(derive_element_syntax("[<|\"|>XXXX<|\"|>,<|\"|>YYYY<|\"|>]", "{bravo:<|\"|>XXXX<|\"|>}", "[true,false,None]"), None);

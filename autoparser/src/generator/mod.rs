@@ -309,6 +309,13 @@ impl Constraints {
 /// The parser arena, grammar, triggers, schema warnings and tools of `req` (reading only the
 /// part of it in [`Constraints::key`]).
 pub(crate) fn constraints(a: &TemplateAnalysis, req: &Request, prefill: &str) -> Result<Constraints, Error> {
+    let relaxed;
+    let req = if a.tools.arguments.omits_null && !req.tools.is_empty() {
+        relaxed = Request { tools: req.tools.iter().map(null_not_required).collect(), ..req.clone() };
+        &relaxed
+    } else {
+        req
+    };
     let policy = Policy::new(req, a);
     let arena = parse_arena(a, &policy).map_err(|e| generation_failed("parser construction", e))?;
     let grammar_lazy = policy.lazy_grammar();
@@ -338,6 +345,29 @@ pub(crate) fn constraints(a: &TemplateAnalysis, req: &Request, prefill: &str) ->
         warnings: schema_warnings(&policy.tools),
         tools: req.tools.iter().filter_map(ToolSpec::from_openai).collect(),
     })
+}
+
+/// `tool` (an OpenAI tool) without the required arguments whose schema admits null: for a
+/// template that writes null as an argument's absence (the grammar then lets the model leave
+/// them out, and the check of the calls reads them as given).
+fn null_not_required(tool: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    fn admits_null(schema: &Value) -> bool {
+        let ty = |t: &Value| t.as_str() == Some("null");
+        schema.get("type").is_some_and(|t| ty(t) || t.as_array().is_some_and(|a| a.iter().any(ty)))
+            || schema.get("nullable").and_then(Value::as_bool) == Some(true)
+            || schema.get("enum").and_then(Value::as_array).is_some_and(|e| e.contains(&Value::Null))
+            || schema.get("const").is_some_and(Value::is_null)
+            || ["anyOf", "oneOf"].iter().any(|k| schema.get(*k).and_then(Value::as_array).is_some_and(|o| o.iter().any(admits_null)))
+    }
+    let mut tool = tool.clone();
+    if let Some(params) = tool.get_mut("function").and_then(|f| f.get_mut("parameters")).filter(|p| p.is_object()) {
+        let props = params.get("properties").cloned().unwrap_or(Value::Null);
+        if let Some(required) = params.get_mut("required").and_then(Value::as_array_mut) {
+            required.retain(|name| !name.as_str().and_then(|n| props.get(n)).is_some_and(admits_null));
+        }
+    }
+    tool
 }
 
 /// The request as the template is rendered with it: arguments as objects where the template
@@ -493,6 +523,19 @@ fn schema_warnings(tools: &[(String, serde_json::Value)]) -> Vec<String> {
 mod tests {
     use super::*;
     use peg_runtime::chat::ParseMode;
+
+    /// For a template that writes null as an argument's absence, an argument that may be null
+    /// is not required; the others stay required.
+    #[test]
+    fn nullable_arguments_are_not_required_where_null_is_absence() {
+        let tool = serde_json::json!({"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {
+            "a": {"type": "string"}, "b": {"type": ["string", "null"]}, "c": {"anyOf": [{"type": "integer"}, {"type": "null"}]}, "d": {"type": "integer", "nullable": true}},
+            "required": ["a", "b", "c", "d"]}}});
+        assert_eq!(null_not_required(&tool)["function"]["parameters"]["required"], serde_json::json!(["a"]));
+        // Nothing to relax: unchanged.
+        let plain = serde_json::json!({"type": "function", "function": {"name": "g", "parameters": {"type": "object"}}});
+        assert_eq!(null_not_required(&plain), plain);
+    }
 
     /// Tool schemas with Python-style or unknown type names still generate (issue: `"type":
     /// "float"` failed the whole request); unknown names are reported.

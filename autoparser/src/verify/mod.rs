@@ -755,7 +755,7 @@ impl<'r> Session<'r> {
         if self.render_with(req, &without).is_ok_and(|s| s == rendered) {
             return Err("the template drops tool calls".into());
         }
-        for c in &calls {
+        for (i, c) in calls.iter().enumerate() {
             let f = &c["function"];
             let name = f["name"].as_str().unwrap_or("").to_owned();
             let times = calls.iter().filter(|d| d["function"]["name"] == f["name"]).count();
@@ -767,9 +767,38 @@ impl<'r> Session<'r> {
             if feature == Feature::CallIds && id.is_empty() {
                 return Err("the template writes no call ids".into());
             }
-            let arguments = f["arguments"].as_str().unwrap_or("{}").to_owned();
+            let mut arguments = f["arguments"].as_str().unwrap_or("{}").to_owned();
+            // A template that skips null members (renders the call alike without them) cannot
+            // give them back.
+            if let Ok(args) = serde_json::from_str::<Value>(&arguments)
+                && let Some(kept) = without_null_members(&args)
+            {
+                let kept = kept.to_string();
+                let mut m = msg.clone();
+                m["tool_calls"][i]["function"]["arguments"] = json!(kept);
+                if self.render_with(req, &m).is_ok_and(|s| s == rendered) {
+                    arguments = kept;
+                }
+            }
             want.tool_calls.push(ChatToolCall { id, name, arguments });
         }
         Ok(want)
     }
+}
+
+/// `v` without the object members whose value is null, at any depth; `None` if it has none.
+fn without_null_members(v: &Value) -> Option<Value> {
+    fn strip(v: &Value, found: &mut bool) -> Value {
+        match v {
+            Value::Object(m) => {
+                *found |= m.values().any(Value::is_null);
+                Value::Object(m.iter().filter(|(_, x)| !x.is_null()).map(|(k, x)| (k.clone(), strip(x, found))).collect())
+            }
+            Value::Array(a) => Value::Array(a.iter().map(|x| strip(x, found)).collect()),
+            _ => v.clone(),
+        }
+    }
+    let mut found = false;
+    let stripped = strip(v, &mut found);
+    found.then_some(stripped)
 }

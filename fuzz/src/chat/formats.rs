@@ -102,6 +102,7 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("autoparser/tests/probes/header-per-part.jinja", include_str!("../../../autoparser/tests/probes/header-per-part.jinja")),
     ("autoparser/tests/probes/json-calls-glued-after-content.jinja", include_str!("../../../autoparser/tests/probes/json-calls-glued-after-content.jinja")),
     ("autoparser/tests/probes/raw-inline-values.jinja", include_str!("../../../autoparser/tests/probes/raw-inline-values.jinja")),
+    ("autoparser/tests/probes/element-values-after-a-token.jinja", include_str!("../../../autoparser/tests/probes/element-values-after-a-token.jinja")),
 ];
 
 /// Every format, built on first use.
