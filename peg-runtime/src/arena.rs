@@ -5,7 +5,7 @@
 //! deserialization, so the serialized form holds only the grammar itself.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
@@ -181,8 +181,9 @@ pub struct Arena {
     /// For each node: the tag or rule name its AST nodes carry, shared by every AST node.
     labels: Vec<Option<Arc<str>>>,
     /// For each node: where it fails at once (a first byte, the end of complete input),
-    /// answered without a call into it.
-    quick_fails: QuickFails,
+    /// answered without a call into it. Computed by the first parse: an arena only turned
+    /// into a grammar never needs them.
+    quick_fails: OnceLock<QuickFails>,
 }
 
 impl PartialEq for Arena {
@@ -261,8 +262,7 @@ impl Arena {
                 _ => None,
             })
             .collect();
-        let quick_fails = QuickFails::new(&data.nodes, &resolved);
-        Ok(Arena { data, rule_index, resolved, searchers, labels, quick_fails })
+        Ok(Arena { data, rule_index, resolved, searchers, labels, quick_fails: OnceLock::new() })
     }
 
     /// Builds an arena with the [`Builder`](crate::Builder) DSL; the closure returns the root.
@@ -332,18 +332,10 @@ impl Arena {
         self.labels[id.index()].as_ref()
     }
 
-    /// Whether node `id` fails at once at a position holding byte `b` (before the end of input):
-    /// its result there is a failure at that position that did not look at the end.
+    /// Where each node fails at once (see `quick_fail.rs`).
     #[inline]
-    pub(crate) fn first_byte_fails(&self, id: NodeId, b: u8) -> bool {
-        self.quick_fails.fails_on(id, b)
-    }
-
-    /// Whether node `id` fails at the end of complete input: `Some(touched)`, whether that
-    /// failure looked at the end of input.
-    #[inline]
-    pub(crate) fn fails_at_end(&self, id: NodeId) -> Option<bool> {
-        self.quick_fails.fails_at_end(id)
+    pub(crate) fn quick_fails(&self) -> &QuickFails {
+        self.quick_fails.get_or_init(|| QuickFails::new(&self.data.nodes, &self.resolved))
     }
 
     /// Serializes to JSON (stable: node order and field order are fixed).

@@ -19,6 +19,7 @@ use crate::ast::{Ast, AstId, AstNode};
 use crate::error::{Error, ErrorKind};
 use crate::json::{Dialect, Scanner, Target};
 use crate::leaf::{self, CharsState, Delimiters, ScanState};
+use crate::quick_fail::QuickFails;
 
 pub(crate) use crate::leaf::Res;
 
@@ -164,7 +165,7 @@ impl Arena {
     pub(crate) fn eval_at(&self, id: NodeId, input: &[u8], pos: usize, partial: bool) -> Res {
         let mut nodes = Vec::new();
         let mut engine = Engine::new(self, input, partial, ParseOptions::default(), &mut nodes, None);
-        engine.quick_fails = false;
+        engine.quick = None;
         engine.parse_node(id, pos).unwrap()
     }
 
@@ -172,7 +173,7 @@ impl Arena {
     pub(crate) fn parse_every_node(&self, input: &[u8], partial: bool) -> Result<ParseOutput, Error> {
         let mut nodes = Vec::new();
         let mut engine = Engine::new(self, input, partial, ParseOptions::default(), &mut nodes, None);
-        engine.quick_fails = false;
+        engine.quick = None;
         let r = engine.parse_node(self.root(), 0)?;
         let roots = std::mem::take(&mut engine.out);
         Ok(finish_output(&nodes, &roots, r))
@@ -343,9 +344,9 @@ pub(crate) struct Engine<'e> {
     /// Set by a combinator right before it passes a child's need-more-input up:
     /// (something else it ran touched the end, the bytes it matched before that child are invalid).
     pre: (bool, bool),
-    /// Answer nodes that fail at once (on their first byte, at the end of complete input) from
-    /// the arena (off only to test that it changes nothing).
-    quick_fails: bool,
+    /// Nodes that fail at once (on their first byte, at the end of complete input), answered
+    /// without a call (`None` only to test that it changes nothing).
+    quick: Option<&'e QuickFails>,
 }
 
 /// One node on the path from the root to the leaf that needed more input.
@@ -386,7 +387,7 @@ impl<'e> Engine<'e> {
             memo,
             chain: Vec::new(),
             pre: (false, false),
-            quick_fails: true,
+            quick: Some(arena.quick_fails()),
         }
     }
 
@@ -402,11 +403,11 @@ impl<'e> Engine<'e> {
         let id = self.arena.resolve(id);
         // Most alternatives of a wide grammar fail on their first byte, or at once at the end
         // of a complete output: answered from the arena.
-        if self.quick_fails {
+        if let Some(quick) = self.quick {
             match self.input.get(pos) {
-                Some(&b) if self.arena.first_byte_fails(id, b) => return Ok(Res::fail(pos)),
+                Some(&b) if quick.fails_on(id, b) => return Ok(Res::fail(pos)),
                 None if !self.partial => {
-                    if let Some(touched) = self.arena.fails_at_end(id) {
+                    if let Some(touched) = quick.fails_at_end(id) {
                         return Ok(Res::new(Outcome::Fail, pos, touched, false));
                     }
                 }
