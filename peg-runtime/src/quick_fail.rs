@@ -242,31 +242,27 @@ fn fails_at_once(run: impl Fn(&[u8]) -> Res) -> Bytes {
     s
 }
 
+/// The (fail, empty) sets of children run in turn while each goes on (matches nothing in a
+/// sequence, fails in a choice): the node ends as the first child that does not.
+fn sets_in_turn(children: impl Iterator<Item = (Bytes, Bytes)>, sequence: bool) -> (Bytes, Bytes) {
+    let (mut on, mut stop) = (Bytes::ALL, Bytes::NONE);
+    for (fail, empty) in children {
+        let (goes_on, stops) = if sequence { (empty, fail) } else { (fail, empty) };
+        stop = stop.or(on.and(stops));
+        on = on.and(goes_on);
+    }
+    if sequence { (stop, on) } else { (on, stop) }
+}
+
 /// A composite node's (fail, empty) sets from its children's current ones, following what the
 /// engine does with it; `None` for a leaf.
 fn inner(node: &Node, id: NodeId, resolved: &[NodeId], fail: &[Bytes], empty: &[Bytes]) -> Option<(Bytes, Bytes)> {
     let of = |c: &NodeId| (fail[c.index()], empty[c.index()]);
     Some(match node {
         // Fails where a child fails after children that all matched nothing.
-        Node::Sequence { children } => {
-            let (mut f, mut e) = (Bytes::NONE, Bytes::ALL);
-            for c in children {
-                let (cf, ce) = of(c);
-                f = f.or(e.and(cf));
-                e = e.and(ce);
-            }
-            (f, e)
-        }
+        Node::Sequence { children } => sets_in_turn(children.iter().map(of), true),
         // Fails where every child fails; matches nothing where the first child not failing does.
-        Node::Choice { children } => {
-            let (mut f, mut e) = (Bytes::ALL, Bytes::NONE);
-            for c in children {
-                let (cf, ce) = of(c);
-                e = e.or(f.and(ce));
-                f = f.and(cf);
-            }
-            (f, e)
-        }
+        Node::Choice { children } => sets_in_turn(children.iter().map(of), false),
         Node::Repeat { child, min, max } => {
             let (cf, ce) = of(child);
             if *max == Some(0) {
@@ -336,34 +332,33 @@ fn at_end(nodes: &[Node], resolved: &[NodeId], order: &[u32]) -> Vec<AtEnd> {
     ends
 }
 
+/// Children run in turn while each ends as `goes_on` says (a sequence's match nothing, a
+/// choice's fail), the looks at the end of input adding up; the first that ends otherwise
+/// ends the node.
+fn in_turn(children: &[NodeId], ends: &[AtEnd], goes_on: fn(bool) -> AtEnd) -> AtEnd {
+    let mut seen = false;
+    for c in children {
+        let e = ends[c.index()];
+        let (AtEnd::Fails { touched } | AtEnd::Empty { touched }) = e else { return AtEnd::Unknown };
+        seen |= touched;
+        if e != goes_on(touched) {
+            return match e {
+                AtEnd::Fails { .. } => AtEnd::Fails { touched: seen },
+                _ => AtEnd::Empty { touched: seen },
+            };
+        }
+    }
+    goes_on(seen)
+}
+
 /// A composite node at the end of complete input, from its children, as the engine runs it.
 fn end_of(node: &Node, id: NodeId, resolved: &[NodeId], ends: &[AtEnd]) -> AtEnd {
     let of = |c: &NodeId| ends[c.index()];
     match node {
         // Children matching nothing in turn, to the first that fails.
-        Node::Sequence { children } => {
-            let mut touched = false;
-            for c in children {
-                match of(c) {
-                    AtEnd::Empty { touched: t } => touched |= t,
-                    AtEnd::Fails { touched: t } => return AtEnd::Fails { touched: touched | t },
-                    AtEnd::Unknown => return AtEnd::Unknown,
-                }
-            }
-            AtEnd::Empty { touched }
-        }
+        Node::Sequence { children } => in_turn(children, ends, |touched| AtEnd::Empty { touched }),
         // Children failing in turn, to the first that matches.
-        Node::Choice { children } => {
-            let mut touched = false;
-            for c in children {
-                match of(c) {
-                    AtEnd::Fails { touched: t } => touched |= t,
-                    AtEnd::Empty { touched: t } => return AtEnd::Empty { touched: touched | t },
-                    AtEnd::Unknown => return AtEnd::Unknown,
-                }
-            }
-            AtEnd::Fails { touched }
-        }
+        Node::Choice { children } => in_turn(children, ends, |touched| AtEnd::Fails { touched }),
         Node::Repeat { child, min, max } => match (max, of(child)) {
             (Some(0), _) => AtEnd::Empty { touched: false },
             (_, AtEnd::Fails { touched }) if *min == 0 => AtEnd::Empty { touched },
