@@ -48,6 +48,7 @@ mod chars;
 #[cfg(feature = "chat")]
 pub mod chat;
 mod error;
+mod fx_hash;
 #[cfg(feature = "gbnf")]
 pub mod gbnf;
 mod kinds;
@@ -56,6 +57,7 @@ mod kinds;
 #[doc(hidden)]
 pub mod json;
 mod leaf;
+mod node;
 mod outcome;
 // Its items are re-exported here; the module path stays for existing callers.
 #[doc(hidden)]

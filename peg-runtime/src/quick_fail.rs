@@ -14,15 +14,14 @@
 //! Both are least fixpoints, so a rule that refers to itself before reading a byte (left
 //! recursion) claims nothing and is evaluated as before.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::hash::{Hash, Hasher};
 use std::sync::OnceLock;
 
-use crate::arena::{Node, NodeId};
+use crate::fx_hash::FxMap;
 use crate::json::{Dialect, Scanner, Target};
 use crate::leaf::{self, Res};
+use crate::node::{Node, NodeId};
 use crate::outcome::Outcome;
-use crate::parse::FxHasher;
 
 /// A set of bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -109,7 +108,7 @@ impl QuickFails {
                 break;
             }
         }
-        let mut index: HashMap<Bytes, u16, BuildHasherDefault<FxHasher>> = HashMap::default();
+        let mut index: FxMap<Bytes, u16> = FxMap::default();
         index.insert(Bytes::NONE, 0);
         let mut sets = vec![Bytes::NONE];
         let of_node = fail

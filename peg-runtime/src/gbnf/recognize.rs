@@ -7,34 +7,11 @@
 //! the input" means "the input can still be completed".
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
 use super::{Element, Grammar, Item as GItem};
 use crate::chars::CharClass;
 use crate::error::{Error, ErrorKind};
-
-/// A small multiplicative hasher: items are four `u32`s, SipHash would dominate the run time.
-#[derive(Default)]
-struct FxHasher(u64);
-
-impl Hasher for FxHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(b as u64);
-        }
-    }
-    fn write_u32(&mut self, i: u32) {
-        self.write_u64(i as u64);
-    }
-    fn write_u64(&mut self, i: u64) {
-        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+use crate::fx_hash::{FxMap, FxSet};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Sym {
@@ -305,7 +282,7 @@ struct Run<'r> {
     /// Per set: rule -> items waiting for that rule to complete.
     waiting: Vec<FxMap<u32, Vec<EItem>>>,
     items: Vec<EItem>,
-    seen: std::collections::HashSet<EItem, BuildHasherDefault<FxHasher>>,
+    seen: FxSet<EItem>,
 }
 
 impl<'r> Run<'r> {

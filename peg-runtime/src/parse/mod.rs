@@ -9,7 +9,6 @@ mod dump;
 pub(crate) mod utf8;
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -17,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::arena::{Arena, Node, NodeId};
 use crate::ast::{Ast, AstId, AstNode};
 use crate::error::{Error, ErrorKind};
+use crate::fx_hash::FxMap;
 use crate::json::{Dialect, Scanner, Target};
 use crate::leaf::{self, CharsState, Delimiters, ScanState};
 use crate::quick_fail::QuickFails;
@@ -283,38 +283,10 @@ impl Built {
     }
 }
 
-#[derive(Default, Clone, Copy)]
-pub(crate) struct FxHasher(u64);
-
-impl Hasher for FxHasher {
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(b as u64);
-        }
-    }
-    #[inline]
-    fn write_u32(&mut self, i: u32) {
-        self.write_u64(i as u64);
-    }
-    #[inline]
-    fn write_usize(&mut self, i: usize) {
-        self.write_u64(i as u64);
-    }
-    #[inline]
-    fn write_u64(&mut self, i: u64) {
-        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
 /// The memo table of a [`Session`](crate::Session), keyed by (node, position).
 #[derive(Debug, Default)]
 pub(crate) struct Memo {
-    pub(crate) map: HashMap<(u32, usize), Entry, BuildHasherDefault<FxHasher>>,
+    pub(crate) map: FxMap<(u32, usize), Entry>,
     /// Incremented per parse; entries of the current generation are valid even if they touched
     /// the end (the input has not changed since).
     pub(crate) generation: u64,
