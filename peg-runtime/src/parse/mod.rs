@@ -161,7 +161,7 @@ impl Arena {
 
 #[cfg(test)]
 impl Arena {
-    /// Node `id` at `pos` by the engine, without the first-byte answers.
+    /// Node `id` at `pos` by the engine, called even where it fails at once.
     pub(crate) fn eval_at(&self, id: NodeId, input: &[u8], pos: usize, partial: bool) -> Res {
         let mut nodes = Vec::new();
         let mut engine = Engine::new(self, input, partial, ParseOptions::default(), &mut nodes, None);
@@ -169,7 +169,7 @@ impl Arena {
         engine.parse_node(id, pos).unwrap()
     }
 
-    /// [`Arena::parse`] calling into every node, without the first-byte answers.
+    /// [`Arena::parse`] calling into every node, even where it fails at once.
     pub(crate) fn parse_every_node(&self, input: &[u8], partial: bool) -> Result<ParseOutput, Error> {
         let mut nodes = Vec::new();
         let mut engine = Engine::new(self, input, partial, ParseOptions::default(), &mut nodes, None);
