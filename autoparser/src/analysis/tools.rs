@@ -883,19 +883,17 @@ pub fn analyze_tools(p: &mut Probe, r: &ReasoningAnalysis, caps: &mut Capabiliti
             analyze_value_syntax(p, &mut t, r);
         }
     }
-    t.arguments.omits_null = omits_null(p, r);
+    t.arguments.omits_null = omits_null(p);
     Ok(t)
 }
 
-/// Whether the template skips null arguments: a call's second argument is written when it
-/// holds a string and missing when it holds null, the first written in both.
-fn omits_null(p: &Probe, r: &ReasoningAnalysis) -> bool {
-    let region = |b: Value| {
-        let call = Call { args: vec![(ARG_A, serde_json::json!(VAL_A)), (ARG_B, b)], ..Call::typed() };
-        tool_region(p, vec![call]).ok().map(|h| strip_reasoning(&h, r))
-    };
-    match (region(serde_json::json!(VAL_B)), region(Value::Null)) {
-        (Some(with), Some(null)) => with.contains(ARG_B) && with.contains(VAL_A) && null.contains(VAL_A) && !null.contains(ARG_B),
+/// Whether the template skips null arguments: a call writes its second argument's name once
+/// more when the argument holds a string than when it holds null, the first argument's value
+/// written in both (two renders, compared whole: the tool list names the argument too).
+fn omits_null(p: &Probe) -> bool {
+    let render = |b: Value| p.render_asst(&Asst::calls(vec![Call { args: vec![(ARG_B, b), (ARG_A, serde_json::json!(VAL_A))], ..Call::second() }])).ok();
+    match (render(serde_json::json!(VAL_B)), render(Value::Null)) {
+        (Some(with), Some(null)) => with.contains(VAL_A) && null.contains(VAL_A) && with.matches(ARG_B).count() > null.matches(ARG_B).count(),
         _ => false,
     }
 }
