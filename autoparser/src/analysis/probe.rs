@@ -98,6 +98,11 @@ pub struct Probe<'r> {
     pub object_args: bool,
     /// Include the tool definitions in every context.
     pub with_tools: bool,
+    /// Set `thinking` next to `enable_thinking`. Off for a template that reads `thinking`
+    /// (which requests never set: the generator passes `enable_thinking`) only to cut
+    /// reasoning out of content it takes to hold some (`content.split('</think>')[1]`,
+    /// Hermes 4), so that it fails on plain content: decided once, for every probe alike.
+    thinking_var: bool,
 }
 
 fn tool_def(name: &str) -> Value {
@@ -111,12 +116,19 @@ fn tool_def(name: &str) -> Value {
 impl<'r> Probe<'r> {
     /// A probe over `r`.
     pub fn new(r: &'r dyn Render) -> Probe<'r> {
-        Probe { r, object_args: true, with_tools: true }
+        let mut p = Probe { r, object_args: true, with_tools: true, thinking_var: true };
+        if p.render_asst(&Asst::content(CONTENT)).is_err() {
+            p.thinking_var = false;
+            if p.render_asst(&Asst::content(CONTENT)).is_err() {
+                p.thinking_var = true;
+            }
+        }
+        p
     }
 
     /// The same renderer, with or without tool definitions in the context.
     pub fn clone_with_tools(&self, with_tools: bool) -> Probe<'r> {
-        Probe { r: self.r, object_args: self.object_args, with_tools }
+        Probe { r: self.r, object_args: self.object_args, with_tools, thinking_var: self.thinking_var }
     }
 
     /// The tool-call JSON of `c` as templates receive it.
@@ -160,7 +172,9 @@ impl<'r> Probe<'r> {
         });
         if let Some(t) = thinking {
             c["enable_thinking"] = json!(t);
-            c["thinking"] = json!(t);
+            if self.thinking_var {
+                c["thinking"] = json!(t);
+            }
         }
         c
     }

@@ -103,6 +103,7 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("autoparser/tests/probes/json-calls-glued-after-content.jinja", include_str!("../../../autoparser/tests/probes/json-calls-glued-after-content.jinja")),
     ("autoparser/tests/probes/raw-inline-values.jinja", include_str!("../../../autoparser/tests/probes/raw-inline-values.jinja")),
     ("autoparser/tests/probes/element-values-after-a-token.jinja", include_str!("../../../autoparser/tests/probes/element-values-after-a-token.jinja")),
+    ("autoparser/tests/probes/thinking-variable-cuts-content.jinja", include_str!("../../../autoparser/tests/probes/thinking-variable-cuts-content.jinja")),
 ];
 
 /// Every format, built on first use.
