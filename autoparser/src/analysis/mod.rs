@@ -113,9 +113,7 @@ fn analyze_inner(r: &dyn Render) -> Result<TemplateAnalysis, Error> {
     }
     a.caps.supports_tools = p.with_tools && {
         let with = p.render_prompt(Some(true)).ok();
-        let mut q = probe::Probe::new(r);
-        q.with_tools = false;
-        with.is_some() && with != q.render_prompt(Some(true)).ok()
+        with.is_some() && with != p.clone_with_tools(false).render_prompt(Some(true)).ok()
     };
     a.caps.supports_system_role = {
         let ctx = p.ctx(vec![serde_json::json!({"role": "system", "content": "SYSTEM_NEEDLE"}), p.base()[0].clone()], true, None);
