@@ -93,7 +93,7 @@ impl QuickFails {
         let (mut fail, mut empty): (Vec<Bytes>, Vec<Bytes>) = nodes.iter().map(leaf).unzip();
         // In an order with children before their parents, one pass settles all but recursion,
         // which takes a few more. Every pass's sets are sound on their own.
-        let order = children_first(nodes);
+        let order = composites(nodes);
         for _ in 0..32 {
             let mut changed = false;
             for &i in &order {
@@ -224,7 +224,7 @@ fn at_end_of(r: Res) -> AtEnd {
 /// The composite nodes, in id order: the builder adds a node's children before it, so one
 /// pass in this order settles all but what a rule's reference reaches (a rule is added after
 /// the references to it), which takes another pass or two.
-fn children_first(nodes: &[Node]) -> Vec<u32> {
+fn composites(nodes: &[Node]) -> Vec<u32> {
     (0..nodes.len() as u32).filter(|&i| !nodes[i as usize].children().is_empty() || matches!(nodes[i as usize], Node::Ref { .. })).collect()
 }
 

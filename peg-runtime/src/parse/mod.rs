@@ -151,8 +151,17 @@ impl Arena {
 
     /// [`Arena::parse`] with explicit limits.
     pub fn parse_with(&self, input: &[u8], partial: bool, options: ParseOptions) -> Result<ParseOutput, Error> {
+        self.parse_from_root(input, partial, options, true)
+    }
+
+    /// A one-shot parse; `quick`: nodes that fail at once are answered without a call (off
+    /// only to test that it changes nothing).
+    fn parse_from_root(&self, input: &[u8], partial: bool, options: ParseOptions, quick: bool) -> Result<ParseOutput, Error> {
         let mut nodes = Vec::new();
         let mut engine = Engine::new(self, input, partial, options, &mut nodes, None);
+        if !quick {
+            engine.quick = None;
+        }
         let r = engine.parse_node(self.root(), 0)?;
         let roots = std::mem::take(&mut engine.out);
         Ok(finish_output(&nodes, &roots, r))
@@ -171,12 +180,7 @@ impl Arena {
 
     /// [`Arena::parse`] calling into every node, even where it fails at once.
     pub(crate) fn parse_every_node(&self, input: &[u8], partial: bool) -> Result<ParseOutput, Error> {
-        let mut nodes = Vec::new();
-        let mut engine = Engine::new(self, input, partial, ParseOptions::default(), &mut nodes, None);
-        engine.quick = None;
-        let r = engine.parse_node(self.root(), 0)?;
-        let roots = std::mem::take(&mut engine.out);
-        Ok(finish_output(&nodes, &roots, r))
+        self.parse_from_root(input, partial, ParseOptions::default(), false)
     }
 }
 
