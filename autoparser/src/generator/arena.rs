@@ -1139,6 +1139,15 @@ impl<'a, 'b> Ctx<'a, 'b> {
             b.until_one_of(follow.iter().flat_map(|f| [format!("{vs}{f}"), format!("{vs}\n{f}")]))
         };
         let string = b.tag(tags::TOOL_ARG_STRING_VALUE, b.schema(b.constrained(text, grammar), id, string_part(s), true));
+        // An XML-style value may be a CDATA section (templates write values holding `<`, `&` or
+        // a line break so): the string is what it holds.
+        let string = if !inline && vs.starts_with("</") {
+            let held = b.tag(tags::TOOL_ARG_STRING_VALUE, b.schema(b.until("]]>"), id, string_part(s), true));
+            let section = b.literal("<![CDATA[") + held + b.literal("]]>");
+            b.choice([b.constrained(section + b.peek(after()), section), string])
+        } else {
+            string
+        };
         let unclosed = (!unclosed_at.is_empty()).then(unclosed);
         if !nullable {
             return (string, unclosed);

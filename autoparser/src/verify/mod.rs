@@ -522,42 +522,107 @@ impl<'r> Session<'r> {
     /// - the prompt added text before the turn header that history does not keep (an
     ///   instruction turn), or history writes whitespace before the header: the turn starts
     ///   after the header the render does share;
-    /// - the prompt ends in whitespace history does not write: the turn starts after it.
-    fn output_of(&self, g: &PreparedRequest, rendered: &str, reasoning: &str) -> Result<String, String> {
+    /// - the prompt ends in whitespace history does not write: the turn starts after it;
+    /// - the generation prompt ends in a prefill history never writes, maybe after text history
+    ///   does not keep (` /think_off ASSISTANT:` + a closed block): the turn starts after the
+    ///   header before the prefill, as where the prompt is the prefill alone;
+    /// - the prompt wrote something before the last user turn that history does not (tools
+    ///   listed just before a last user message): the turn starts after the prompt's end from
+    ///   the last user's words on.
+    fn output_of(&self, req: &Request, g: &PreparedRequest, rendered: &str, reasoning: &str) -> Result<String, String> {
         if let Some(turn) = rendered.strip_prefix(g.prompt.as_str()) {
             return Ok(self.strip_tail(turn).to_owned());
         }
         let at = crate::analysis::text::lcp(&g.prompt, rendered);
         let end = self.analysis.reasoning.end.trim();
+        let prefill = g.prefill.trim();
         let forced = g.prompt[at..].trim();
         let rest = &rendered[at..];
-        let prefill = g.prefill.trim();
-        if !end.is_empty() && !prefill.is_empty() && forced == prefill {
-            let turn = self.strip_tail(rest.trim_start());
+        // The turn the model writes after a prompt ending in the prefill, where history shows
+        // `turn` without it.
+        let after_prefill = |turn: &str| {
             // History that shows the reasoning itself needs none spliced in.
             let shown = !reasoning.is_empty() && turn.contains(reasoning);
-            return Ok(if prefill.ends_with(end) || shown { turn.to_owned() } else { format!("{reasoning}\n{end}\n\n{turn}") });
+            if prefill.ends_with(end) || shown { turn.to_owned() } else { format!("{reasoning}\n{end}\n\n{turn}") }
+        };
+        if !end.is_empty() && !prefill.is_empty() && forced == prefill {
+            return Ok(after_prefill(self.strip_tail(rest.trim_start())));
         }
-        // The longest end of the generation prompt holding a marker that the render writes
-        // where the two part (it may begin inside the shared text, or after whitespace that
-        // history writes before a turn).
-        let gp = g.generation_prompt.as_str();
-        let tails = (1..=gp.len()).rev().filter(|&k| gp.is_char_boundary(gp.len() - k)).map(|k| &gp[gp.len() - k..]);
+        // Where the render writes an end of `header` as the two part (it may begin inside the
+        // shared text, or after whitespace that history writes before a turn): the longest
+        // such end that `fits`, and the render after it.
         let space = rest.len() - rest.trim_start().len();
-        for h in tails.filter(|h| crate::analysis::text::has_marker(h)) {
-            let from = at.saturating_sub(h.len());
-            if let Some(p) = (from..=at + space).find(|&p| rendered.is_char_boundary(p) && rendered[p..].starts_with(h)) {
-                return Ok(self.strip_tail(&rendered[p + h.len()..]).to_owned());
+        let after_end_of = |header: &str, fits: &dyn Fn(&str) -> bool| {
+            let ends = (1..=header.len()).rev().filter(|&k| header.is_char_boundary(header.len() - k)).map(|k| &header[header.len() - k..]);
+            ends.filter(|h| fits(h)).find_map(|h| {
+                let from = at.saturating_sub(h.len());
+                (from..=at + space).find(|&p| rendered.is_char_boundary(p) && rendered[p..].starts_with(h)).map(|p| &rendered[p + h.len()..])
+            })
+        };
+        // An end of the generation prompt holding a marker.
+        let gp = g.generation_prompt.as_str();
+        if let Some(turn) = after_end_of(gp, &crate::analysis::text::has_marker) {
+            return Ok(self.strip_tail(turn).to_owned());
+        }
+        // The prompt is the prefill from inside its first marker on, where the two part
+        // (`<think>` against `<TOOLCALL>`).
+        if !end.is_empty() && !prefill.is_empty() {
+            let inside = (1..prefill.len().min(at)).find(|&k| g.prompt.is_char_boundary(at - k) && g.prompt[at - k..].trim() == prefill);
+            if let Some(k) = inside {
+                return self.one_turn(self.strip_tail(rendered[at - k..].trim_start())).map(after_prefill);
             }
+        }
+        // The generation prompt ends in the prefill (`<SPECIAL_11>Assistant\n<think>\n`), which
+        // history never writes, maybe after text history does not keep either (` /think_off
+        // ASSISTANT:`): the turn starts after an end of the header before the prefill (a marker,
+        // or a word of four characters or more), and the model writes the prefill's rest first.
+        let start = self.analysis.reasoning.start.trim();
+        let unspaced = |t: &str| t.split_whitespace().collect::<String>();
+        let header = (!start.is_empty() && !end.is_empty() && !prefill.is_empty())
+            .then(|| gp.rfind(start))
+            .flatten()
+            .filter(|&i| unspaced(&gp[i..]) == unspaced(prefill))
+            .map(|i| &gp[..i]);
+        let fits = |h: &str| crate::analysis::text::has_marker(h) || h.trim().chars().count() >= 4;
+        if let Some(turn) = header.and_then(|h| after_end_of(h, &fits)) {
+            let turn = self.strip_tail(turn.trim_start());
+            // The turn history shows opens the block the prompt already opened.
+            let turn = if prefill.ends_with(end) { turn } else { turn.strip_prefix(start).map_or(turn, str::trim_start) };
+            return self.one_turn(turn).map(after_prefill);
         }
         // The prompt ends in whitespace history does not write after the header (`ASSISTANT: \n`
         // to generate, `ASSISTANT: text` in history): the turn starts after it.
         if g.prompt[at..].trim().is_empty() {
             return Ok(self.strip_tail(rest.trim_start()).to_owned());
         }
-        let (lo, _) = window(&g.prompt, at, 30);
+        // The prompt wrote something before the last user turn that history does not (tools
+        // listed just before the last user message): the turn starts after the prompt's end from
+        // the last user's words on, which the render writes after where the two part.
+        let words = req.messages.iter().rev().find(|m| m["role"] == "user").and_then(|m| m["content"].as_str()).filter(|w| !w.trim().is_empty());
+        if let Some(tail) = words.and_then(|w| g.prompt.rfind(w)).map(|k| &g.prompt[k..]) {
+            let from = (0..=at.saturating_sub(tail.len())).rev().find(|&p| rendered.is_char_boundary(p)).unwrap_or(0);
+            if let Some(p) = rendered[from..].find(tail) {
+                return Ok(self.strip_tail(&rendered[from + p + tail.len()..]).to_owned());
+            }
+        }
+        let (lo, hi_prompt) = window(&g.prompt, at, 30);
         let (_, hi) = window(rendered, at, 30);
-        Err(format!("the rendered turn does not continue the generation prompt: the prompt ends {:?}, the turn reads {:?}", &g.prompt[lo..], &rendered[lo..hi]))
+        let cut = if hi_prompt < g.prompt.len() { "…" } else { "" };
+        Err(format!(
+            "the rendered turn does not continue the generation prompt: the prompt reads {:?}{cut}, the turn reads {:?}",
+            &g.prompt[lo..hi_prompt],
+            &rendered[lo..hi]
+        ))
+    }
+
+    /// `turn` (without its end) if it holds no other end of turn: a render that writes the
+    /// message as two turns (the calls, then the content after a header of its own) is no one
+    /// output of the model's.
+    fn one_turn<'t>(&self, turn: &'t str) -> Result<&'t str, String> {
+        match self.tails.iter().map(|t| t.trim()).find(|t| !t.is_empty() && turn.contains(t)) {
+            Some(t) => Err(format!("the render writes the message as more than one turn (each ending in {t:?})")),
+            None => Ok(turn),
+        }
     }
 
     /// `turn` without the end of turn: a whole tail it ends with, or the markers of one (the
@@ -608,7 +673,7 @@ impl<'r> Session<'r> {
                 }
             };
             let reasoning = msg.get("reasoning_content").and_then(Value::as_str).unwrap_or("");
-            match self.output_of(g, &rendered, reasoning) {
+            match self.output_of(&mode.req, g, &rendered, reasoning) {
                 Ok(output) => return Ok((&mode.req, g, rendered, output)),
                 Err(why) => {
                     first_miss.get_or_insert(Ok(why));

@@ -104,6 +104,10 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("autoparser/tests/probes/raw-inline-values.jinja", include_str!("../../../autoparser/tests/probes/raw-inline-values.jinja")),
     ("autoparser/tests/probes/element-values-after-a-token.jinja", include_str!("../../../autoparser/tests/probes/element-values-after-a-token.jinja")),
     ("autoparser/tests/probes/thinking-variable-cuts-content.jinja", include_str!("../../../autoparser/tests/probes/thinking-variable-cuts-content.jinja")),
+    ("autoparser/tests/probes/tools-before-a-last-user-message.jinja", include_str!("../../../autoparser/tests/probes/tools-before-a-last-user-message.jinja")),
+    ("autoparser/tests/probes/mode-switch-on-the-last-user-message.jinja", include_str!("../../../autoparser/tests/probes/mode-switch-on-the-last-user-message.jinja")),
+    ("autoparser/tests/probes/prompt-opens-reasoning-history-never-writes.jinja", include_str!("../../../autoparser/tests/probes/prompt-opens-reasoning-history-never-writes.jinja")),
+    ("autoparser/tests/probes/cdata-values.jinja", include_str!("../../../autoparser/tests/probes/cdata-values.jinja")),
 ];
 
 /// Every format, built on first use.
