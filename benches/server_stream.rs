@@ -6,8 +6,10 @@
 //!
 //! Cases: content (Qwen3, no reasoning) and reasoning plus content at 16 KB and 512 KB (the
 //! cost per chunk must not grow with the output), a 64 KB and a 512 KB string argument, nested
-//! JSON arguments of 16 KB and 256 KB (Hermes 3), and a short tool call (the stream's setup
-//! spread over few chunks).
+//! JSON arguments of 16 KB and 256 KB (Hermes 3), a short tool call (the stream's setup
+//! spread over few chunks), and a 64 KB string argument in each of five other call formats
+//! (Qwen3-Coder, GLM-4.6, Mistral, Kimi-K2, MiniMax-M2) and gpt-oss's reasoning and content
+//! channels.
 //!
 //! Run: `cargo bench --bench server_stream` (add a filter, e.g. `-- content`).
 //! `SERVER_STREAM_ONLY=NAME` streams one case once and exits (for `valgrind --tool=callgrind`);
@@ -29,7 +31,7 @@ mod shared_data;
 
 #[path = "server_data/mod.rs"]
 mod server_data;
-use server_data::{json_args_output, prose, reasoning_output, short_call_output, string_arg_output, tools_request};
+use server_data::{format_outputs, json_args_output, prose, reasoning_output, short_call_output, string_arg_output, tools_request};
 
 /// The system allocator, counting allocations and the bytes live (and their peak).
 struct Counting;
@@ -121,6 +123,21 @@ fn cases(shared: &shared_data::Shared) -> Vec<Case> {
         case("json_args_256k", &tools, json_args_output(256 * 1024)),
         case("short_call", &tools, short_call_output()),
     ]
+    .into_iter()
+    .chain(format_outputs(64 * 1024).into_iter().map(|(template, output)| {
+        let model = Model::load(shared.template(template)).unwrap();
+        let parser = model.prepare(&tools_request()).unwrap().parser(Strictness::Lenient);
+        let name = match template {
+            "Qwen3-Coder" => "qwen3_coder_string_arg_64k",
+            "GLM-4.6" => "glm_string_arg_64k",
+            "Mistral-Small-3.2-24B-Instruct-2506" => "mistral_string_arg_64k",
+            "moonshotai-Kimi-K2" => "kimi_string_arg_64k",
+            "MiniMax-M2" => "minimax_string_arg_64k",
+            _ => "gpt_oss_reasoning_content_64k",
+        };
+        Case { name, parser, output }
+    }))
+    .collect()
 }
 
 fn bench(c: &mut Criterion) {

@@ -84,6 +84,43 @@ pub fn string_arg_output(n: usize) -> String {
     format!("I will write the file.\n<tool_call>\n{}\n</tool_call>", json!({"name": "write_file", "arguments": {"path": "src/main.rs", "content": code(n)}}))
 }
 
+/// A `write_file` call with about `n` bytes of code as its `content`, in the call format of
+/// each of several templates other than Hermes (XML parameters, key/value tags, JSON after a
+/// name or an id, prose the prompt's reasoning block ends in), or reasoning and content in
+/// gpt-oss's channels: `(template, output)`, each the template's own form.
+pub fn format_outputs(n: usize) -> Vec<(&'static str, String)> {
+    let code = code(n);
+    let json = serde_json::to_string(&json!({"path": "src/main.rs", "content": code})).unwrap();
+    vec![
+        (
+            "Qwen3-Coder",
+            format!(
+                "<tool_call>\n<function=write_file>\n<parameter=path>\nsrc/main.rs\n</parameter>\n<parameter=content>\n{code}\n</parameter>\n</function>\n</tool_call>"
+            ),
+        ),
+        (
+            "GLM-4.6",
+            format!(
+                "<tool_call>write_file\n<arg_key>path</arg_key>\n<arg_value>src/main.rs</arg_value>\n<arg_key>content</arg_key>\n<arg_value>{code}</arg_value>\n</tool_call>"
+            ),
+        ),
+        ("Mistral-Small-3.2-24B-Instruct-2506", format!("[TOOL_CALLS]write_file[CALL_ID]a1b2c3d4e[ARGS]{json}")),
+        (
+            "moonshotai-Kimi-K2",
+            format!(
+                "<|tool_calls_section_begin|><|tool_call_begin|>functions.write_file:0<|tool_call_argument_begin|>{json}<|tool_call_end|><|tool_calls_section_end|>"
+            ),
+        ),
+        (
+            "MiniMax-M2",
+            format!(
+                "The user wants a file.\n</think>\n\n<minimax:tool_call>\n<invoke name=\"write_file\">\n<parameter name=\"path\">src/main.rs</parameter>\n<parameter name=\"content\">{code}</parameter>\n</invoke>\n</minimax:tool_call>"
+            ),
+        ),
+        ("openai-gpt-oss-120b", format!("<|channel|>analysis<|message|>{}<|end|><|start|>assistant<|channel|>final<|message|>{}", prose(n / 2), prose(n / 2))),
+    ]
+}
+
 /// A short Hermes call, as most calls are.
 pub fn short_call_output() -> String {
     "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 3}}\n</tool_call>".to_owned()

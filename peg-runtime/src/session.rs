@@ -23,6 +23,71 @@ use crate::parse::{
 /// it would otherwise grow through every size up to there, rehashing each time.
 const SHORT_REPLY_RESULTS: usize = 128;
 
+/// The buffers an ended session leaves to the next one on its thread: a server opens a stream
+/// per request, and a short reply spent a tenth of its time growing them anew. Kept cleared,
+/// at most [`KEPT_PER_THREAD`], and only if a short reply's size (a long reply's memory goes
+/// with it).
+#[derive(Debug, Default)]
+struct Buffers {
+    input: Vec<u8>,
+    memo: Memo,
+    nodes: Vec<AstNode>,
+    spare: Spare,
+}
+
+const KEPT_PER_THREAD: usize = 4;
+/// The largest buffers kept: input bytes, and memo results or AST nodes.
+const KEPT_INPUT_BYTES: usize = 16 << 10;
+const KEPT_ITEMS: usize = 1 << 10;
+
+thread_local! {
+    static KEPT: std::cell::RefCell<Vec<Buffers>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl Buffers {
+    /// Buffers an ended session kept, or new ones.
+    fn take() -> Buffers {
+        let kept = KEPT.try_with(|k| k.try_borrow_mut().ok().and_then(|mut k| k.pop())).ok().flatten();
+        kept.unwrap_or_else(|| Buffers { memo: Memo::with_capacity(SHORT_REPLY_RESULTS), ..Buffers::default() })
+    }
+
+    /// Clears and keeps the buffers for the next session on this thread, if small enough and
+    /// not too many are kept already.
+    fn keep(mut self) {
+        let small = self.input.capacity() <= KEPT_INPUT_BYTES && self.memo.map.capacity() <= KEPT_ITEMS && self.nodes.capacity() <= KEPT_ITEMS;
+        if !small {
+            return;
+        }
+        self.input.clear();
+        self.memo.map.clear();
+        self.memo.generation = 0;
+        self.nodes.clear();
+        let Spare { out, chain, order, path, ops } = &mut self.spare;
+        out.clear();
+        chain.clear();
+        order.clear();
+        path.clear();
+        ops.clear();
+        let _ = KEPT.try_with(|k| {
+            if let Ok(mut k) = k.try_borrow_mut()
+                && k.len() < KEPT_PER_THREAD
+            {
+                k.push(self);
+            }
+        });
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let input = std::mem::take(&mut self.input);
+        let memo = std::mem::take(&mut self.memo);
+        let nodes = std::mem::take(&mut self.nodes);
+        let spare = std::mem::take(&mut self.spare);
+        Buffers { input, memo, nodes, spare }.keep();
+    }
+}
+
 /// A streaming parse over input that arrives in chunks.
 ///
 /// ```
@@ -137,18 +202,8 @@ impl Session {
 
     /// A session with explicit limits.
     pub fn with_options(arena: Arc<Arena>, options: ParseOptions) -> Session {
-        Session {
-            arena,
-            input: Vec::new(),
-            memo: Memo::with_capacity(SHORT_REPLY_RESULTS),
-            nodes: Vec::new(),
-            options,
-            frontier: None,
-            json: None,
-            last: empty_output(),
-            in_place: false,
-            spare: Default::default(),
-        }
+        let Buffers { input, memo, nodes, spare } = Buffers::take();
+        Session { arena, input, memo, nodes, options, frontier: None, json: None, last: empty_output(), in_place: false, spare }
     }
 
     /// The grammar.
@@ -688,6 +743,21 @@ mod tests {
         }
         assert_eq!(s.finish().unwrap(), arena.parse(text.as_bytes(), false).unwrap());
         assert_eq!(s.output().result.outcome, Outcome::Success);
+    }
+
+    #[test]
+    fn a_new_session_takes_an_ended_ones_buffers_cleared() {
+        let arena = chat();
+        drop(streams_like_one_shot(&arena, b"<think>long enough to grow the buffers</think>Hi<tool_call>{\"a\": [1, 2]}</tool_call>", 3));
+        let s = Session::new(arena.clone());
+        assert!(s.input.capacity() > 0 && s.input.is_empty() && s.memo.map.is_empty() && s.nodes.is_empty(), "kept and cleared");
+        drop(s);
+        // And parses as a new one: a different text, every prefix.
+        streams_like_one_shot(&arena, b"Hello<tool_call>{\"b\": \"x\"}</tool_call>", 2);
+        // A long reply's buffers are not kept.
+        let long = format!("{}<tool_call>{{}}</tool_call>", "x".repeat(KEPT_INPUT_BYTES + 1));
+        drop(streams_like_one_shot(&arena, long.as_bytes(), 4096));
+        KEPT.with(|k| assert!(k.borrow().iter().all(|b| b.input.capacity() <= KEPT_INPUT_BYTES)));
     }
 
     #[test]
