@@ -235,6 +235,15 @@ fn table() -> Vec<Row> {
         row("glm-4.6: a Hermes JSON call inside <tool_call>", GLM,
             "<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}</tool_call>",
             calls(&[weather()]), &[(CallShape, "{\"name\"")]),
+        row("hermes: a call written as a Python dict inside <tool_call>", HERMES,
+            "<tool_call>\n{'name': 'get_weather', 'arguments': {'city': 'Paris'}}\n</tool_call>",
+            calls(&[weather()]), &[(CallShape, "{'name'"), (ArgumentsAsPython, "{'city'")]),
+        row("hermes: a Python call inside <tool_call>", HERMES,
+            "<tool_call>\nget_weather(city=\"Paris\", days=2)\n</tool_call>",
+            calls(&[weather2()]), &[(CallShape, "get_weather")]),
+        row("qwen3-coder: a Python call inside <tool_call>", QCODER,
+            "<tool_call>\nget_weather(city='Paris', days=2)\n</tool_call>",
+            calls(&[weather2()]), &[(CallShape, "get_weather")]),
 
         // 2. call_separator
         row("llama3.2: two calls joined by `; ` (one-shot and streamed agree: 2 calls)", LLAMA32,

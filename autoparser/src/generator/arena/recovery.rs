@@ -22,7 +22,7 @@ const WRAPPER_KEY: &str = "function";
 /// The call syntaxes several model families write inside the same call markers
 /// (`<tool_call>...</tool_call>`): a JSON object or a list of them (Hermes, Qwen 2.5, Mistral
 /// before v11), `<function=NAME>` with `<parameter=KEY>` values (Qwen3-Coder), the name then a
-/// JSON object, the name then `<arg_key>`/`<arg_value>` pairs (GLM 4.5+). A model tuned across
+/// JSON object, the name then `<arg_key>`/`<arg_value>` pairs (GLM 4.5+), a Python call. A model tuned across
 /// them writes any inside its template's markers; only the calls' syntax differs, so each is
 /// read there.
 fn shared_marker_syntaxes() -> Vec<ToolAnalysis> {
@@ -48,6 +48,9 @@ fn shared_marker_syntaxes() -> Vec<ToolAnalysis> {
         function: ToolFunctionAnalysis { name_suffix: "\n".into(), ..Default::default() },
         ..Default::default()
     };
+    // A Python call, `get_weather(city="Paris", days=3)` (Llama 3.2's pythonic calls).
+    let mut python = tagged("", "(", ")", args("", "=", "", ""));
+    python.arguments.separator = ",".into();
     // The name then a JSON object comes before the name then `<arg_key>` pairs, which a bare
     // name (no pairs) also matches.
     vec![
@@ -55,6 +58,7 @@ fn shared_marker_syntaxes() -> Vec<ToolAnalysis> {
         tagged("<function=", ">", "</function>", args("<parameter=", ">", "\n", "\n</parameter>")),
         name_then_json,
         tagged("", "\n", "", args("<arg_key>", "</arg_key>", "\n<arg_value>", "</arg_value>")),
+        python,
     ]
 }
 
@@ -139,14 +143,15 @@ impl<'b> Ctx<'_, 'b> {
         b.tag(tags::TOOL_NAME, inner)
     }
 
-    /// `"k": ` for any key `k` of `keys` (whitespace around the colon optional).
+    /// `"k": ` for any key `k` of `keys` (whitespace around the colon optional), or `'k': ` (a
+    /// call written as a Python dict).
     fn key_of(&self, keys: &[&str]) -> Parser<'b> {
         let b = self.b;
         let mut keys: Vec<String> = keys.iter().map(|k| (*k).to_owned()).collect();
         // Longest first (a key that is a prefix of another must not win), then duplicates out.
         keys.sort_by(|x, y| y.len().cmp(&x.len()).then(x.cmp(y)));
         keys.dedup();
-        let alts: Vec<Parser<'b>> = keys.iter().map(|k| b.literal(&format!("\"{k}\""))).collect();
+        let alts: Vec<Parser<'b>> = keys.iter().flat_map(|k| [b.literal(&format!("\"{k}\"")), b.literal(&format!("'{k}'"))]).collect();
         b.choice(alts) + b.space() + ":" + b.space()
     }
 
@@ -226,12 +231,19 @@ impl<'b> Ctx<'_, 'b> {
         special.extend(args_keys.iter().copied());
         special.extend(id_keys.iter().copied());
         special.push(WRAPPER_KEY);
-        // Any member, as JSON; `not` says which it must not be.
-        let member_but = |not: Parser<'b>| b.negate(not) + b.json_string() + b.space() + ":" + b.space() + b.json();
+        // Any member, as JSON or as Python (a call written as a Python dict); `not` says which
+        // it must not be.
+        let member_but = |not: Parser<'b>| {
+            let key = b.choice([b.json_string(), b.python_kind(peg_runtime::PythonKind::Str)]);
+            b.negate(not) + key + b.space() + ":" + b.space() + b.choice([b.json(), b.python()])
+        };
         let other = || member_but(self.key_of(&special));
         let quoted_name = |tagged: bool| {
             let n = self.name_parser(names);
-            "\"" + if tagged { n } else { b.atomic(n) } + "\""
+            // In single quotes, any name is a word (JSON string content would run past the quote).
+            let single = if names == Names::Any { b.tag(tags::TOOL_NAME, b.chars("[A-Za-z0-9_.:-]", 1, None)) } else { n };
+            let (n, single) = if tagged { (n, single) } else { (b.atomic(n), b.atomic(single)) };
+            b.choice(["\"" + n + "\"", "'" + single + "'"])
         };
         // Lookahead: the object (or its wrapper's) has a name member naming a tool.
         let skip = || b.zero_or_more(member_but(self.key_of(&name_keys)) + b.space() + "," + b.space());
