@@ -22,7 +22,8 @@ const WRAPPER_KEY: &str = "function";
 /// The call syntaxes several model families write inside the same call markers
 /// (`<tool_call>...</tool_call>`): a JSON object or a list of them (Hermes, Qwen 2.5, Mistral
 /// before v11), `<function=NAME>` with `<parameter=KEY>` values (Qwen3-Coder), the name then a
-/// JSON object, the name then `<arg_key>`/`<arg_value>` pairs (GLM 4.5+), a Python call. A model tuned across
+/// JSON object, `<function=NAME>` around a JSON object (Llama 3.1), the name then
+/// `<arg_key>`/`<arg_value>` pairs (GLM 4.5+), a Python call. A model tuned across
 /// them writes any inside its template's markers; only the calls' syntax differs, so each is
 /// read there.
 fn shared_marker_syntaxes() -> Vec<ToolAnalysis> {
@@ -48,6 +49,12 @@ fn shared_marker_syntaxes() -> Vec<ToolAnalysis> {
         function: ToolFunctionAnalysis { name_suffix: "\n".into(), ..Default::default() },
         ..Default::default()
     };
+    // `<function=NAME>` around a JSON object (Llama 3.1's custom tool format).
+    let function_tag_json = ToolAnalysis {
+        format: ToolFormatAnalysis { mode: ToolFormat::TagWithJson, ..Default::default() },
+        function: ToolFunctionAnalysis { name_prefix: "<function=".into(), name_suffix: ">".into(), close: "</function>".into(), indexed: false },
+        ..Default::default()
+    };
     // A Python call, `get_weather(city="Paris", days=3)` (Llama 3.2's pythonic calls).
     let mut python = tagged("", "(", ")", args("", "=", "", ""));
     python.arguments.separator = ",".into();
@@ -55,6 +62,8 @@ fn shared_marker_syntaxes() -> Vec<ToolAnalysis> {
     // name (no pairs) also matches.
     vec![
         json,
+        // JSON after `<function=NAME>` before its `<parameter=KEY>` elements: `{` tells them apart.
+        function_tag_json,
         tagged("<function=", ">", "</function>", args("<parameter=", ">", "\n", "\n</parameter>")),
         name_then_json,
         tagged("", "\n", "", args("<arg_key>", "</arg_key>", "\n<arg_value>", "</arg_value>")),
@@ -114,13 +123,19 @@ impl<'b> Ctx<'_, 'b> {
         self.b.tag(kind.tag(), p)
     }
 
-    /// A closing marker; when recovering, also none where the output ends (reported).
-    /// `optional`: the template's form may leave it out anyway.
+    /// A closing marker; when recovering, also none where the output ends, or where the
+    /// marker that ends the call or the calls' section follows (`</parameter></tool_call>`
+    /// without `</function>`), reported. `optional`: the template's form may leave it out
+    /// anyway.
     pub(super) fn closing(&self, close: Parser<'b>, optional: bool) -> Parser<'b> {
         let b = self.b;
         let mut alts = vec![close];
         if self.recovering() {
-            alts.push(self.recovered(RecoveryKind::MissingClose, b.space() + b.peek(b.end())));
+            let f = &self.a.tools.format;
+            let mut outer: Vec<Parser<'b>> =
+                [f.per_call_end.trim(), f.section_end.trim()].into_iter().filter(|m| !m.is_empty()).map(|m| b.literal(m)).collect();
+            outer.push(b.end());
+            alts.push(self.recovered(RecoveryKind::MissingClose, b.space() + b.peek(b.choice(outer))));
         }
         if optional {
             // Left out mid-output: reported too, the template writes it.
