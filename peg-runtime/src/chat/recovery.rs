@@ -25,8 +25,8 @@ pub const TAG_PREFIX: &str = "recovered.";
 #[serde(rename_all = "snake_case")]
 pub enum RecoveryKind {
     /// A JSON call whose keys come in another order, under synonym keys (`parameters` for
-    /// `arguments`), or inside an extra `{"function": ...}` wrapper; a call in another
-    /// family's syntax inside the template's call markers; a gpt-oss call addressed
+    /// `arguments`), inside an extra `{"function": ...}` wrapper, or written as a Python dict;
+    /// a call in another family's syntax inside the template's call markers; a gpt-oss call addressed
     /// `to=NAME` without its `functions.` namespace; calls without the list the template
     /// writes them in (`[TOOL_CALLS]{...}` for `[TOOL_CALLS][{...}]`).
     CallShape,
@@ -43,8 +43,9 @@ pub enum RecoveryKind {
     ArgumentsAsPython,
     /// Calls inside a markdown code fence.
     CodeFence,
-    /// A closing tag the model left out: an argument closed by the next one's opening, or a
-    /// call or section left open at the end of the output.
+    /// A closing tag the model left out: an argument closed by the next one's opening, a close
+    /// before the call's or the section's end (`</function>` before `</tool_call>`), or a call
+    /// or section left open at the end of the output.
     MissingClose,
     /// Text between two calls or after the tool section, kept as content.
     TextAroundCalls,
