@@ -82,6 +82,10 @@ fn explained(t: &ChatTemplate, cap: &str, ours: bool) -> Option<String> {
             let string = render(t, json!([{"role": "user", "content": "Hello there"}]), None, &[]).ok()?;
             (typed == string).then(|| "typed parts render as the string does".to_owned())
         }
+        // The reference probes calls with empty content only; the template writes them for null.
+        "supports_tool_calls" | "supports_parallel_tool_calls" => {
+            t.capabilities().requires_null_content_with_calls.then(|| "calls render only for a message whose content is null".to_owned())
+        }
         _ => None,
     }
 }

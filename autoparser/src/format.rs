@@ -140,6 +140,10 @@ pub struct Capabilities {
     pub supports_system_role: bool,
     /// `enable_thinking` changes the generation prompt.
     pub supports_thinking_toggle: bool,
+    /// Tool calls are rendered only for a message whose content is null (DeepSeek V3 tests
+    /// `message['content'] is none`): renders send a call message's empty content as null.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub null_content_with_calls: bool,
 }
 
 /// Reasoning markers.
@@ -263,6 +267,11 @@ pub struct ToolFormatAnalysis {
     /// that runs into a call is no deviation.
     #[serde(default)]
     pub calls_end_reasoning: bool,
+    /// The template closes the calls' section only after several calls (DeepSeek V3 writes
+    /// `<｜tool▁calls▁end｜>` in the branch of the second call): a section left open at the end
+    /// is its own form.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub section_end_optional: bool,
 }
 
 fn default_true() -> bool {
@@ -293,6 +302,7 @@ impl Default for ToolFormatAnalysis {
             content_open_with_calls: String::new(),
             space_after_calls: true,
             calls_end_reasoning: false,
+            section_end_optional: false,
         }
     }
 }

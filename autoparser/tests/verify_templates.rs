@@ -49,7 +49,7 @@ fn every_template_round_trips_through_its_own_parser() {
     // Structures no shared template has, written to probe the analysis (each passed or was
     // made to pass when written).
     let probes = jinja_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/probes"));
-    assert_eq!(probes.len(), 29);
+    assert_eq!(probes.len(), 30);
     templates.extend(probes);
     if let Some(shared) = shared_data::shared(CORPUS_TESTS) {
         templates.extend(jinja_files(&shared.templates()));
@@ -114,6 +114,20 @@ fn what_the_prompt_writes_around_the_turn_hides_no_case() {
             if matches!(f.feature, Feature::Content | Feature::OneCall | Feature::ContentWithCalls) {
                 assert!(f.unrendered == 0 && f.failed == 0 && f.passed > 0, "{name}: {f:?}");
             }
+        }
+    }
+}
+
+/// A template that writes calls only for a message whose content is none, and closes their
+/// section only from the second call on: its calls are learned and verified (one call, and
+/// every argument type), not left out as if it had none.
+#[test]
+fn calls_written_only_for_null_content_are_verified() {
+    let t = ChatTemplate::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/probes/calls-only-with-null-content.jinja")).unwrap();
+    let report = Model::analyze(t).unwrap().verify(&VerifyOptions { cases: 2, ..VerifyOptions::default() });
+    for f in &report.features {
+        if matches!(f.feature, Feature::OneCall | Feature::StringArguments | Feature::ObjectArguments) {
+            assert!(f.unrendered == 0 && f.failed == 0 && f.passed > 0, "{f:?}\n{}", report.text());
         }
     }
 }

@@ -98,6 +98,8 @@ pub struct Probe<'r> {
     pub object_args: bool,
     /// Include the tool definitions in every context.
     pub with_tools: bool,
+    /// Send a call message's empty content as null (templates that render calls only then).
+    pub null_content_with_calls: bool,
     /// Set `thinking` next to `enable_thinking`. Off for a template that reads `thinking`
     /// (which requests never set: the generator passes `enable_thinking`) only to cut
     /// reasoning out of content it takes to hold some (`content.split('</think>')[1]`,
@@ -116,7 +118,7 @@ fn tool_def(name: &str) -> Value {
 impl<'r> Probe<'r> {
     /// A probe over `r`.
     pub fn new(r: &'r dyn Render) -> Probe<'r> {
-        let mut p = Probe { r, object_args: true, with_tools: true, thinking_var: true };
+        let mut p = Probe { r, object_args: true, with_tools: true, null_content_with_calls: false, thinking_var: true };
         if p.render_asst(&Asst::content(CONTENT)).is_err() {
             p.thinking_var = false;
             if p.render_asst(&Asst::content(CONTENT)).is_err() {
@@ -128,7 +130,7 @@ impl<'r> Probe<'r> {
 
     /// The same renderer, with or without tool definitions in the context.
     pub fn clone_with_tools(&self, with_tools: bool) -> Probe<'r> {
-        Probe { r: self.r, object_args: self.object_args, with_tools, thinking_var: self.thinking_var }
+        Probe { r: self.r, object_args: self.object_args, with_tools, null_content_with_calls: self.null_content_with_calls, thinking_var: self.thinking_var }
     }
 
     /// The tool-call JSON of `c` as templates receive it.
@@ -159,6 +161,9 @@ impl<'r> Probe<'r> {
         }
         if !a.calls.is_empty() {
             m["tool_calls"] = Value::Array(a.calls.iter().map(|c| self.call_json(c)).collect());
+            if self.null_content_with_calls && a.content.as_deref() == Some("") {
+                m["content"] = Value::Null;
+            }
         }
         m
     }

@@ -55,7 +55,10 @@ fn normalize_ids(s: &str) -> String {
 
 /// T1: render tool calls; `None` if the template renders none.
 pub fn probe_tools(p: &mut Probe, r: &ReasoningAnalysis) -> Option<ToolProbe> {
-    for object_args in [true, false] {
+    // Calls with empty content first, then with null content (DeepSeek V3 renders calls only
+    // for `content is none`).
+    for (null_content, object_args) in [(false, true), (false, false), (true, true), (true, false)] {
+        p.null_content_with_calls = null_content;
         p.object_args = object_args;
         let Ok(one) = tool_region(p, vec![Call::first()]) else { continue };
         if !(one.contains(FUN_A) && one.contains(ARG_A) && one.contains(VAL_A)) {
@@ -70,6 +73,7 @@ pub fn probe_tools(p: &mut Probe, r: &ReasoningAnalysis) -> Option<ToolProbe> {
         let has_ids = one.contains(ID_A);
         return Some(ToolProbe { one: normalize_ids(&one), two: two.map(|t| normalize_ids(&t)), has_ids, object_args });
     }
+    p.null_content_with_calls = false;
     None
 }
 
@@ -851,6 +855,7 @@ pub fn analyze_tools(p: &mut Probe, r: &ReasoningAnalysis, caps: &mut Capabiliti
     };
     caps.supports_tool_calls = true;
     caps.supports_object_arguments = tp.object_args;
+    caps.null_content_with_calls = p.null_content_with_calls;
     caps.supports_parallel_tool_calls = tp.two.is_some();
     t.format.mode = classify(&tp.one);
     let mut tp = tp;
@@ -861,6 +866,8 @@ pub fn analyze_tools(p: &mut Probe, r: &ReasoningAnalysis, caps: &mut Capabiliti
             analyze_tagged(&mut t, &tp)?;
         }
     }
+    let section_end = t.format.section_end.trim();
+    t.format.section_end_optional = !section_end.is_empty() && !tp.one.contains(section_end);
     // Where content goes when a message has both.
     let mut both = Asst::calls(vec![Call::first()]);
     both.content = Some(CONTENT.to_owned());

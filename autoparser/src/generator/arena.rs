@@ -1423,7 +1423,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
             // A section end spelled as an opening (`<|tool_response>`) starts what follows the
             // calls, where the model stops: missing at the end, it is no deviation.
             let se = lit(b, &f.section_end);
-            sec = sec + if is_opening(&f.section_end) { b.optional(se) } else { b.optional(self.closing(se, false)) };
+            sec = sec + if is_opening(&f.section_end) || f.section_end_optional { b.optional(se) } else { b.optional(self.closing(se, false)) };
         }
         b.trigger_rule(SECTION_RULE, sec + self.after_calls() + after)
     }

@@ -377,6 +377,14 @@ fn template_request(r: &dyn Render, a: &TemplateAnalysis, req: &Request) -> Requ
     if a.caps.supports_object_arguments {
         req.messages.iter_mut().for_each(object_arguments);
     }
+    if a.caps.null_content_with_calls {
+        for m in &mut req.messages {
+            let calls = m.get("tool_calls").and_then(serde_json::Value::as_array).is_some_and(|c| !c.is_empty());
+            if calls && m.get("content").and_then(serde_json::Value::as_str) == Some("") {
+                m["content"] = serde_json::Value::Null;
+            }
+        }
+    }
     let (bos, eos) = r.special_tokens();
     req.chat_template_kwargs.entry("bos_token").or_insert_with(|| bos.into());
     req.chat_template_kwargs.entry("eos_token").or_insert_with(|| eos.into());

@@ -42,11 +42,15 @@ pub struct Capabilities {
     /// An assistant tool-call message with `content: null` fails to render but renders with
     /// `""` ([`ChatTemplate::apply`](super::ChatTemplate::apply) then sends `""`).
     pub requires_non_null_content: bool,
+    /// An assistant message's tool calls render only with `content: null` (DeepSeek V3 tests
+    /// `message['content'] is none`): [`ChatTemplate::apply`](super::ChatTemplate::apply) sends
+    /// a call message's empty content as null.
+    pub requires_null_content_with_calls: bool,
 }
 
 impl Capabilities {
     /// The capabilities as `(name, value)` pairs, names as in the corpus.
-    pub fn to_pairs(&self) -> [(&'static str, bool); 10] {
+    pub fn to_pairs(&self) -> [(&'static str, bool); 11] {
         [
             ("supports_system_role", self.supports_system_role),
             ("supports_tools", self.supports_tools),
@@ -58,6 +62,7 @@ impl Capabilities {
             ("supports_preserve_reasoning", self.supports_preserve_reasoning),
             ("supports_reasoning_effort", self.supports_reasoning_effort),
             ("requires_non_null_content", self.requires_non_null_content),
+            ("requires_null_content_with_calls", self.requires_null_content_with_calls),
         ]
     }
 
@@ -99,10 +104,11 @@ fn tool_call(id: &str, name: &str, args: Json) -> Json {
     json!({"id": id, "type": "function", "function": {"name": name, "arguments": args}})
 }
 
-fn tool_conversation(calls: Vec<Json>) -> Json {
+/// A conversation with one assistant turn of `calls` (its content `content`).
+fn tool_conversation(calls: Vec<Json>, content: Json) -> Json {
     json!([
         {"role": "user", "content": "User message"},
-        {"role": "assistant", "content": "", "tool_calls": calls},
+        {"role": "assistant", "content": content, "tool_calls": calls},
         {"role": "tool", "tool_call_id": "call00001", "content": "Tool response"},
         {"role": "assistant", "content": "Assistant message"},
         {"role": "user", "content": "User message"}
@@ -132,19 +138,30 @@ pub(crate) fn detect(template: &ChatTemplate) -> Capabilities {
 
     let tools = Some(json!([tool_def("probe_call_one"), tool_def("probe_call_two")]));
     let obj_args = |v: &str| json!({"arg": v});
-    let out = probe(t, tool_conversation(vec![tool_call("call00001", "probe_call_one", obj_args("probe_value_one"))]), tools.clone());
-    let str_out =
-        probe(t, tool_conversation(vec![tool_call("call00001", "probe_call_one", Json::String(json!({"arg": "probe_value_one"}).to_string()))]), tools.clone());
+    let one_call = |content: Json| {
+        let out = probe(t, tool_conversation(vec![tool_call("call00001", "probe_call_one", obj_args("probe_value_one"))], content.clone()), tools.clone());
+        let str_args = Json::String(json!({"arg": "probe_value_one"}).to_string());
+        let str_out = probe(t, tool_conversation(vec![tool_call("call00001", "probe_call_one", str_args)], content), tools.clone());
+        (out, str_out)
+    };
     // A tool call counts when its arguments reach the output (the name alone is also in `tools`).
-    c.supports_tool_calls = has(&out, "probe_value_one") || has(&str_out, "probe_value_one");
+    let shown = |(out, str_out): &(Option<String>, Option<String>)| has(out, "probe_value_one") || has(str_out, "probe_value_one");
+    let mut outs = one_call(json!(""));
+    if !shown(&outs) {
+        let with_null = one_call(Json::Null);
+        if shown(&with_null) {
+            c.requires_null_content_with_calls = true;
+            outs = with_null;
+        }
+    }
+    let (out, _) = &outs;
+    let out = out.clone();
+    c.supports_tool_calls = shown(&outs);
     c.supports_object_arguments = has(&out, "probe_value_one") && !has(&out, "'arg': 'probe_value_one'");
 
     if c.supports_tool_calls {
-        let with_content = |content: Json| {
-            let mut conv = tool_conversation(vec![tool_call("call00001", "probe_call_one", obj_args("probe_value_one"))]);
-            conv[1]["content"] = content;
-            probe(t, conv, tools.clone())
-        };
+        let with_content =
+            |content: Json| probe(t, tool_conversation(vec![tool_call("call00001", "probe_call_one", obj_args("probe_value_one"))], content), tools.clone());
         c.requires_non_null_content = with_content(Json::Null).is_none() && with_content(json!("")).is_some();
 
         let args = |v: &str| {
@@ -152,10 +169,10 @@ pub(crate) fn detect(template: &ChatTemplate) -> Capabilities {
         };
         let out = probe(
             t,
-            tool_conversation(vec![
-                tool_call("call00001", "probe_call_one", args("probe_value_one")),
-                tool_call("call00002", "probe_call_two", args("probe_value_two")),
-            ]),
+            tool_conversation(
+                vec![tool_call("call00001", "probe_call_one", args("probe_value_one")), tool_call("call00002", "probe_call_two", args("probe_value_two"))],
+                if c.requires_null_content_with_calls { Json::Null } else { json!("") },
+            ),
             tools,
         );
         c.supports_parallel_tool_calls = has(&out, "probe_value_one") && has(&out, "probe_value_two");

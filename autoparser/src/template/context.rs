@@ -69,10 +69,14 @@ pub(crate) fn prepare_messages(messages: &[Json], caps: &Capabilities) -> Result
             if let Some(r) = m.get("reasoning_content").filter(|r| !r.is_null()).cloned() {
                 m.entry("thinking").or_insert(r);
             }
+            let calls = m.get("tool_calls").and_then(Json::as_array).is_some_and(|c| !c.is_empty());
             if let Some(content) = m.get_mut("content") {
                 normalize_content(content, caps);
                 if content.is_null() && caps.requires_non_null_content {
                     *content = Json::String(String::new());
+                }
+                if calls && caps.requires_null_content_with_calls && content.as_str() == Some("") {
+                    *content = Json::Null;
                 }
             }
             let mut m = Json::Object(m);

@@ -696,6 +696,14 @@ impl<'r> Session<'r> {
             }
             Err(o) => return o,
         };
+        // A render that closes the calls' section more often than it opens it is no output of a
+        // model's (DeepSeek V3 writes the section's end after each call from the second on).
+        let f = &self.analysis.tools.format;
+        let (open, close) = (f.section_start.trim(), f.section_end.trim());
+        let markers = crate::analysis::text::has_marker(open) && crate::analysis::text::has_marker(close);
+        if markers && output.matches(close).count() > output.matches(open).count() {
+            return Outcome::Unrendered("the template closes the calls' section more often than it opens it".into());
+        }
         let expected = match self.expected(req, feature, &msg, &rendered, &output, &g.prefill) {
             Ok(m) => m,
             Err(why) => return Outcome::Unrendered(why),

@@ -108,6 +108,7 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("autoparser/tests/probes/mode-switch-on-the-last-user-message.jinja", include_str!("../../../autoparser/tests/probes/mode-switch-on-the-last-user-message.jinja")),
     ("autoparser/tests/probes/prompt-opens-reasoning-history-never-writes.jinja", include_str!("../../../autoparser/tests/probes/prompt-opens-reasoning-history-never-writes.jinja")),
     ("autoparser/tests/probes/cdata-values.jinja", include_str!("../../../autoparser/tests/probes/cdata-values.jinja")),
+    ("autoparser/tests/probes/calls-only-with-null-content.jinja", include_str!("../../../autoparser/tests/probes/calls-only-with-null-content.jinja")),
 ];
 
 /// Every format, built on first use.
