@@ -1332,9 +1332,15 @@ impl<'a, 'b> Ctx<'a, 'b> {
         };
         // Models drop per-call wrappers when the function has its own marker (`<function=`).
         let own_marker = f.mode != ToolFormat::JsonNative && !self.a.tools.function.name_prefix.trim().is_empty();
+        // A call that starts with its name, a marker following (`get_weather[ARGS]`), also
+        // tells itself from text.
+        let t = &self.a.tools;
+        let after_name = [t.function.name_suffix.trim(), t.call_id.prefix.trim(), t.arguments.start.trim()].into_iter().find(|m| !m.is_empty());
+        let starts_with_name = t.call_id.pos != crate::format::CallIdPosition::PreFuncName;
+        let marked_name = f.mode != ToolFormat::JsonNative && starts_with_name && after_name.is_some_and(crate::analysis::text::has_marker);
         // Recovering: several calls inside one per-call wrapper, where a call's start says so.
         let one = |first: Parser<'b>| {
-            if self.recovering() && !f.per_call_start.trim().is_empty() && (own_marker || self.json_calls()) {
+            if self.recovering() && !f.per_call_start.trim().is_empty() && (own_marker || marked_name || self.json_calls()) {
                 first + b.zero_or_more(self.joined_call("", single))
             } else {
                 first
