@@ -154,9 +154,8 @@ pub(crate) fn detect(template: &ChatTemplate) -> Capabilities {
             outs = with_null;
         }
     }
-    let (out, _) = &outs;
-    let out = out.clone();
     c.supports_tool_calls = shown(&outs);
+    let out = outs.0;
     c.supports_object_arguments = has(&out, "probe_value_one") && !has(&out, "'arg': 'probe_value_one'");
 
     if c.supports_tool_calls {

@@ -326,6 +326,23 @@ fn null_content_becomes_empty_for_templates_that_need_it() {
     assert_eq!(t.apply(&req).unwrap().prompt, "user:qassistant:{\"a\": 1}");
 }
 
+#[test]
+fn empty_content_becomes_null_for_templates_that_write_calls_only_then() {
+    let t = ChatTemplate::from_source(
+        "{% for m in messages %}{{ m.role }}:{% if m.content is none %}{% for c in m.tool_calls %}<call>{{ c.function.name + ' ' + c.function.arguments }}</call>{% endfor %}{% else %}{{ m.content }}{% endif %}\n{% endfor %}",
+        "",
+        "",
+    )
+    .unwrap();
+    assert!(t.capabilities().supports_tool_calls && t.capabilities().requires_null_content_with_calls);
+    let req: Request = serde_json::from_value(json!({"messages": [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": "{\"a\": 1}"}}]}
+    ]}))
+    .unwrap();
+    assert_eq!(t.apply(&req).unwrap().prompt, "user:qassistant:<call>f {\"a\": 1}</call>");
+}
+
 /// Random templates assembled from Jinja fragments (and raw bytes) compile or fail cleanly,
 /// and render or fail cleanly: never a panic.
 #[test]
