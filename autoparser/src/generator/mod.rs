@@ -29,7 +29,7 @@ use crate::error::{Error, ErrorKind};
 use crate::format::TemplateAnalysis;
 use crate::policy::Policy;
 use crate::request::{ContinueFinal, ReasoningFormat, Request, ToolChoice};
-use crate::template::{Lenient, Render, object_arguments};
+use crate::template::{Lenient, Render, empty_content_as_null, object_arguments};
 #[doc(hidden)]
 pub use arena::build_grammar_arena;
 pub(crate) use arena::parse_arena;
@@ -378,12 +378,7 @@ fn template_request(r: &dyn Render, a: &TemplateAnalysis, req: &Request) -> Requ
         req.messages.iter_mut().for_each(object_arguments);
     }
     if a.caps.null_content_with_calls {
-        for m in &mut req.messages {
-            let calls = m.get("tool_calls").and_then(serde_json::Value::as_array).is_some_and(|c| !c.is_empty());
-            if calls && m.get("content").and_then(serde_json::Value::as_str) == Some("") {
-                m["content"] = serde_json::Value::Null;
-            }
-        }
+        req.messages.iter_mut().for_each(empty_content_as_null);
     }
     let (bos, eos) = r.special_tokens();
     req.chat_template_kwargs.entry("bos_token").or_insert_with(|| bos.into());

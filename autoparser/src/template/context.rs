@@ -69,17 +69,16 @@ pub(crate) fn prepare_messages(messages: &[Json], caps: &Capabilities) -> Result
             if let Some(r) = m.get("reasoning_content").filter(|r| !r.is_null()).cloned() {
                 m.entry("thinking").or_insert(r);
             }
-            let calls = m.get("tool_calls").and_then(Json::as_array).is_some_and(|c| !c.is_empty());
             if let Some(content) = m.get_mut("content") {
                 normalize_content(content, caps);
                 if content.is_null() && caps.requires_non_null_content {
                     *content = Json::String(String::new());
                 }
-                if calls && caps.requires_null_content_with_calls && content.as_str() == Some("") {
-                    *content = Json::Null;
-                }
             }
             let mut m = Json::Object(m);
+            if caps.requires_null_content_with_calls {
+                empty_content_as_null(&mut m);
+            }
             if caps.supports_object_arguments {
                 object_arguments(&mut m);
             }
@@ -87,6 +86,15 @@ pub(crate) fn prepare_messages(messages: &[Json], caps: &Capabilities) -> Result
         })
         .collect::<Result<Vec<_>, _>>()
         .map(order_tool_results)
+}
+
+/// A message with tool calls and empty content gets null content (templates that write calls
+/// only for `content is none`).
+pub(crate) fn empty_content_as_null(message: &mut Json) {
+    let calls = message.get("tool_calls").and_then(Json::as_array).is_some_and(|c| !c.is_empty());
+    if calls && message.get("content").and_then(Json::as_str) == Some("") {
+        message["content"] = Json::Null;
+    }
 }
 
 /// A message's tool-call arguments given as JSON text become objects (templates that iterate

@@ -37,8 +37,8 @@ use std::io;
 use std::sync::Arc;
 
 pub use caps::Capabilities;
-pub(crate) use context::object_arguments;
 pub use context::{ReasoningTags, RenderedPrompt};
+pub(crate) use context::{empty_content_as_null, object_arguments};
 pub use env::Limits;
 pub use gguf::{GgufMetadata, GgufValue, read_gguf_metadata};
 pub use render::Budget;

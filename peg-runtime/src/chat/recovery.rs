@@ -26,9 +26,9 @@ pub const TAG_PREFIX: &str = "recovered.";
 pub enum RecoveryKind {
     /// A JSON call whose keys come in another order, under synonym keys (`parameters` for
     /// `arguments`), inside an extra `{"function": ...}` wrapper, or written as a Python dict;
-    /// a call in another family's syntax inside the template's call markers; a gpt-oss call addressed
-    /// `to=NAME` without its `functions.` namespace; calls without the list the template
-    /// writes them in (`[TOOL_CALLS]{...}` for `[TOOL_CALLS][{...}]`).
+    /// a call in another family's syntax inside the template's call markers; a gpt-oss call
+    /// addressed `to=NAME` without its `functions.` namespace; calls without the list the
+    /// template writes them in (`[TOOL_CALLS]{...}` for `[TOOL_CALLS][{...}]`).
     CallShape,
     /// Several calls joined otherwise than the template joins them (`;`, line breaks, each in
     /// its own wrapper), or where the template renders one call per turn.
