@@ -815,7 +815,10 @@ impl<'a, 'b> Ctx<'a, 'b> {
                     (raw_value, unclosed)
                 }
             } else {
-                (b.space() + json_value(), None)
+                // A value the model left its suffix out after ends where the next argument or
+                // a closing marker starts a line, as a raw string's does.
+                let ends = if vs.is_empty() { Vec::new() } else { self.unclosed_value_ends(name, &names) };
+                (b.space() + json_value(), (!ends.is_empty()).then(|| self.unclosed_value_end(&ends)))
             };
             let close = if vs.is_empty() {
                 b.eps()
@@ -1022,6 +1025,36 @@ impl<'a, 'b> Ctx<'a, 'b> {
     ///
     /// Also, when recovering: the lookahead where a value the model left unclosed ends (the
     /// next argument's opening or a closing marker on a line of its own, or the end).
+    /// Recovery: what ends an argument value whose suffix the model left out, on a line of
+    /// its own: the next argument's whole opening, or a closing marker (the arguments', the
+    /// call's, the section's, a next call's opener). Empty when not recovering or values
+    /// have no suffix.
+    fn unclosed_value_ends(&self, fun: &str, names: &[&str]) -> Vec<String> {
+        let t = &self.a.tools;
+        let ar = &t.arguments;
+        if !self.recovering() || ar.value_suffix.trim().is_empty() {
+            return Vec::new();
+        }
+        let np = ar.name_prefix.trim();
+        let mut v: Vec<String> = names.iter().filter(|_| !np.is_empty()).map(|n| format!("{np}{n}{}", ar.name_suffix.trim_end())).collect();
+        let fun_close = with_name(&t.function.close, fun);
+        for m in [&ar.end, &fun_close, &t.format.per_call_end, &t.format.section_end, &t.format.per_call_start] {
+            let m = m.trim();
+            if !m.is_empty() && !v.iter().any(|x| x == m) {
+                v.push(m.to_owned());
+            }
+        }
+        v
+    }
+
+    /// A lookahead at one of `ends` (see [`Self::unclosed_value_ends`]) or the output's end.
+    fn unclosed_value_end(&self, ends: &[String]) -> Parser<'b> {
+        let b = self.b;
+        let mut alts: Vec<Parser<'b>> = ends.iter().map(|o| b.literal(o)).collect();
+        alts.push(b.end());
+        b.peek(b.space() + b.choice(alts))
+    }
+
     fn raw_string_value(&self, (fun, arg): (&str, &str), s: &Value, nullable: bool, names: &[&str]) -> (Parser<'b>, Option<Parser<'b>>) {
         let b = self.b;
         let t = &self.a.tools;
@@ -1093,20 +1126,8 @@ impl<'a, 'b> Ctx<'a, 'b> {
         } else {
             delims
         };
-        // Recovery: the next argument's whole opening, or a closing marker, on a line of its
-        // own ends a value whose suffix the model left out.
-        let unclosed_at: Vec<String> = if self.recovering() && !vs.is_empty() {
-            let mut v: Vec<String> = names.iter().filter(|_| !np.is_empty()).map(|n| format!("{np}{n}{}", ar.name_suffix.trim_end())).collect();
-            v.extend(markers.iter().map(|m| m.to_string()));
-            v
-        } else {
-            Vec::new()
-        };
-        let unclosed = || {
-            let mut alts: Vec<Parser<'b>> = unclosed_at.iter().map(|o| b.literal(o)).collect();
-            alts.push(b.end());
-            b.peek(b.space() + b.choice(alts))
-        };
+        let unclosed_at = self.unclosed_value_ends(fun, names);
+        let unclosed = || self.unclosed_value_end(&unclosed_at);
         let (delims, real_end) = if unclosed_at.is_empty() {
             (delims, b.eps())
         } else {
@@ -1347,6 +1368,12 @@ impl<'a, 'b> Ctx<'a, 'b> {
             }
         };
         let pcs = lit(b, &f.per_call_start);
+        // Recovering: the marker written twice (`<tool_call>\n<tool_call>\n{…}`).
+        let pcs = if self.recovering() && !f.per_call_start.trim().is_empty() {
+            pcs + b.optional(self.recovered(RecoveryKind::ExtraWrapper, b.space() + lit(b, &f.per_call_start)))
+        } else {
+            pcs
+        };
         // After the marker itself (not where the template's own call may leave it out), the
         // first call may be in another family's syntax; more calls joined inside it are read
         // in the template's own (each alternative a stream waits on costs a parse).
