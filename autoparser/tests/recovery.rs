@@ -49,6 +49,7 @@ const NEMO: &str = "mistralai-Mistral-Nemo-Instruct-2407";
 const DSV31: &str = "deepseek-ai-DeepSeek-V3.1";
 const KIMI: &str = "moonshotai-Kimi-K2";
 const MISTRAL: &str = "Mistral-Small-3.2-24B-Instruct-2506";
+const DEVSTRAL: &str = "unsloth-mistral-Devstral-Small-2507";
 const QCODER: &str = "Qwen3-Coder";
 const GLM: &str = "GLM-4.6";
 const QWEN35: &str = "Qwen3.5-4B";
@@ -506,6 +507,12 @@ fn table() -> Vec<Row> {
         row("mistral-small-3.2: call without its [CALL_ID]", MISTRAL,
             "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\"}",
             calls(&[weather()]), &[(MissingCallId, "[ARGS]")]),
+        row("mistral-small-3.2: call without its [CALL_ID] and [ARGS]", MISTRAL,
+            "[TOOL_CALLS]get_weather{\"city\": \"Paris\"}",
+            calls(&[weather()]), &[(CallShape, "{\"city\"")]),
+        row("devstral: call without its [ARGS]", DEVSTRAL,
+            "[TOOL_CALLS]get_weather{\"city\": \"Paris\"}[TOOL_CALLS]get_time[ARGS]{\"zone\": \"CET\"}",
+            calls(&[weather(), time()]), &[(CallShape, "{\"city\"")]),
         row("call-id-special fixture: call without its <|call_id|>", CALL_ID_SPECIAL,
             "<|call|>get_weather<|args|>{\"city\": \"Paris\"}<|/call|>",
             calls(&[weather()]), &[(MissingCallId, "<|args|>")]),

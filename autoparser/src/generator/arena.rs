@@ -518,7 +518,13 @@ impl<'a, 'b> Ctx<'a, 'b> {
         // Reported where it belongs, once what follows shows it is missing.
         let missing = if !id.suffix.trim().is_empty() {
             // The suffix stays (`[ARGS]` after `[CALL_ID]...`).
-            self.recovered(RecoveryKind::MissingCallId, b.peek(lit(b, &id.suffix))) + lit(b, &id.suffix)
+            let suffix = self.recovered(RecoveryKind::MissingCallId, b.peek(lit(b, &id.suffix))) + lit(b, &id.suffix);
+            if id.pos != crate::format::CallIdPosition::BetweenFuncAndArgs || self.a.tools.format.mode != ToolFormat::TagWithJson {
+                suffix
+            } else {
+                // Or it went too, the object right after the name (`get_weather{...}`).
+                b.choice([suffix, self.recovered(RecoveryKind::CallShape, b.space() + b.peek("{"))])
+            }
         } else if id.pos == crate::format::CallIdPosition::BetweenFuncAndArgs {
             self.recovered(RecoveryKind::MissingCallId, b.peek(lit(b, &self.a.tools.arguments.start)))
         } else {
@@ -620,7 +626,12 @@ impl<'a, 'b> Ctx<'a, 'b> {
         if t.call_id.pos == P::BetweenFuncAndArgs {
             open = open + self.call_id();
         }
-        let mut body = b.tag(tags::TOOL_OPEN, open) + lit(b, &t.arguments.start) + args;
+        let mut args_start = lit(b, &t.arguments.start);
+        if self.recovering() && self.a.tools.format.mode == ToolFormat::TagWithJson && !t.arguments.start.trim().is_empty() {
+            // The arguments' marker left out, the object right after the name (`f{"a": 1}`).
+            args_start = b.choice([args_start, self.recovered(RecoveryKind::CallShape, b.space() + b.peek("{"))]);
+        }
+        let mut body = b.tag(tags::TOOL_OPEN, open) + args_start + args;
         // A grammar writes nothing between an inline raw value and what ends it: the parser
         // would read it as the value's.
         let tight = self.raw_inline() && !self.recovering();
