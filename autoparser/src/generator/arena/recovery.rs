@@ -49,12 +49,7 @@ fn shared_marker_syntaxes() -> Vec<ToolAnalysis> {
         function: ToolFunctionAnalysis { name_suffix: "\n".into(), ..Default::default() },
         ..Default::default()
     };
-    // `<function=NAME>` around a JSON object (Llama 3.1's custom tool format).
-    let function_tag_json = ToolAnalysis {
-        format: ToolFormatAnalysis { mode: ToolFormat::TagWithJson, ..Default::default() },
-        function: ToolFunctionAnalysis { name_prefix: "<function=".into(), name_suffix: ">".into(), close: "</function>".into(), indexed: false },
-        ..Default::default()
-    };
+    let function_tag_json = function_tag_json();
     // A Python call, `get_weather(city="Paris", days=3)` (Llama 3.2's pythonic calls).
     let mut python = tagged("", "(", ")", args("", "=", "", ""));
     python.arguments.separator = ",".into();
@@ -69,6 +64,15 @@ fn shared_marker_syntaxes() -> Vec<ToolAnalysis> {
         tagged("", "\n", "", args("<arg_key>", "</arg_key>", "\n<arg_value>", "</arg_value>")),
         python,
     ]
+}
+
+/// `<function=NAME>` around a JSON object (Llama 3.1's custom tool format), no markers around.
+fn function_tag_json() -> ToolAnalysis {
+    ToolAnalysis {
+        format: ToolFormatAnalysis { mode: ToolFormat::TagWithJson, ..Default::default() },
+        function: ToolFunctionAnalysis { name_prefix: "<function=".into(), name_suffix: ">".into(), close: "</function>".into(), indexed: false },
+        ..Default::default()
+    }
 }
 
 impl<'b> Ctx<'_, 'b> {
@@ -401,7 +405,15 @@ impl<'b> Ctx<'_, 'b> {
     /// `in_prose`: text came before it (where the template writes calls at the turn's start).
     pub(super) fn embedded_calls(&self, in_prose: bool) -> Parser<'b> {
         let b = self.b;
-        let calls = self.json_call_run(Names::Declared);
+        // Or declared tools called as `<function=NAME>{...}</function>` (Llama 3.1's form,
+        // which models tuned on several families write where their template has no markers).
+        let mut a = self.a.clone();
+        a.tools = function_tag_json();
+        let tagged = Ctx { b, a: &a, policy: self.policy, prefill_for_grammar: None };
+        let tagged: Vec<Parser<'b>> = self.tools().iter().map(|(n, s)| tagged.tag_call(n, s)).collect();
+        let tagged = b.choice(tagged);
+        let tagged = self.recovered(RecoveryKind::CallShape, tagged + b.zero_or_more(b.space() + tagged));
+        let calls = b.choice([self.json_call_run(Names::Declared), tagged]);
         let opt = |kind: RecoveryKind, p: Parser<'b>| b.optional(self.recovered(kind, p));
         let inner = opt(RecoveryKind::CodeFence, self.fence_open() + b.space()) + b.space() + calls + b.optional(b.space() + "```");
         let whole = opt(RecoveryKind::ExtraWrapper, self.wrapper_open() + b.space()) + inner + b.optional(b.space() + self.wrapper_close());
@@ -414,6 +426,7 @@ impl<'b> Ctx<'_, 'b> {
                 "{" + b.space() + "\"",
                 "[" + b.space() + "{",
                 b.literal("```"),
+                b.literal("<function="),
                 "<" + b.chars("[a-zA-Z0-9_|]", 1, Some(40)) + ">" + b.space() + opens(),
             ]);
         let whole = b.peek(gate) + b.atomic(b.space() + whole);
