@@ -620,8 +620,24 @@ impl<'a, 'b> Ctx<'a, 'b> {
             // Atomic: the name inside is announced only with the whole id.
             open = open + b.space() + b.atomic(b.tag(tags::TOOL_ID, id));
         } else {
-            open = open + opener(b, &t.function.name_prefix) + name;
-            open = open + lit_indexed(b, &t.function.name_suffix);
+            let own = opener(b, &t.function.name_prefix) + name + lit_indexed(b, &t.function.name_suffix);
+            // The marker after the name: its suffix, or the arguments' opener.
+            let suffix = [t.function.name_suffix.trim(), t.arguments.start.trim()].into_iter().find(|m| !m.is_empty()).unwrap_or_default();
+            let typed_first = self.recovering()
+                && t.format.mode == ToolFormat::TagWithJson
+                && t.function.name_prefix.trim().is_empty()
+                && t.call_id.pos == P::None
+                && crate::analysis::text::has_marker(suffix);
+            open = open
+                + if typed_first {
+                    // The call's type before its name, joined by the marker that follows the
+                    // name (`function<｜tool▁sep｜>get_weather` then the arguments, DeepSeek V3's
+                    // form where V3.1 writes `get_weather<｜tool▁sep｜>`).
+                    let typed = b.literal("function") + b.literal(suffix) + name + b.peek(b.space() + b.choice([b.literal("{"), b.literal("```")]));
+                    b.choice([own, self.recovered(RecoveryKind::CallShape, typed)])
+                } else {
+                    own
+                };
         }
         if t.call_id.pos == P::BetweenFuncAndArgs {
             open = open + self.call_id();
@@ -629,7 +645,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let mut args_start = lit(b, &t.arguments.start);
         if self.recovering() && self.a.tools.format.mode == ToolFormat::TagWithJson && !t.arguments.start.trim().is_empty() {
             // The arguments' marker left out, the object right after the name (`f{"a": 1}`).
-            args_start = b.choice([args_start, self.recovered(RecoveryKind::CallShape, b.space() + b.peek("{"))]);
+            args_start = b.choice([args_start, self.recovered(RecoveryKind::CallShape, b.space() + b.peek(b.choice([b.literal("{"), b.literal("```")])))]);
         }
         let mut body = b.tag(tags::TOOL_OPEN, open) + args_start + args;
         // A grammar writes nothing between an inline raw value and what ends it: the parser
