@@ -67,6 +67,10 @@ const PHI: &str = "recovery/phi-4-mini-functools";
 const CALL_ID_SPECIAL: &str = "recovery/call-id-special";
 /// Fixture: a call id marker between name and arguments, bracket words.
 const CALL_ID_WORDS: &str = "recovery/call-id-words";
+/// Fixture: lists the tools but writes no call in history (no call format to learn).
+const CALLS_UNSHOWN: &str = "recovery/calls-unshown";
+/// Never writes calls; its system prompt asks for `<|tool_call|>` and a JSON list.
+const GRANITE33: &str = "ibm-granite-granite-3.3-2B-Instruct";
 /// Fixture: ReAct-style `Action:` / `Action Input:` lines, the reply text after the calls.
 const REACT: &str = "templates/content-after-calls-words";
 
@@ -302,6 +306,9 @@ fn table() -> Vec<Row> {
         row("qwen2.5: two <function=NAME>{…}</function> calls, no <tool_call>", QWEN25,
             "<function=get_weather>{\"city\": \"Paris\"}</function>\n<function=get_time>{\"zone\": \"CET\"}</function>",
             calls(&[weather(), time()]), &[(CallShape, "<function=get_weather")]),
+        row("calls-unshown fixture: a JSON call after text, where the template never writes calls", CALLS_UNSHOWN,
+            "Let me check.\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}",
+            msg("Let me check.", &[weather()]), &[(CallInProse, "{\"name\"")]),
         row("llama3.2: call shape of an unknown name in prose stays content", LLAMA32,
             "For example {\"name\": \"get_stock\", \"parameters\": {\"symbol\": \"ACME\"}} would be a call.",
             msg("For example {\"name\": \"get_stock\", \"parameters\": {\"symbol\": \"ACME\"}} would be a call.", &[]), &[]),
@@ -505,6 +512,9 @@ fn table() -> Vec<Row> {
         row("qwen3-coder: the <tool_call> opener written twice", QCODER,
             "<tool_call>\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>",
             calls(&[weather()]), &[(ExtraWrapper, "<tool_call>\n<function")]),
+        row("granite-3.3 (never writes calls): <|tool_call|> and a JSON list, as its prompt asks", GRANITE33,
+            "<|tool_call|>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}, {\"name\": \"get_time\", \"arguments\": {\"zone\": \"CET\"}}]",
+            calls(&[weather(), time()]), &[(ExtraWrapper, "<|tool_call|>")]),
         row("phi-4-mini fixture: <tool_call>…</tool_call> around functools[…]", PHI,
             "<tool_call>\nfunctools[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]\n</tool_call>",
             calls(&[weather()]), &[(ExtraWrapper, "<tool_call>")]),
@@ -649,6 +659,13 @@ fn table() -> Vec<Row> {
         row("deepseek-v3.1-sections fixture: text after the section", DS_SECTIONS,
             "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Paris\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>Done.",
             msg("Done.", &[weather()]), &[(TextAroundCalls, "Done.")]).thinking(false),
+        // A template that never writes calls: JSON calls of declared tools are read anyway.
+        row("calls-unshown fixture regression: a JSON call alone is a call", CALLS_UNSHOWN,
+            "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}",
+            calls(&[weather()]), &[]),
+        row("calls-unshown fixture regression: text that names no declared tool stays content", CALLS_UNSHOWN,
+            "The data: {\"name\": \"Paris\", \"population\": 2100000}",
+            msg("The data: {\"name\": \"Paris\", \"population\": 2100000}", &[]), &[]),
         row("phi-4-mini fixture regression: plain text is content", PHI,
             "The weather in Paris is sunny.",
             msg("The weather in Paris is sunny.", &[]), &[]),

@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::analysis::diff::calculate_diff_split;
 use crate::error::{Error, ErrorKind};
-use crate::format::TemplateAnalysis;
+use crate::format::{TemplateAnalysis, ToolFormat, ToolFormatAnalysis};
 use crate::policy::Policy;
 use crate::request::{ContinueFinal, ReasoningFormat, Request, ToolChoice};
 use crate::template::{Lenient, Render, empty_content_as_null, object_arguments};
@@ -306,6 +306,21 @@ impl Constraints {
     }
 }
 
+/// For a template that never writes calls, when `req` declares tools it may call: the
+/// analysis to parse with, reading calls in the form models fall back to without one, JSON
+/// objects naming a declared tool (`{"name": …, "arguments": …}`), alone or in the text, in a
+/// list or a wrapper token (reported as such). The tools reach the model in the template's
+/// prompt or the server's; what the template never shows is not constrained (no grammar).
+fn calls_unshown(a: &TemplateAnalysis, req: &Request) -> Option<TemplateAnalysis> {
+    if a.tools.format.mode != ToolFormat::None || a.parts.is_some() || req.tools.is_empty() || req.tool_choice == ToolChoice::None {
+        return None;
+    }
+    let mut generic = a.clone();
+    generic.tools.format =
+        ToolFormatAnalysis { mode: ToolFormat::JsonNative, parameter_order: vec!["name".into(), "arguments".into()], ..ToolFormatAnalysis::default() };
+    Some(generic)
+}
+
 /// The parser arena, grammar, triggers, schema warnings and tools of `req` (reading only the
 /// part of it in [`Constraints::key`]).
 pub(crate) fn constraints(a: &TemplateAnalysis, req: &Request, prefill: &str) -> Result<Constraints, Error> {
@@ -317,7 +332,11 @@ pub(crate) fn constraints(a: &TemplateAnalysis, req: &Request, prefill: &str) ->
         req
     };
     let policy = Policy::new(req, a);
-    let arena = parse_arena(a, &policy).map_err(|e| generation_failed("parser construction", e))?;
+    let arena = match calls_unshown(a, req) {
+        Some(generic) => parse_arena(&generic, &Policy::new(req, &generic)),
+        None => parse_arena(a, &policy),
+    }
+    .map_err(|e| generation_failed("parser construction", e))?;
     let grammar_lazy = policy.lazy_grammar();
     let mut grammar_triggers = Vec::new();
     if grammar_lazy {
