@@ -49,7 +49,7 @@ fn every_template_round_trips_through_its_own_parser() {
     // Structures no shared template has, written to probe the analysis (each passed or was
     // made to pass when written).
     let probes = jinja_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/probes"));
-    assert_eq!(probes.len(), 30);
+    assert_eq!(probes.len(), 31);
     templates.extend(probes);
     if let Some(shared) = shared_data::shared(CORPUS_TESTS) {
         templates.extend(jinja_files(&shared.templates()));
@@ -127,6 +127,22 @@ fn calls_written_only_for_null_content_are_verified() {
     let report = Model::analyze(t).unwrap().verify(&VerifyOptions { cases: 2, ..VerifyOptions::default() });
     for f in &report.features {
         if matches!(f.feature, Feature::OneCall | Feature::StringArguments | Feature::ObjectArguments) {
+            assert!(f.unrendered == 0 && f.failed == 0 && f.passed > 0, "{f:?}\n{}", report.text());
+        }
+    }
+}
+
+/// A template that writes a last assistant message as the continuation of the prompt, its
+/// calls left out: its call format is learned from a turn before another, and its calls are
+/// verified so (not reported as a template without calls).
+#[test]
+fn a_last_turn_written_as_a_continuation_is_verified_as_history() {
+    let t = ChatTemplate::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/probes/last-assistant-as-continuation.jinja")).unwrap();
+    let model = Model::analyze(t).unwrap();
+    assert_eq!(model.analysis().tools.format.section_start, "<calls>");
+    let report = model.verify(&VerifyOptions { cases: 2, ..VerifyOptions::default() });
+    for f in &report.features {
+        if matches!(f.feature, Feature::Content | Feature::OneCall | Feature::ParallelCalls | Feature::ObjectArguments) {
             assert!(f.unrendered == 0 && f.failed == 0 && f.passed > 0, "{f:?}\n{}", report.text());
         }
     }

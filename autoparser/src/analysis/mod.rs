@@ -99,6 +99,29 @@ pub fn analyze(r: &dyn Render) -> Result<TemplateAnalysis, Error> {
     metered.finish(result.unwrap_or_else(|panic| Err(Error::from_panic("analysis", panic))))
 }
 
+/// Templates that write a last assistant message otherwise than history (as the
+/// continuation of a generation prompt, its calls left out) show a turn as the model wrote it
+/// only before another turn: the analysis and `verify` render the turn before a user turn and
+/// cut it there. The user turn's header is where a render cut at that user's text
+/// (`before_next`) and one cut at the first user's text (`before_first`) end alike, from the
+/// first marker of that common end (the whitespace before it ends the assistant turn); the
+/// whole common end in a template without markers. `None` where they share no end.
+pub(crate) fn user_header<'t>(before_next: &'t str, before_first: &str) -> Option<&'t str> {
+    let common = text::common_suffix(before_next, before_first);
+    let header = match segment::first_marker(common) {
+        Some((i, _)) => &common[i..],
+        None => common.trim_start(),
+    };
+    (!header.trim().is_empty()).then_some(header)
+}
+
+/// A render cut at the text of the user turn after an assistant turn (`before_next`), without
+/// that user turn's `header` (see [`user_header`]): the conversation up to the end of the
+/// assistant turn.
+pub(crate) fn history_turn<'t>(before_next: &'t str, header: &str) -> &'t str {
+    before_next.strip_suffix(header).unwrap_or(before_next)
+}
+
 fn analyze_inner(r: &dyn Render) -> Result<TemplateAnalysis, Error> {
     let lenient = Lenient(r);
     let r: &dyn Render = &lenient;

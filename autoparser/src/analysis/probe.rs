@@ -32,6 +32,8 @@ pub mod needle {
     pub const ID_A: &str = "call00001";
     /// Second call id.
     pub const ID_B: &str = "call99999";
+    /// A user turn after the probed assistant turn (see [`super::history_turn`]).
+    pub const NEXT_USER: &str = "NEXT_USER_TURN_TEXT";
 }
 use needle::*;
 
@@ -105,6 +107,10 @@ pub struct Probe<'r> {
     /// reasoning out of content it takes to hold some (`content.split('</think>')[1]`,
     /// Hermes 4), so that it fails on plain content: decided once, for every probe alike.
     thinking_var: bool,
+    /// The template writes a last assistant message otherwise than as history (as the
+    /// continuation of a prompt, its calls left out): probes render the message before a user
+    /// turn and cut there, this header of the user turn with it.
+    history_turn: Option<String>,
 }
 
 fn tool_def(name: &str) -> Value {
@@ -118,19 +124,39 @@ fn tool_def(name: &str) -> Value {
 impl<'r> Probe<'r> {
     /// A probe over `r`.
     pub fn new(r: &'r dyn Render) -> Probe<'r> {
-        let mut p = Probe { r, object_args: true, with_tools: true, null_content_with_calls: false, thinking_var: true };
+        let mut p = Probe { r, object_args: true, with_tools: true, null_content_with_calls: false, thinking_var: true, history_turn: None };
         if p.render_asst(&Asst::content(CONTENT)).is_err() {
             p.thinking_var = false;
             if p.render_asst(&Asst::content(CONTENT)).is_err() {
                 p.thinking_var = true;
             }
         }
+        let calls = Asst::calls(vec![Call::first()]);
+        // (The call's value, not its name: the tools listed in the prompt hold the names.)
+        if p.render_asst(&calls).is_ok_and(|t| !t.contains(VAL_A)) {
+            p.history_turn = p.user_header();
+            if !p.render_asst(&calls).is_ok_and(|t| t.contains(VAL_A)) {
+                p.history_turn = None;
+            }
+        }
         p
+    }
+
+    /// The header of a user turn after an assistant turn: where the two renders, cut at the
+    /// user's text, end alike (from the first marker of that common end; see
+    /// [`super::history_turn`]).
+    fn user_header(&self) -> Option<String> {
+        let mut m = self.base();
+        m.push(self.asst_json(&Asst::content(CONTENT)));
+        m.push(json!({"role": "user", "content": NEXT_USER}));
+        let text = self.render(&self.ctx(m, false, Some(true))).ok()?;
+        let first = self.render(&self.ctx(self.base(), false, Some(true))).ok()?;
+        super::user_header(&text[..text.rfind(NEXT_USER)?], &first[..first.find(USER)?]).map(str::to_owned)
     }
 
     /// The same renderer, with or without tool definitions in the context.
     pub fn clone_with_tools(&self, with_tools: bool) -> Probe<'r> {
-        Probe { r: self.r, object_args: self.object_args, with_tools, null_content_with_calls: self.null_content_with_calls, thinking_var: self.thinking_var }
+        Probe { with_tools, history_turn: self.history_turn.clone(), ..*self }
     }
 
     /// The tool-call JSON of `c` as templates receive it.
@@ -189,11 +215,16 @@ impl<'r> Probe<'r> {
         vec![json!({"role": "user", "content": USER})]
     }
 
-    /// Renders `[user, assistant]` without a generation prompt.
+    /// Renders `[user, assistant]` without a generation prompt (for a template that writes a
+    /// last assistant message otherwise, `[user, assistant, user]` up to the last user turn).
     pub fn render_asst(&self, a: &Asst) -> Result<String, String> {
         let mut m = self.base();
         m.push(self.asst_json(a));
-        self.render(&self.ctx(m, false, Some(true)))
+        let Some(header) = &self.history_turn else { return self.render(&self.ctx(m, false, Some(true))) };
+        m.push(json!({"role": "user", "content": NEXT_USER}));
+        let text = self.render(&self.ctx(m, false, Some(true)))?;
+        let before = text.rfind(NEXT_USER).map(|i| &text[..i]).ok_or("the next user turn is not rendered")?;
+        Ok(super::history_turn(before, header).to_owned())
     }
 
     /// Renders `[user]` with a generation prompt.

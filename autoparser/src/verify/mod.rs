@@ -460,6 +460,13 @@ struct Session<'r> {
     tails: Vec<String>,
 }
 
+/// A render of a case's message: the conversation ending with it, or (`as_history`) with it
+/// as a turn of history, cut before the user turn after it.
+struct Turn {
+    text: String,
+    as_history: bool,
+}
+
 /// The request in one thinking mode, and what generation made of it.
 struct Mode {
     req: Request,
@@ -509,6 +516,22 @@ impl<'r> Session<'r> {
         let mut req = req.clone();
         req.messages.push(msg.clone());
         render_conversation(self.r, self.analysis, &req, false).map_err(|e| e.to_string())
+    }
+
+    /// The conversation of `req` with `msg` as a turn of history: a user turn follows it, cut
+    /// off with that turn's header (see [`crate::analysis::user_header`]). `None` if the
+    /// template renders no such conversation.
+    fn render_as_history(&self, req: &Request, msg: &Value) -> Option<String> {
+        const NEXT: &str = "NEXT_USER_TURN_PROBE";
+        let mut next = req.clone();
+        next.messages.push(msg.clone());
+        next.messages.push(json!({"role": "user", "content": NEXT}));
+        let text = render_conversation(self.r, self.analysis, &next, false).ok()?;
+        let before_next = &text[..text.rfind(NEXT)?];
+        let first_words = req.messages.iter().find(|m| m["role"] == "user").and_then(|m| m["content"].as_str()).filter(|w| !w.trim().is_empty())?;
+        let base = render_conversation(self.r, self.analysis, req, false).ok()?;
+        let header = crate::analysis::user_header(before_next, &base[..base.find(first_words)?])?;
+        Some(crate::analysis::history_turn(before_next, header).to_owned())
     }
 
     /// The model output the render of `msg` implies: the text after the generation prompt,
@@ -655,7 +678,7 @@ impl<'r> Session<'r> {
 
     /// The first thinking mode (on for a message with reasoning, else off first) whose prompt
     /// the rendered turn continues: its request, parser, render and output.
-    fn continuation(&self, msg: &Value) -> Result<(&Request, &PreparedRequest, String, String), Outcome> {
+    fn continuation(&self, msg: &Value) -> Result<(&Request, &PreparedRequest, Turn, String), Outcome> {
         let reasons = msg.get("reasoning_content").is_some_and(|r| r.as_str().is_some_and(|r| !r.is_empty()));
         let order = if reasons { [0, 1] } else { [1, 0] };
         let mut first_miss = None;
@@ -673,8 +696,22 @@ impl<'r> Session<'r> {
                 }
             };
             let reasoning = msg.get("reasoning_content").and_then(Value::as_str).unwrap_or("");
-            match self.output_of(&mode.req, g, &rendered, reasoning) {
-                Ok(output) => return Ok((&mode.req, g, rendered, output)),
+            // A template may write a last assistant message otherwise than history (as the
+            // continuation of a prompt, its calls left out): then it is judged as history.
+            let names: Vec<&str> = msg["tool_calls"].as_array().into_iter().flatten().filter_map(|c| c["function"]["name"].as_str()).collect();
+            let drops_calls = |text: &str| {
+                let at = crate::analysis::text::lcp(&g.prompt, text);
+                !names.is_empty() && !names.iter().any(|n| text[at..].contains(n))
+            };
+            let as_last = self.output_of(&mode.req, g, &rendered, reasoning);
+            if as_last.is_err() || drops_calls(&rendered) {
+                let history = self.render_as_history(&mode.req, msg).filter(|h| !drops_calls(h));
+                if let Some((h, output)) = history.and_then(|h| self.output_of(&mode.req, g, &h, reasoning).ok().map(|o| (h, o))) {
+                    return Ok((&mode.req, g, Turn { text: h, as_history: true }, output));
+                }
+            }
+            match as_last {
+                Ok(output) => return Ok((&mode.req, g, Turn { text: rendered, as_history: false }, output)),
                 Err(why) => {
                     first_miss.get_or_insert(Ok(why));
                 }
@@ -758,7 +795,10 @@ impl<'r> Session<'r> {
     /// does not hold where the template cannot render the message without it (a template that
     /// reads content only as a list of parts fails on an empty string); when the feature needs
     /// it, the case is not renderable.
-    fn expected(&self, req: &Request, feature: Feature, msg: &Value, rendered: &str, output: &str, prefill: &str) -> Result<ChatMessage, String> {
+    fn expected(&self, req: &Request, feature: Feature, msg: &Value, turn: &Turn, output: &str, prefill: &str) -> Result<ChatMessage, String> {
+        let rendered = turn.text.as_str();
+        // Another message rendered the way this one was.
+        let render = |m: &Value| if turn.as_history { self.render_as_history(req, m).ok_or_else(String::new) } else { self.render_with(req, m) };
         let text = |k: &str| msg.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
         let dropped = |field: &str, value: &str| -> bool {
             let mut m = msg.clone();
@@ -767,7 +807,7 @@ impl<'r> Session<'r> {
             } else {
                 cases::set_reasoning(&mut m, Value::Null);
             }
-            match self.render_with(req, &m) {
+            match render(&m) {
                 Ok(s) => s == rendered,
                 Err(_) => !rendered.contains(value.trim()),
             }
@@ -785,7 +825,7 @@ impl<'r> Session<'r> {
             let mut moved = msg.clone();
             cases::set_reasoning(&mut moved, json!(want.content));
             moved["content"] = json!("");
-            if self.render_with(req, &moved).is_ok_and(|s| s == rendered) {
+            if render(&moved).is_ok_and(|s| s == rendered) {
                 want.reasoning_content = std::mem::take(&mut want.content);
             }
         }
@@ -815,7 +855,7 @@ impl<'r> Session<'r> {
             let mut moved = msg.clone();
             cases::set_reasoning(&mut moved, json!(head));
             moved["content"] = json!(format!("{last}\n{}", want.content));
-            if self.render_with(req, &moved).is_ok_and(|s| s == rendered) {
+            if render(&moved).is_ok_and(|s| s == rendered) {
                 return Err("ambiguous: the template renders it as it would with the reasoning's last line in the content".into());
             }
         }
@@ -825,7 +865,7 @@ impl<'r> Session<'r> {
         }
         let mut without = msg.clone();
         without.as_object_mut().map(|m| m.remove("tool_calls"));
-        if self.render_with(req, &without).is_ok_and(|s| s == rendered) {
+        if render(&without).is_ok_and(|s| s == rendered) {
             return Err("the template drops tool calls".into());
         }
         for (i, c) in calls.iter().enumerate() {
@@ -849,7 +889,7 @@ impl<'r> Session<'r> {
                 let kept = kept.to_string();
                 let mut m = msg.clone();
                 m["tool_calls"][i]["function"]["arguments"] = json!(kept);
-                if self.render_with(req, &m).is_ok_and(|s| s == rendered) {
+                if render(&m).is_ok_and(|s| s == rendered) {
                     arguments = kept;
                 }
             }

@@ -109,6 +109,7 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("autoparser/tests/probes/prompt-opens-reasoning-history-never-writes.jinja", include_str!("../../../autoparser/tests/probes/prompt-opens-reasoning-history-never-writes.jinja")),
     ("autoparser/tests/probes/cdata-values.jinja", include_str!("../../../autoparser/tests/probes/cdata-values.jinja")),
     ("autoparser/tests/probes/calls-only-with-null-content.jinja", include_str!("../../../autoparser/tests/probes/calls-only-with-null-content.jinja")),
+    ("autoparser/tests/probes/last-assistant-as-continuation.jinja", include_str!("../../../autoparser/tests/probes/last-assistant-as-continuation.jinja")),
 ];
 
 /// Every format, built on first use.
