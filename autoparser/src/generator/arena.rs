@@ -385,9 +385,10 @@ impl<'a, 'b> Ctx<'a, 'b> {
             drops.push(self.decoration_before(b.choice(stop_marks)));
         }
         let plain = c.mode == ContentMode::Plain || cs.is_empty();
-        if plain && !eot.is_empty() && stops.is_empty() && self.prefill_for_grammar.is_none() {
-            // Models write the end-of-turn marker the template puts after the content (not
-            // with tools: templates may render calls after it, `<|message_sep|>function call`).
+        if plain && !eot.is_empty() && self.prefill_for_grammar.is_none() {
+            // Models write the end-of-turn marker the template puts after the content: dropped
+            // where the output ends (elsewhere it is text; templates may even render calls
+            // after it, `<|message_sep|>function call`).
             drops.push(b.literal(eot) + b.space() + b.end());
             kept.push(eot.to_owned());
         }
@@ -618,7 +619,14 @@ impl<'a, 'b> Ctx<'a, 'b> {
             let np = t.function.name_prefix.trim();
             let id = b.literal(np) + name + lit_indexed(b, &t.function.name_suffix);
             // Atomic: the name inside is announced only with the whole id.
-            open = open + b.space() + b.atomic(b.tag(tags::TOOL_ID, id));
+            let mut whole = b.atomic(b.tag(tags::TOOL_ID, id));
+            if self.recovering() && !np.is_empty() {
+                // Models leave out the id's prefix or its index (`get_weather:0`,
+                // `functions.get_weather`): the name is still the name, the text the id.
+                let partial = b.optional(b.literal(np)) + name + b.optional(lit_indexed(b, &t.function.name_suffix));
+                whole = b.choice([whole, self.recovered(RecoveryKind::CallShape, b.atomic(b.tag(tags::TOOL_ID, partial)))]);
+            }
+            open = open + b.space() + whole;
         } else {
             let own = opener(b, &t.function.name_prefix) + name + lit_indexed(b, &t.function.name_suffix);
             // The marker after the name: its suffix, or the arguments' opener.
