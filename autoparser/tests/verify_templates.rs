@@ -139,7 +139,7 @@ fn calls_written_only_for_null_content_are_verified() {
 fn a_last_turn_written_as_a_continuation_is_verified_as_history() {
     let t = ChatTemplate::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/probes/last-assistant-as-continuation.jinja")).unwrap();
     let model = Model::analyze(t).unwrap();
-    assert_eq!(model.analysis().tools.format.section_start, "<calls>");
+    assert_eq!((model.analysis().tools.format.section_start.as_str(), model.analysis().end_of_turn.as_str()), ("<calls>", "<|eot|>"));
     let report = model.verify(&VerifyOptions { cases: 2, ..VerifyOptions::default() });
     for f in &report.features {
         if matches!(f.feature, Feature::Content | Feature::OneCall | Feature::ParallelCalls | Feature::ObjectArguments) {

@@ -407,4 +407,16 @@ mod tests {
             assert!(!analyzed(name).header_per_part, "{name}");
         }
     }
+
+    #[test]
+    fn a_user_turn_header_starts_at_the_first_marker_of_the_common_end() {
+        let next = "<|sys|>T<|eot|>\n<|user|>Q<|eot|>\n<|bot|><calls>\n{}\n</calls><|eot|>\n<|user|>";
+        assert_eq!(super::user_header(next, "<|user|>"), Some("<|user|>"));
+        // After a system turn, the common end holds the assistant turn's end too.
+        assert_eq!(super::user_header(next, "<|sys|>T<|eot|>\n<|user|>"), Some("<|eot|>\n<|user|>"));
+        let next = "System: T\nUser: Q\nAssistant: A\nUser: ";
+        assert_eq!(super::user_header(next, "System: T\nUser: "), Some("User: "));
+        assert_eq!(super::user_header("abc", "xyz"), None);
+        assert_eq!(super::history_turn("A<|eot|>\n<|user|>", "<|user|>"), "A<|eot|>\n");
+    }
 }

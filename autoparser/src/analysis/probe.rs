@@ -150,7 +150,9 @@ impl<'r> Probe<'r> {
         m.push(self.asst_json(&Asst::content(CONTENT)));
         m.push(json!({"role": "user", "content": NEXT_USER}));
         let text = self.render(&self.ctx(m, false, Some(true))).ok()?;
-        let first = self.render(&self.ctx(self.base(), false, Some(true))).ok()?;
+        // Without tools: a system turn listing them would end as an assistant turn does.
+        let bare = self.clone_with_tools(false);
+        let first = bare.render(&bare.ctx(self.base(), false, Some(true))).ok()?;
         super::user_header(&text[..text.rfind(NEXT_USER)?], &first[..first.find(USER)?]).map(str::to_owned)
     }
 
