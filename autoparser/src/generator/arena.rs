@@ -629,6 +629,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
             open = open + b.space() + whole;
         } else {
             let own = opener(b, &t.function.name_prefix) + name + lit_indexed(b, &t.function.name_suffix);
+            let own = self.attribute_quotes(own, &t.function.name_prefix, name, &t.function.name_suffix);
             // The marker after the name: its suffix, or the arguments' opener.
             let suffix = [t.function.name_suffix.trim(), t.arguments.start.trim()].into_iter().find(|m| !m.is_empty()).unwrap_or_default();
             let typed_first = self.recovering()
@@ -691,7 +692,8 @@ impl<'a, 'b> Ctx<'a, 'b> {
             let vs = vs_named.as_str();
             // (Inline raw values: the name right after the separator, as the value ends there.)
             let lead = if self.raw_inline() && !self.recovering() { b.eps() } else { opener(b, &ar.name_prefix) };
-            let open = lead + b.tag(tags::TOOL_ARG_NAME, b.literal(arg)) + b.literal(ar.name_suffix.trim_end());
+            let arg_name = b.tag(tags::TOOL_ARG_NAME, b.literal(arg));
+            let open = self.attribute_quotes(lead + arg_name + b.literal(ar.name_suffix.trim_end()), &ar.name_prefix, arg_name, &ar.name_suffix);
             if let Some(e) = &ar.elements {
                 // Mappings and lists written as nested elements.
                 let kind = ElementKind::of(s);

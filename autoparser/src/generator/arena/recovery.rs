@@ -117,6 +117,20 @@ impl<'b> Ctx<'_, 'b> {
             .collect()
     }
 
+    /// `own`, the template's `prefix NAME suffix` around `name`; where the name is a quoted
+    /// attribute value (`<invoke name="` … `">`) and when recovering, also with the value in
+    /// single quotes or none (`<invoke name=get_weather>`), reported as another call shape.
+    pub(super) fn attribute_quotes(&self, own: Parser<'b>, prefix: &str, name: Parser<'b>, suffix: &str) -> Parser<'b> {
+        let b = self.b;
+        let (Some(bare_prefix), Some(bare_suffix)) = (prefix.trim_end().strip_suffix('"'), suffix.trim_start().strip_prefix('"')) else { return own };
+        if !self.recovering() || !bare_prefix.ends_with('=') {
+            return own;
+        }
+        let quote = || b.optional(b.literal("'"));
+        let other = b.literal(bare_prefix.trim_start()) + quote() + name + quote() + b.literal(bare_suffix.trim_end());
+        b.choice([own, self.recovered(RecoveryKind::CallShape, b.space() + other)])
+    }
+
     /// Whether this arena parses (not generates): recoveries are for parsing only.
     pub(super) fn recovering(&self) -> bool {
         self.prefill_for_grammar.is_none()
