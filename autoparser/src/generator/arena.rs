@@ -565,6 +565,10 @@ impl<'a, 'b> Ctx<'a, 'b> {
             } else {
                 b.space() + json()
             }
+        } else if self.recovering() {
+            // Models write the arguments as one JSON object where the template tags each.
+            let json = self.recovered(RecoveryKind::CallShape, b.space() + b.peek("{") + b.tag(tags::TOOL_ARGS, b.json_object()));
+            b.choice([json, self.tagged_args(name, schema)])
         } else {
             self.tagged_args(name, schema)
         };
