@@ -565,14 +565,16 @@ impl<'a, 'b> Ctx<'a, 'b> {
             } else {
                 b.space() + json()
             }
-        } else if self.recovering() {
-            // Models write the arguments as one JSON object where the template tags each.
-            let json = self.recovered(RecoveryKind::CallShape, b.space() + b.peek("{") + b.tag(tags::TOOL_ARGS, b.json_object()));
-            b.choice([json, self.tagged_args(name, schema)])
         } else {
             self.tagged_args(name, schema)
         };
-        self.tag_call_with(self.name_parser(Names::One(name)), name, args)
+        let call = self.tag_call_with(self.name_parser(Names::One(name)), name, args);
+        if !self.recovering() || self.a.tools.format.mode != ToolFormat::TagWithTagged {
+            return call;
+        }
+        // Models write the arguments as one JSON object where the template tags each.
+        let json = b.space() + b.peek("{") + b.tag(tags::TOOL_ARGS, b.json_object());
+        b.choice([call, self.recovered(RecoveryKind::CallShape, self.tag_call_with(self.name_parser(Names::One(name)), name, json))])
     }
 
     /// A tag-based call of a tool the request does not declare (the mapper flags it), where
