@@ -1060,34 +1060,34 @@ impl<'a, 'b> Ctx<'a, 'b> {
         names.iter().map(|n| format!("{n}{suffix}")).collect()
     }
 
-    /// A raw string argument value, up to the value suffix, tagged. The value suffix ends the
-    /// value only where what follows it can follow an argument (whitespace, then the next
-    /// argument or the close of the arguments, function, call or section, or the end of the
-    /// output), so a value may contain the closing tags of its own elements. `nullable`: a
-    /// raw null word (`null`, `None`) there is null. `names`: the call's argument names.
-    ///
-    /// Also, when recovering: the lookahead where a value the model left unclosed ends (the
-    /// next argument's opening or a closing marker on a line of its own, or the end).
     /// Recovery: what ends an argument value whose suffix the model left out, on a line of
     /// its own: the next argument's whole opening, or a closing marker (the arguments', the
     /// call's, the section's, a next call's opener). Empty when not recovering or values
     /// have no suffix.
     fn unclosed_value_ends(&self, fun: &str, names: &[&str]) -> Vec<String> {
-        let t = &self.a.tools;
-        let ar = &t.arguments;
+        let ar = &self.a.tools.arguments;
         if !self.recovering() || ar.value_suffix.trim().is_empty() {
             return Vec::new();
         }
         let np = ar.name_prefix.trim();
         let mut v: Vec<String> = names.iter().filter(|_| !np.is_empty()).map(|n| format!("{np}{n}{}", ar.name_suffix.trim_end())).collect();
-        let fun_close = with_name(&t.function.close, fun);
-        for m in [&ar.end, &fun_close, &t.format.per_call_end, &t.format.section_end, &t.format.per_call_start] {
+        v.extend(self.closing_markers(fun));
+        v
+    }
+
+    /// What may close the arguments of a call of `fun` after a value: the arguments' close,
+    /// the function's, the call's, the section's, and a next call's opener (where the call's
+    /// close may be left out); trimmed, each once.
+    fn closing_markers(&self, fun: &str) -> Vec<String> {
+        let t = &self.a.tools;
+        let mut markers: Vec<String> = Vec::new();
+        for m in [&t.arguments.end, &with_name(&t.function.close, fun), &t.format.per_call_end, &t.format.section_end, &t.format.per_call_start] {
             let m = m.trim();
-            if !m.is_empty() && !v.iter().any(|x| x == m) {
-                v.push(m.to_owned());
+            if !m.is_empty() && !markers.iter().any(|x| x == m) {
+                markers.push(m.to_owned());
             }
         }
-        v
+        markers
     }
 
     /// A lookahead at one of `ends` (see [`Self::unclosed_value_ends`]) or the output's end.
@@ -1098,6 +1098,14 @@ impl<'a, 'b> Ctx<'a, 'b> {
         b.peek(b.space() + b.choice(alts))
     }
 
+    /// A raw string argument value, up to the value suffix, tagged. The value suffix ends the
+    /// value only where what follows it can follow an argument (whitespace, then the next
+    /// argument or the close of the arguments, function, call or section, or the end of the
+    /// output), so a value may contain the closing tags of its own elements. `nullable`: a
+    /// raw null word (`null`, `None`) there is null. `names`: the call's argument names.
+    ///
+    /// Also, when recovering: the lookahead where a value the model left unclosed ends (the
+    /// next argument's opening or a closing marker on a line of its own, or the end).
     fn raw_string_value(&self, (fun, arg): (&str, &str), s: &Value, nullable: bool, names: &[&str]) -> (Parser<'b>, Option<Parser<'b>>) {
         let b = self.b;
         let t = &self.a.tools;
@@ -1126,14 +1134,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
             }
         }
         let fun_close = with_name(&t.function.close, fun);
-        let mut markers: Vec<&str> = Vec::new();
-        // (A next call's opener too, where the call's close may be left out.)
-        for m in [&ar.end, &fun_close, &t.format.per_call_end, &t.format.section_end, &t.format.per_call_start] {
-            let m = m.trim();
-            if !m.is_empty() && !markers.contains(&m) {
-                markers.push(m);
-            }
-        }
+        let markers = self.closing_markers(fun);
         let inline = self.raw_inline();
         let after = || {
             if inline {
@@ -1148,7 +1149,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
             alts.push(b.end());
             b.space() + vs + b.space() + b.choice(alts)
         };
-        let mut follow: Vec<String> = markers.iter().map(|m| m.to_string()).collect();
+        let mut follow: Vec<String> = markers.clone();
         for o in &openings {
             follow.push(o.clone());
             if !sep.is_empty() {
@@ -1163,7 +1164,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
             d.extend(openings.iter().flat_map(|o| [format!("{sep}{o}"), format!("{sep} {o}")]));
             d
         } else if vs.is_empty() {
-            let mut d: Vec<String> = markers.iter().map(|m| m.to_string()).collect();
+            let mut d: Vec<String> = markers.clone();
             d.extend(follow.iter().map(|f| format!("\n{f}")));
             d
         } else {
