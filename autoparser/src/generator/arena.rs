@@ -246,6 +246,8 @@ struct Ctx<'a, 'b> {
     /// Build for the grammar: it constrains only the model output, so what the prefill
     /// already wrote (an opened or closed reasoning block) is left out.
     prefill_for_grammar: Option<&'a str>,
+    /// The calls content may hold ([`Ctx::embedded_calls`]), built once for every text.
+    embedded: std::cell::OnceCell<Parser<'b>>,
 }
 
 impl<'a, 'b> Ctx<'a, 'b> {
@@ -405,11 +407,12 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 // Text after a call is reported (at its start); the call is in prose unless it
                 // comes first.
                 let around = || b.optional(self.recovered(RecoveryKind::TextAroundCalls, b.space() + b.negate(b.end())));
-                drops.push(self.embedded_calls(false) + around());
+                let calls = self.embedded_calls();
+                drops.push(calls + around());
                 // Where the template itself writes unmarked calls after text, that is no deviation.
                 let f = &self.a.tools.format;
                 let own = f.calls_after_content && f.section_start.trim().is_empty() && f.per_call_start.trim().is_empty();
-                mids.push(self.embedded_calls(!own) + around());
+                mids.push(if own { calls } else { self.recovered(RecoveryKind::CallInProse, calls) } + around());
             }
             let mut breaks = ends.clone();
             breaks.extend(mids.iter().copied());
@@ -1698,7 +1701,7 @@ fn build(a: &TemplateAnalysis, policy: &Policy, prefill_for_grammar: Option<&str
         return arena;
     }
     let b = Builder::new();
-    let root = Ctx { b: &b, a, policy, prefill_for_grammar }.root();
+    let root = Ctx { b: &b, a, policy, prefill_for_grammar, embedded: Default::default() }.root();
     b.finish(root.id())
 }
 

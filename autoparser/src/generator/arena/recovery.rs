@@ -102,7 +102,7 @@ impl<'b> Ctx<'_, 'b> {
                 tools.format.call_separator.clone_from(&f.call_separator);
                 let mut a = self.a.clone();
                 a.tools = tools;
-                let other = Ctx { b: self.b, a: &a, policy: self.policy, prefill_for_grammar: None };
+                let other = Ctx { b: self.b, a: &a, policy: self.policy, prefill_for_grammar: None, embedded: Default::default() };
                 let calls: Vec<Parser<'b>> = if a.tools.format.mode == ToolFormat::JsonNative {
                     // One object, or a list of them (Mistral's `[TOOL_CALLS][{...}]`).
                     let call = other.json_call_any_shape(Names::Declared);
@@ -416,14 +416,18 @@ impl<'b> Ctx<'_, 'b> {
     /// Calls found inside content (JSON formats): a run of complete calls of declared tools,
     /// perhaps in a markdown code fence and wrapper tokens the template never writes
     /// (`<|python_tag|>`, `<|python_start|>...<|python_end|>`, `<tool_call>[...]</tool_call>`).
-    /// `in_prose`: text came before it (where the template writes calls at the turn's start).
-    pub(super) fn embedded_calls(&self, in_prose: bool) -> Parser<'b> {
+    /// Built once per arena: where text came before it, the caller reports it as in prose.
+    pub(super) fn embedded_calls(&self) -> Parser<'b> {
+        *self.embedded.get_or_init(|| self.build_embedded_calls())
+    }
+
+    fn build_embedded_calls(&self) -> Parser<'b> {
         let b = self.b;
         // Or declared tools called as `<function=NAME>{...}</function>` (Llama 3.1's form,
         // which models tuned on several families write where their template has no markers).
         let mut a = self.a.clone();
         a.tools = function_tag_json();
-        let tagged = Ctx { b, a: &a, policy: self.policy, prefill_for_grammar: None };
+        let tagged = Ctx { b, a: &a, policy: self.policy, prefill_for_grammar: None, embedded: Default::default() };
         let tagged: Vec<Parser<'b>> = self.tools().iter().map(|(n, s)| tagged.tag_call(n, s)).collect();
         let tagged = b.choice(tagged);
         let tagged = self.recovered(RecoveryKind::CallShape, tagged + b.zero_or_more(b.space() + tagged));
@@ -443,8 +447,7 @@ impl<'b> Ctx<'_, 'b> {
                 b.literal("<function="),
                 "<" + b.chars("[a-zA-Z0-9_|]", 1, Some(40)) + ">" + b.space() + opens(),
             ]);
-        let whole = b.peek(gate) + b.atomic(b.space() + whole);
-        if in_prose { self.recovered(RecoveryKind::CallInProse, whole) } else { whole }
+        b.peek(gate) + b.atomic(b.space() + whole)
     }
 
     /// The characters content stops at to look for a wrapper token or fence before calls,
