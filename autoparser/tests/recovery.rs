@@ -50,6 +50,8 @@ const DSV31: &str = "deepseek-ai-DeepSeek-V3.1";
 const KIMI: &str = "moonshotai-Kimi-K2";
 const MISTRAL: &str = "Mistral-Small-3.2-24B-Instruct-2506";
 const DEVSTRAL: &str = "unsloth-mistral-Devstral-Small-2507";
+/// Addressed parts: `>>>all\n` text, `>>>NAME\n` a call's JSON arguments.
+const FUNCTIONARY32: &str = "meetkai-functionary-medium-v3.2";
 const QCODER: &str = "Qwen3-Coder";
 const GLM: &str = "GLM-4.6";
 const QWEN35: &str = "Qwen3.5-4B";
@@ -85,10 +87,12 @@ struct Row {
     recoveries: Vec<(RecoveryKind, &'static str)>,
     /// Where the output leaves the grammar (an anchor, as for recoveries), if it does.
     diagnostic: Option<&'static str>,
+    /// The request's `parallel_tool_calls` (true unless a row asks for one call).
+    parallel: bool,
 }
 
 fn row(name: &'static str, template: &'static str, output: &'static str, want: Value, recoveries: &[(RecoveryKind, &'static str)]) -> Row {
-    Row { name, template, tools: tools(), thinking: None, output, want, recoveries: recoveries.to_vec(), diagnostic: None }
+    Row { name, template, tools: tools(), thinking: None, output, want, recoveries: recoveries.to_vec(), diagnostic: None, parallel: true }
 }
 
 impl Row {
@@ -98,6 +102,10 @@ impl Row {
     }
     fn thinking(mut self, on: bool) -> Row {
         self.thinking = Some(on);
+        self
+    }
+    fn one_call_asked(mut self) -> Row {
+        self.parallel = false;
         self
     }
     fn leaves_grammar_at(mut self, anchor: &'static str) -> Row {
@@ -274,6 +282,9 @@ fn table() -> Vec<Row> {
         row("qwen2.5: two calls in one <tool_call> joined by `;`", QWEN25,
             "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}};\n{\"name\": \"get_time\", \"arguments\": {\"zone\": \"CET\"}}\n</tool_call>",
             calls(&[weather(), time()]), &[(CallSeparator, ";")]),
+        row("functionary-v3.2: a second call part where the request asks for one", FUNCTIONARY32,
+            ">>>get_weather\n{\"city\": \"Paris\"}>>>get_time\n{\"zone\": \"CET\"}",
+            calls(&[weather(), time()]), &[(CallSeparator, ">>>get_time")]).one_call_asked(),
         row("mistral-nemo: each call in its own [TOOL_CALLS][…]", NEMO,
             "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}, \"id\": \"abcdefghi\"}][TOOL_CALLS][{\"name\": \"get_time\", \"arguments\": {\"zone\": \"CET\"}, \"id\": \"bcdefghij\"}]",
             calls(&[weather(), time()]), &[(CallSeparator, "[TOOL_CALLS][{\"name\": \"get_time\"")]),
@@ -668,6 +679,9 @@ fn table() -> Vec<Row> {
         row("deepseek-v3.1-sections fixture: two calls in one section", DS_SECTIONS,
             "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Paris\"}<｜tool▁call▁end｜><｜tool▁call▁begin｜>get_time<｜tool▁sep｜>{\"zone\": \"CET\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
             calls(&[weather(), time()]), &[]).thinking(false),
+        row("functionary-v3.2: a text part after the call parts", FUNCTIONARY32,
+            ">>>get_weather\n{\"city\": \"Paris\"}>>>all\nDone.",
+            msg("Done.", &[weather()]), &[(TextAroundCalls, ">>>all")]),
         row("deepseek-v3.1-sections fixture: text after the section", DS_SECTIONS,
             "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Paris\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>Done.",
             msg("Done.", &[weather()]), &[(TextAroundCalls, "Done.")]).thinking(false),
@@ -739,8 +753,8 @@ impl Templates {
     }
 }
 
-fn request(tools: &Value, thinking: Option<bool>, messages: Value) -> Request {
-    let mut inputs = json!({"messages": messages, "tools": tools, "parallel_tool_calls": true});
+fn request(tools: &Value, thinking: Option<bool>, parallel: bool, messages: Value) -> Request {
+    let mut inputs = json!({"messages": messages, "tools": tools, "parallel_tool_calls": parallel});
     if let Some(on) = thinking {
         inputs["enable_thinking"] = on.into();
         inputs["chat_template_kwargs"] = json!({"thinking": on});
@@ -785,7 +799,7 @@ fn check_row(templates: &mut Templates, r: &Row) -> Vec<String> {
         Ok(x) => x,
         Err(e) => return vec![e],
     };
-    let req = request(&r.tools, r.thinking, json!([user()]));
+    let req = request(&r.tools, r.thinking, r.parallel, json!([user()]));
     let g = match generate(t, a, &req) {
         Ok(g) => g,
         Err(e) => return vec![format!("generate: {e}")],
@@ -1006,7 +1020,7 @@ fn well_formed_outputs_report_no_recovery() {
                 continue;
             }
         };
-        let req = request(&tools(), thinking, json!([user()]));
+        let req = request(&tools(), thinking, true, json!([user()]));
         let g = match generate(t, a, &req) {
             Ok(g) => g,
             Err(e) => {

@@ -1576,14 +1576,29 @@ impl<'a, 'b> Ctx<'a, 'b> {
             .iter()
             .map(|(name, schema)| {
                 let open = b.tag(tags::TOOL_OPEN, header(b.tag(tags::TOOL_NAME, b.literal(name))));
-                let args = json_arguments(b, name, schema);
+                // (Recovering: arguments as a JSON string or a Python dict too.)
+                let args = self.or_loose_args(json_arguments(b, name, schema));
                 b.tag(tags::TOOL, open + args + b.tag(tags::TOOL_CLOSE, b.eps()))
             })
             .collect();
         let call = b.choice(calls);
-        let calls = if self.policy.parallel { call + b.zero_or_more(sep() + call) } else { call };
+        let calls = if self.policy.parallel {
+            call + b.zero_or_more(sep() + call)
+        } else if self.recovering() {
+            // Models write several calls where the request asks for one.
+            call + b.zero_or_more(self.recovered(RecoveryKind::CallSeparator, sep() + call))
+        } else {
+            call
+        };
         let section = b.trigger_rule("tool-calls", b.space() + opt(ps) + calls + trailing());
         let before = b.space() + opt(pe);
+        // Recovering: text parts after the calls, and calls after those.
+        let section = if self.recovering() {
+            let text_after = self.recovered(RecoveryKind::TextAroundCalls, sep() + text_part);
+            section + b.zero_or_more(b.choice([text_after, sep() + calls + trailing()]))
+        } else {
+            section
+        };
         if self.policy.calls == Calls::Required {
             return lead + b.optional(text_part + b.zero_or_more(sep() + text_part) + before) + section + b.end();
         }
