@@ -50,6 +50,8 @@ const DSV31: &str = "deepseek-ai-DeepSeek-V3.1";
 const KIMI: &str = "moonshotai-Kimi-K2";
 const MISTRAL: &str = "Mistral-Small-3.2-24B-Instruct-2506";
 const DEVSTRAL: &str = "unsloth-mistral-Devstral-Small-2507";
+/// Gemma 4: `<|tool_call>call:NAME{key:<|"|>text<|"|>,n:3}<tool_call|>`.
+const GEMMA4: &str = "google-gemma-4-31B-it";
 /// Addressed parts: `>>>all\n` text, `>>>NAME\n` a call's JSON arguments.
 const FUNCTIONARY32: &str = "meetkai-functionary-medium-v3.2";
 const QCODER: &str = "Qwen3-Coder";
@@ -549,6 +551,15 @@ fn table() -> Vec<Row> {
         row("minimax-m2: a JSON object for the parameter tags", MINIMAX,
             "Checking.\n</think>\n\n<minimax:tool_call>\n<invoke name=\"get_weather\">{\"city\": \"Paris\", \"days\": 2}</invoke>\n</minimax:tool_call>",
             reasoned("Checking.", "", &[weather2()]), &[(CallShape, "<invoke name")]),
+        row("gemma-4: a string in JSON quotes for the template's quote token", GEMMA4,
+            "<|tool_call>call:get_weather{city:\"Paris\",days:2}<tool_call|>",
+            calls(&[weather2()]), &[(CallShape, "city:\"Paris\"")]),
+        row("gemma-4: the call: word before the name left out", GEMMA4,
+            "<|tool_call>get_weather{city:<|\"|>Paris<|\"|>}<tool_call|>",
+            calls(&[weather()]), &[(CallShape, "get_weather{")]),
+        row("gemma-4: the arguments written as JSON members", GEMMA4,
+            "<|tool_call>call:get_weather{\"city\": \"Paris\"}<tool_call|>",
+            calls(&[weather()]), &[(CallShape, "\"city\": \"Paris\""), (CallShape, "\"city\": \"Paris\"")]),
         row("mistral-small-3.2: call without its [CALL_ID] and [ARGS]", MISTRAL,
             "[TOOL_CALLS]get_weather{\"city\": \"Paris\"}",
             calls(&[weather()]), &[(CallShape, "{\"city\"")]),

@@ -639,6 +639,15 @@ impl<'a, 'b> Ctx<'a, 'b> {
         } else {
             let own = opener(b, &t.function.name_prefix) + name + lit_indexed(b, &t.function.name_suffix);
             let own = self.attribute_quotes(own, &t.function.name_prefix, name, &t.function.name_suffix);
+            // Recovering: a word before the name (`call:get_weather`) left out inside the call's
+            // own markers.
+            let np = t.function.name_prefix.trim();
+            let word = !np.is_empty() && np.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':'));
+            let own = if self.recovering() && word && crate::analysis::text::has_marker(t.format.per_call_start.trim()) {
+                b.choice([own, self.recovered(RecoveryKind::CallShape, b.space() + name + lit_indexed(b, &t.function.name_suffix))])
+            } else {
+                own
+            };
             // The marker after the name: its suffix, or the arguments' opener.
             let suffix = [t.function.name_suffix.trim(), t.arguments.start.trim()].into_iter().find(|m| !m.is_empty()).unwrap_or_default();
             let typed_first = self.recovering()
@@ -703,6 +712,13 @@ impl<'a, 'b> Ctx<'a, 'b> {
             let lead = if self.raw_inline() && !self.recovering() { b.eps() } else { opener(b, &ar.name_prefix) };
             let arg_name = b.tag(tags::TOOL_ARG_NAME, b.literal(arg));
             let open = self.attribute_quotes(lead + arg_name + b.literal(ar.name_suffix.trim_end()), &ar.name_prefix, arg_name, &ar.name_suffix);
+            // Recovering: a bare name before a colon written as a JSON key (`"city": ` for
+            // `city:`).
+            let open = if self.recovering() && ar.name_prefix.trim().is_empty() && ar.name_suffix.trim() == ":" {
+                b.choice([open, self.recovered(RecoveryKind::CallShape, b.space() + "\"" + arg_name + "\"" + b.space() + ":")])
+            } else {
+                open
+            };
             if let Some(e) = &ar.elements {
                 // Mappings and lists written as nested elements.
                 let kind = ElementKind::of(s);
@@ -882,6 +898,16 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 None => close,
             };
             let arg = b.tag(tags::TOOL_ARG, b.tag(tags::TOOL_ARG_OPEN, open) + vp + value + b.tag(tags::TOOL_ARG_CLOSE, close));
+            // Recovering: a string in JSON quotes where the template writes its own quote token
+            // around it (`city:"Paris"` for `city:<|"|>Paris<|"|>`).
+            let own_quote = ar.value_prefix.trim();
+            let arg = if self.recovering() && admits.string && raw && crate::analysis::text::has_marker(own_quote) && own_quote == vs {
+                let quoted = b.space() + b.peek("\"") + b.atomic(b.tag(tags::TOOL_ARG_JSON_VALUE, b.json_string()));
+                let json_quoted = b.tag(tags::TOOL_ARG, b.tag(tags::TOOL_ARG_OPEN, open) + quoted + b.tag(tags::TOOL_ARG_CLOSE, b.eps()));
+                b.choice([arg, self.recovered(RecoveryKind::CallShape, json_quoted)])
+            } else {
+                arg
+            };
             match json_arg {
                 Some(json_arg) => b.choice([arg, json_arg]),
                 None => arg,
