@@ -50,6 +50,8 @@ const DSV31: &str = "deepseek-ai-DeepSeek-V3.1";
 const KIMI: &str = "moonshotai-Kimi-K2";
 const MISTRAL: &str = "Mistral-Small-3.2-24B-Instruct-2506";
 const DEVSTRAL: &str = "unsloth-mistral-Devstral-Small-2507";
+/// LFM2 (the registry's pythonic calls): `<|tool_call_start|>[f(a=1)]<|tool_call_end|>`.
+const LFM2: &str = "LFM2-8B-A1B";
 /// Gemma 4: `<|tool_call>call:NAME{key:<|"|>text<|"|>,n:3}<tool_call|>`.
 const GEMMA4: &str = "google-gemma-4-31B-it";
 /// Addressed parts: `>>>all\n` text, `>>>NAME\n` a call's JSON arguments.
@@ -425,6 +427,9 @@ fn table() -> Vec<Row> {
         row("hermes: <tool_call> left open at the end", HERMES,
             "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}",
             calls(&[weather()]), &[(MissingClose, "$")]),
+        row("lfm2: the list closed, its section left open at the end", LFM2,
+            "<|tool_call_start|>[get_weather(city=\"Paris\")]",
+            calls(&[weather()]), &[(MissingClose, "$")]),
         row("deepseek-v3.1: tool-calls section left open at the end", DSV31,
             "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Paris\"}<｜tool▁call▁end｜>",
             calls(&[weather()]), &[(MissingClose, "$")]).thinking(false),
@@ -560,6 +565,9 @@ fn table() -> Vec<Row> {
         row("gemma-4: the arguments written as JSON members", GEMMA4,
             "<|tool_call>call:get_weather{\"city\": \"Paris\"}<tool_call|>",
             calls(&[weather()]), &[(CallShape, "\"city\": \"Paris\""), (CallShape, "\"city\": \"Paris\"")]),
+        row("lfm2: a lone call without the list's brackets", LFM2,
+            "<|tool_call_start|>get_weather(city=\"Paris\")<|tool_call_end|>",
+            calls(&[weather()]), &[(CallShape, "get_weather(")]),
         row("mistral-small-3.2: call without its [CALL_ID] and [ARGS]", MISTRAL,
             "[TOOL_CALLS]get_weather{\"city\": \"Paris\"}",
             calls(&[weather()]), &[(CallShape, "{\"city\"")]),

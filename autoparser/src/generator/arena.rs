@@ -1512,7 +1512,8 @@ impl<'a, 'b> Ctx<'a, 'b> {
             calls
         } else if self.recovering() {
             // Models write a lone call without the list the template puts it in.
-            let bare = self.recovered(RecoveryKind::CallShape, b.space() + b.peek("{")) + calls;
+            let lone = if f.mode == ToolFormat::JsonNative { b.peek("{") } else { b.negate("[") };
+            let bare = self.recovered(RecoveryKind::CallShape, b.space() + lone) + calls;
             b.choice([b.space() + "[" + b.space() + calls + b.space() + "]", bare])
         } else {
             b.space() + "[" + b.space() + calls + b.space() + "]"

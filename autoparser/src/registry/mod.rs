@@ -49,8 +49,11 @@ impl ModelBuilder for Lfm2Pythonic {
     fn adjust(&self, a: &mut TemplateAnalysis) {
         let t = &mut a.tools;
         t.format.mode = crate::format::ToolFormat::TagWithTagged;
-        t.format.section_start = "<|tool_call_start|>[".into();
-        t.format.section_end = "]<|tool_call_end|>".into();
+        // The calls are a list inside the section's markers: a model that leaves out its
+        // brackets, or the end marker after them, is recovered as with any list of calls.
+        t.format.section_start = "<|tool_call_start|>".into();
+        t.format.section_end = "<|tool_call_end|>".into();
+        t.format.tools_array_wrapped = true;
         t.format.call_separator = ",".into();
         t.function.name_suffix = "(".into();
         t.function.close = ")".into();
