@@ -571,13 +571,28 @@ impl<'a, 'b> Ctx<'a, 'b> {
         } else {
             self.tagged_args(name, schema)
         };
-        let call = self.tag_call_with(self.name_parser(Names::One(name)), name, args);
-        if !self.recovering() || self.a.tools.format.mode != ToolFormat::TagWithTagged {
-            return call;
+        let mut calls = vec![self.tag_call_with(self.name_parser(Names::One(name)), name, args)];
+        if !self.recovering() {
+            return calls[0];
         }
-        // Models write the arguments as one JSON object where the template tags each.
-        let json = b.space() + b.peek("{") + b.tag(tags::TOOL_ARGS, b.json_object());
-        b.choice([call, self.recovered(RecoveryKind::CallShape, self.tag_call_with(self.name_parser(Names::One(name)), name, json))])
+        // The recoveries below are read whole (atomic): a call announced in a stream must stay
+        // a call whatever follows.
+        if self.a.tools.format.mode == ToolFormat::TagWithTagged {
+            // Models write the arguments as one JSON object where the template tags each.
+            let json = b.space() + b.peek("{") + b.tag(tags::TOOL_ARGS, b.json_object());
+            calls.push(self.recovered(RecoveryKind::CallShape, b.atomic(self.tag_call_with(self.name_parser(Names::One(name)), name, json))));
+        }
+        // A word before the name (`call:get_weather`) left out.
+        let t = &self.a.tools;
+        let np = t.function.name_prefix.trim();
+        let word = !np.is_empty() && np.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':'));
+        if word && !t.function.indexed && crate::analysis::text::has_marker(t.format.per_call_start.trim()) {
+            let mut unprefixed = self.a.clone();
+            unprefixed.tools.function.name_prefix.clear();
+            let ctx = Ctx { b, a: &unprefixed, policy: self.policy, prefill_for_grammar: None, embedded: Default::default() };
+            calls.push(self.recovered(RecoveryKind::CallShape, b.atomic(ctx.tag_call(name, schema))));
+        }
+        if calls.len() == 1 { calls[0] } else { b.choice(calls) }
     }
 
     /// A tag-based call of a tool the request does not declare (the mapper flags it), where
@@ -639,15 +654,6 @@ impl<'a, 'b> Ctx<'a, 'b> {
         } else {
             let own = opener(b, &t.function.name_prefix) + name + lit_indexed(b, &t.function.name_suffix);
             let own = self.attribute_quotes(own, &t.function.name_prefix, name, &t.function.name_suffix);
-            // Recovering: a word before the name (`call:get_weather`) left out inside the call's
-            // own markers.
-            let np = t.function.name_prefix.trim();
-            let word = !np.is_empty() && np.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':'));
-            let own = if self.recovering() && word && crate::analysis::text::has_marker(t.format.per_call_start.trim()) {
-                b.choice([own, self.recovered(RecoveryKind::CallShape, b.space() + name + lit_indexed(b, &t.function.name_suffix))])
-            } else {
-                own
-            };
             // The marker after the name: its suffix, or the arguments' opener.
             let suffix = [t.function.name_suffix.trim(), t.arguments.start.trim()].into_iter().find(|m| !m.is_empty()).unwrap_or_default();
             let typed_first = self.recovering()
