@@ -13,6 +13,11 @@ use chat_peg_fuzz::{check_of, corpus_files, TARGETS};
 
 /// Regressions that fail today: target, file name under `regressions/<target>/`, and why.
 const KNOWN_FAILING: &[(&str, &str, &str)] = &[
+    (
+        "chat",
+        "stream-functools-args-cut-then-text",
+        "(b) JSON arguments inside a JSON call object that stop fitting (`{\"city\": \"Paris\", NONE[`): the stream has sent them and cuts them there, the one-shot parse reads the call as its name alone",
+    ),
 ];
 
 fn dir(kind: &str, target: &str) -> PathBuf {
