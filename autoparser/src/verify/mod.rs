@@ -682,6 +682,7 @@ impl<'r> Session<'r> {
         let reasons = msg.get("reasoning_content").is_some_and(|r| r.as_str().is_some_and(|r| !r.is_empty()));
         let order = if reasons { [0, 1] } else { [1, 0] };
         let mut first_miss = None;
+        let names: Vec<&str> = msg["tool_calls"].as_array().into_iter().flatten().filter_map(|c| c["function"]["name"].as_str()).collect();
         for i in order {
             let mode = &self.modes[i];
             let rendered = match self.render_with(&mode.req, msg) {
@@ -698,7 +699,6 @@ impl<'r> Session<'r> {
             let reasoning = msg.get("reasoning_content").and_then(Value::as_str).unwrap_or("");
             // A template may write a last assistant message otherwise than history (as the
             // continuation of a prompt, its calls left out): then it is judged as history.
-            let names: Vec<&str> = msg["tool_calls"].as_array().into_iter().flatten().filter_map(|c| c["function"]["name"].as_str()).collect();
             let drops_calls = |text: &str| {
                 let at = crate::analysis::text::lcp(&g.prompt, text);
                 !names.is_empty() && !names.iter().any(|n| text[at..].contains(n))
