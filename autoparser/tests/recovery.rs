@@ -530,6 +530,12 @@ fn table() -> Vec<Row> {
         row("qwen3-coder: the <tool_call> opener written twice", QCODER,
             "<tool_call>\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>",
             calls(&[weather()]), &[(ExtraWrapper, "<tool_call>\n<function")]),
+        row("qwen3-coder: the closing </tool_call> written twice, then a line break", QCODER,
+            "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>\n</tool_call>\n",
+            calls(&[weather()]), &[]),
+        row("qwen3-coder (no reasoning): a stray </think> after the calls, then line breaks", QCODER,
+            "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>\n</think>\n\n",
+            calls(&[weather()]), &[]),
         row("granite-3.3 (never writes calls): <|tool_call|> and a JSON list, as its prompt asks", GRANITE33,
             "<|tool_call|>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}, {\"name\": \"get_time\", \"arguments\": {\"zone\": \"CET\"}}]",
             calls(&[weather(), time()]), &[(ExtraWrapper, "<|tool_call|>")]),
@@ -649,6 +655,14 @@ fn table() -> Vec<Row> {
             "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Paris&, \"days\": 3}",
             msg("days\": 3}", &[call("get_weather", json!({"city": "Paris&, "}))]), &[(ArgumentsRepaired, ""), (UnplacedText, "days")])
             .leaves_grammar_at("days"),
+        row("hermes: output cut after an argument's comma: the comma is dropped, the object closed", HERMES,
+            "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", ",
+            calls(&[call("get_weather", json!({"city": "Paris"}))]), &[(ArgumentsRepaired, "")])
+            .leaves_grammar_at(""),
+        row("hermes: arguments that stop being JSON mid-way: what fit is the call (however streamed), the rest content", HERMES,
+            "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 2 oops}}\n</tool_call>",
+            msg("oops}}\n</tool_call>", &[call("get_weather", json!({"city": "Paris", "days": 2}))]), &[(ArgumentsRepaired, ""), (UnplacedText, "oops")])
+            .leaves_grammar_at("oops"),
         row("qwen3-coder: raw tab inside a string of an object parameter", QCODER,
             "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=options>\n{\"unit\": \"a\tb\"}\n</parameter>\n</function>\n</tool_call>",
             calls(&[call("get_weather", json!({"city": "Paris", "options": {"unit": "a\tb"}}))]), &[(ArgumentsRepaired, "")]).tools(object_param_tools()),

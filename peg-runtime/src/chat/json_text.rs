@@ -558,11 +558,9 @@ impl PyToJson {
             self.ident.replace_range(.., word);
         }
         self.flush_ident(out);
-        if std::mem::take(&mut self.comma) {
-            out.push(',');
-            out.push_str(&self.held);
-            self.held.clear();
-        }
+        // A comma the text ends after has no member after it: a trailing comma, dropped.
+        self.comma = false;
+        self.held.clear();
         if let PyState::Hex { sq } = self.state
             && self.holds_high()
         {
@@ -1126,7 +1124,9 @@ mod tests {
         assert_eq!(py_to_json(r#"{'q': 'say "hi"\n', "d": "it\'s"}"#), r#"{"q": "say \"hi\"\n", "d": "it's"}"#);
         assert_eq!(py_to_json(r#"{"x": "True"}"#), r#"{"x": "True"}"#);
         assert_eq!(py_to_json("{'a': [1, 2,\n], 'b': 3, }"), "{\"a\": [1, 2\n], \"b\": 3 }");
-        assert_eq!(py_to_json("[1,"), "[1,");
+        // A comma the text ends after has no member after it: dropped, like a trailing one.
+        assert_eq!(py_to_json("[1,"), "[1");
+        assert_eq!(py_to_json("{'a': 1, "), r#"{"a": 1"#);
     }
 
     /// Every escape of a Python (or JSON) string becomes valid JSON meaning what Python reads,

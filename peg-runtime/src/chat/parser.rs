@@ -520,8 +520,12 @@ fn fall_back(inner: &Inner, driver: &mut Driver, sink: &mut dyn Sink, input: Inp
     let bytes = input.bytes;
     let cx = &inner.cx;
     let mut rest_from = driver.fold.pos;
+    // The prefix is folded as a stream that stopped there would have it (as partial input,
+    // then as final), so that whatever chunks led here, the message is the same: a final fold
+    // alone takes nothing of a node the prefix cuts, and a stream has folded some of it.
     if let Ok(pre) = inner.arena.parse(&bytes[..l], true)
         && pre.result.outcome != Outcome::Fail
+        && driver.follow(&pre.ast, input.prefix(l), false, cx, sink)
         && driver.follow(&pre.ast, input.prefix(l), true, cx, sink)
     {
         // A complete match accounts for all of its text; a cut one only for what was folded.

@@ -402,8 +402,9 @@ impl<'b> Ctx<'_, 'b> {
     /// starts more calls).
     pub(super) fn decoration_after(&self, marker: Parser<'b>) -> Parser<'b> {
         let b = self.b;
-        // Not reported: the opening was (one deviation, one report).
-        b.space() + b.negate(marker) + b.choice([b.literal("```"), self.wrapper_close()])
+        // Not reported: the opening was (one deviation, one report). Whitespace after it that
+        // ends the output goes with it (the end of the calls has none of its own).
+        b.space() + b.negate(marker) + b.choice([b.literal("```"), self.wrapper_close()]) + b.optional(b.space() + b.end())
     }
 
     /// Arguments in a code fence (```` ```json {...} ``` ````), the fence reported.
