@@ -1428,6 +1428,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
             if self.recovering() && f.mode != ToolFormat::JsonNative && !trigger_words(self.a, &self.policy.tools).is_empty() {
                 calls.extend(self.undeclared_tag_call());
             }
+            calls.extend(self.json_call_in_list());
             b.choice(calls)
         };
         // Models drop per-call wrappers when the function has its own marker (`<function=`).

@@ -117,6 +117,27 @@ impl<'b> Ctx<'_, 'b> {
             .collect()
     }
 
+    /// A JSON call object of a declared tool as an item of the template's list of calls in
+    /// another syntax (LFM2's `[get_weather(city="Paris")]`, whose models also write
+    /// `[{"name": "get_weather", "arguments": {...}}]` when asked for JSON), reported as another
+    /// call shape. `{` tells it from the template's own call, which starts with a name. Read
+    /// whole, like the other syntaxes inside markers.
+    pub(super) fn json_call_in_list(&self) -> Option<Parser<'b>> {
+        let f = &self.a.tools.format;
+        if !self.recovering() || !f.tools_array_wrapped || f.mode == ToolFormat::JsonNative {
+            return None;
+        }
+        let mut a = self.a.clone();
+        a.tools = shared_marker_syntaxes().into_iter().find(|s| s.format.mode == ToolFormat::JsonNative)?;
+        let json = Ctx { b: self.b, a: &a, policy: self.policy, prefill_for_grammar: None, embedded: Default::default() };
+        let b = self.b;
+        // The `name` / `arguments` shape only: shapes with an id would make every call of the
+        // arena wait for an id before it is announced.
+        let mut calls: Vec<Parser<'b>> = self.tools().iter().map(|(n, s)| json.json_call(n, s)).collect();
+        calls.push(json.json_call_shaped(Names::Declared, json.loose_args()));
+        Some(self.recovered(RecoveryKind::CallShape, b.peek("{") + b.atomic(b.choice(calls))))
+    }
+
     /// `own`, the template's `prefix NAME suffix` around `name`; where the name is a quoted
     /// attribute value (`<invoke name="` … `">`) and when recovering, also with the value in
     /// single quotes or none (`<invoke name=get_weather>`), reported as another call shape.
