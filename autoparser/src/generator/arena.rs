@@ -512,9 +512,20 @@ impl<'a, 'b> Ctx<'a, 'b> {
     /// The call id section, `prefix id suffix`.
     fn call_id(&self) -> Parser<'b> {
         let b = self.b;
-        let id = &self.a.tools.call_id;
-        let stop = if id.suffix.trim().is_empty() { "\n".to_owned() } else { id.suffix.trim().to_owned() };
-        let written = lit(b, &id.prefix) + b.tag(tags::TOOL_ID, b.until(&stop)) + lit(b, &id.suffix);
+        let t = &self.a.tools;
+        let id = &t.call_id;
+        // The id runs to its suffix, or without one to the marker that follows it (an id in
+        // an attribute, `<tool_call id="ID" name="NAME">`, is followed by `" name="`).
+        use crate::format::CallIdPosition as P;
+        let next = match id.pos {
+            P::PreFuncName => t.function.name_prefix.trim(),
+            P::BetweenFuncAndArgs => t.arguments.start.trim(),
+            _ => "",
+        };
+        let stop = [id.suffix.trim(), next].into_iter().find(|m| !m.is_empty()).unwrap_or("\n").to_owned();
+        // An id never spans lines: one that would is something else (the next call's markers).
+        let body = if stop == "\n" { b.until(&stop) } else { b.until_one_of(vec![stop.clone(), "\n".to_owned()]) };
+        let written = lit(b, &id.prefix) + b.tag(tags::TOOL_ID, body) + lit(b, &id.suffix);
         if !self.recovering() || id.prefix.trim().is_empty() {
             return written;
         }

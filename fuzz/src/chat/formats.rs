@@ -110,6 +110,10 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("autoparser/tests/probes/cdata-values.jinja", include_str!("../../../autoparser/tests/probes/cdata-values.jinja")),
     ("autoparser/tests/probes/calls-only-with-null-content.jinja", include_str!("../../../autoparser/tests/probes/calls-only-with-null-content.jinja")),
     ("autoparser/tests/probes/last-assistant-as-continuation.jinja", include_str!("../../../autoparser/tests/probes/last-assistant-as-continuation.jinja")),
+    ("autoparser/tests/probes/id-and-name-attributes.jinja", include_str!("../../../autoparser/tests/probes/id-and-name-attributes.jinja")),
+    ("autoparser/tests/probes/xml-element-args.jinja", include_str!("../../../autoparser/tests/probes/xml-element-args.jinja")),
+    ("autoparser/tests/probes/tool-code-fence.jinja", include_str!("../../../autoparser/tests/probes/tool-code-fence.jinja")),
+    ("autoparser/tests/probes/attribute-name-json-body.jinja", include_str!("../../../autoparser/tests/probes/attribute-name-json-body.jinja")),
 ];
 
 /// Every format, built on first use.
