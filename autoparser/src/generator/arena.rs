@@ -1093,9 +1093,14 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let b = self.b;
         let t = &self.a.tools;
         let sep = t.arguments.separator.trim();
+        // Or where the next call opens, on a line of its own (calls one per line).
+        let next_call = b.choice(
+            self.tools().iter().map(|(n, _)| b.literal(&format!("{}{n}{}", t.function.name_prefix.trim(), t.function.name_suffix.trim()))).collect::<Vec<_>>(),
+        );
         let ends: Vec<Parser<'b>> =
             [sep, t.format.section_end.trim(), t.format.per_call_end.trim()].iter().filter(|m| !m.is_empty()).map(|m| b.literal(m)).chain([b.end()]).collect();
-        let close = b.literal(with_name(&t.function.close, fun).trim()) + b.space() + b.peek(b.choice(ends));
+        let after = b.choice([b.space() + b.peek(b.choice(ends)), b.peek("\n" + b.space() + next_call)]);
+        let close = b.literal(with_name(&t.function.close, fun).trim()) + after;
         // The separator as the values end there: with one space or none (a line break is text).
         b.choice([close, b.literal(sep) + b.optional(b.literal(" ")) + b.choice(openings.iter().map(|o| b.literal(o)).collect::<Vec<_>>())])
     }

@@ -50,9 +50,7 @@ fn shared_marker_syntaxes() -> Vec<ToolAnalysis> {
         ..Default::default()
     };
     let function_tag_json = function_tag_json();
-    // A Python call, `get_weather(city="Paris", days=3)` (Llama 3.2's pythonic calls).
-    let mut python = tagged("", "(", ")", args("", "=", "", ""));
-    python.arguments.separator = ",".into();
+    let python = python_call();
     // The name then a JSON object comes before the name then `<arg_key>` pairs, which a bare
     // name (no pairs) also matches.
     vec![
@@ -64,6 +62,16 @@ fn shared_marker_syntaxes() -> Vec<ToolAnalysis> {
         tagged("", "\n", "", args("<arg_key>", "</arg_key>", "\n<arg_value>", "</arg_value>")),
         python,
     ]
+}
+
+/// A Python call, `get_weather(city="Paris", days=3)` (Llama 3.2's pythonic calls).
+fn python_call() -> ToolAnalysis {
+    ToolAnalysis {
+        format: ToolFormatAnalysis { mode: ToolFormat::TagWithTagged, ..Default::default() },
+        function: ToolFunctionAnalysis { name_suffix: "(".into(), close: ")".into(), ..Default::default() },
+        arguments: ToolArgumentsAnalysis { name_suffix: "=".into(), separator: ",".into(), ..Default::default() },
+        ..Default::default()
+    }
 }
 
 /// `<function=NAME>` around a JSON object (Llama 3.1's custom tool format), no markers around.
@@ -403,7 +411,7 @@ impl<'b> Ctx<'_, 'b> {
     /// A markdown code fence's opening line start (```` ```json ````).
     fn fence_open(&self) -> Parser<'b> {
         let b = self.b;
-        b.literal("```") + b.chars("[a-zA-Z]", 0, None)
+        b.literal("```") + b.chars("[a-zA-Z_]", 0, None)
     }
 
     /// A fence or wrapper token right before `what` (reported, not content).
@@ -453,9 +461,25 @@ impl<'b> Ctx<'_, 'b> {
         let tagged: Vec<Parser<'b>> = self.tools().iter().map(|(n, s)| tagged.tag_call(n, s)).collect();
         let tagged = b.choice(tagged);
         let tagged = self.recovered(RecoveryKind::CallShape, tagged + b.zero_or_more(b.space() + tagged));
-        let calls = b.choice([self.json_call_run(Names::Declared), tagged]);
+        // Or as Python calls (Llama 3.2's pythonic `[get_weather(city="Paris")]`; Gemma 3's
+        // in a `tool_code` fence): a list of them, or in a fence one per line.
+        // What closes the calls is also what ends a call's last value.
+        let python_ending = |end: &str| {
+            let mut a = self.a.clone();
+            a.tools = python_call();
+            a.tools.format.section_end = end.into();
+            let python = Ctx { b, a: &a, policy: self.policy, prefill_for_grammar: None, embedded: Default::default() };
+            b.choice(self.tools().iter().map(|(n, s)| python.tag_call(n, s)).collect::<Vec<_>>())
+        };
+        let python = python_ending("]");
+        let python_list = "[" + b.space() + python + b.zero_or_more(b.space() + "," + b.space() + python) + b.space() + "]";
+        let python = python_ending("```");
+        let python_lines = python + b.zero_or_more(b.space() + python);
+        let shape = |p: Parser<'b>| self.recovered(RecoveryKind::CallShape, p);
+        let calls = b.choice([self.json_call_run(Names::Declared), tagged, shape(python_list)]);
         let opt = |kind: RecoveryKind, p: Parser<'b>| b.optional(self.recovered(kind, p));
-        let inner = opt(RecoveryKind::CodeFence, self.fence_open() + b.space()) + b.space() + calls + b.optional(b.space() + "```");
+        let fenced_lines = self.recovered(RecoveryKind::CodeFence, self.fence_open() + b.space()) + shape(python_lines) + b.space() + "```";
+        let inner = b.choice([fenced_lines, opt(RecoveryKind::CodeFence, self.fence_open() + b.space()) + b.space() + calls + b.optional(b.space() + "```")]);
         let whole = opt(RecoveryKind::ExtraWrapper, self.wrapper_open() + b.space()) + inner + b.optional(b.space() + self.wrapper_close());
         // Atomic: a fence or token is reported only with the calls it holds (a fence in
         // prose usually holds code). The gate turns most text away at its first bytes: each
@@ -465,6 +489,7 @@ impl<'b> Ctx<'_, 'b> {
             + b.choice([
                 "{" + b.space() + "\"",
                 "[" + b.space() + "{",
+                "[" + b.space() + b.chars("[A-Za-z_]", 1, Some(1)),
                 b.literal("```"),
                 b.literal("<function="),
                 "<" + b.chars("[a-zA-Z0-9_|]", 1, Some(40)) + ">" + b.space() + opens(),
