@@ -16,7 +16,7 @@ const KNOWN_FAILING: &[(&str, &str, &str)] = &[
     (
         "chat",
         "stream-functools-args-cut-then-text",
-        "(b) JSON arguments inside a JSON call object that stop fitting (`{\"city\": \"Paris\", NONE[`): the stream has sent them and cuts them there, the one-shot parse reads the call as its name alone",
+        "(b) JSON arguments inside a JSON call object that stop being JSON (`{\"city\": \"Paris\", NONE[`): at `N` the JSON reading fails and the Python dict read after it (atomic, `None` may be a key) is still open, so the longest fitting prefix shows no arguments where a shorter one showed `{\"city\": \"Paris\"`. The stream has sent those; the one-shot parse folds that prefix fresh and reads the call as its name alone",
     ),
     (
         "chat",

@@ -1617,7 +1617,16 @@ impl<'a, 'b> Ctx<'a, 'b> {
         // Between parts: the part end, then the next part's start.
         let sep = || b.space() + opt(pe) + b.space() + opt(ps);
         let trailing = || b.space() + opt(pe) + b.space() + opt(eot) + b.space();
-        let lead = b.space() + opt(ps);
+        let mut lead = b.space() + opt(ps);
+        if self.recovering() && self.policy.response_schema.is_none() {
+            // Text the output starts with, its header left out (`Let me check.` for
+            // `all\nLet me check.`): content, up to the next part.
+            let mut known: Vec<Parser<'b>> =
+                [&pa.content_recipient, &pa.reasoning_recipient].into_iter().filter(|r| !r.is_empty()).map(|r| b.literal(r)).collect();
+            known.extend(tools.iter().map(|(n, _)| b.literal(n)));
+            let headerless = b.negate(header(b.choice(known))) + b.negate(b.space() + b.end()) + b.tag(tags::CONTENT, text());
+            lead = lead + b.optional(self.recovered(RecoveryKind::UnplacedText, headerless) + b.space() + opt(ps));
+        }
         let texts = b.optional(text_part + b.zero_or_more(sep() + text_part));
         if tools.is_empty() {
             return lead + texts + trailing() + b.end();
