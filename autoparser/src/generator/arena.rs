@@ -880,8 +880,10 @@ impl<'a, 'b> Ctx<'a, 'b> {
             if let (false, Some(json_arg)) = (admits.string, json_arg) {
                 return json_arg;
             }
-            // Raw strings end at their suffix, or (without one) at the next argument line.
-            let raw = !vs.is_empty() || (!ar.value_is_literal && ar.value_prefix.trim().is_empty() && !ar.name_prefix.trim().is_empty()) || self.raw_inline();
+            // Raw strings end at their suffix, or (without one) at the next argument line: its
+            // name prefix, or without one its name and suffix (`city: Paris` lines).
+            let opened = !ar.name_prefix.trim().is_empty() || !ar.name_suffix.trim().is_empty();
+            let raw = !vs.is_empty() || (!ar.value_is_literal && ar.value_prefix.trim().is_empty() && opened) || self.raw_inline();
             let (value, unclosed) = if admits.string && raw {
                 // Without an opener of its own, a raw `null` (`None`) of a nullable string is null.
                 let (raw_value, unclosed) = self.raw_string_value((name, arg), s, admits.null && json_arg.is_none(), &names);

@@ -420,7 +420,10 @@ pub fn verify(r: &dyn Render, analysis: &TemplateAnalysis, opts: &VerifyOptions)
         for i in 0..opts.cases {
             let mut rng = cases::Rng::new(opts.seed ^ ((fi as u64) << 32) ^ i as u64);
             let outcome = match cases::message(feature, &session.modes[0].req.tools, &mut rng) {
-                Ok(msg) => session.run(feature, msg, &opts.chunk_sizes),
+                Ok(mut msg) => {
+                    ids_naming_calls(analysis, &mut msg);
+                    session.run(feature, msg, &opts.chunk_sizes)
+                }
                 Err(why) => Outcome::Unrendered(why),
             };
             match outcome {
@@ -485,7 +488,8 @@ impl<'r> Session<'r> {
         let mut s = Session { r, analysis, modes: [mode(true), mode(false)], tails: Vec::new() };
         const NEEDLE: &str = "END_OF_TURN_PROBE";
         let mut with_call = json!({"role": "assistant", "content": NEEDLE});
-        if let Ok(m) = cases::message(Feature::OneCall, &s.modes[1].req.tools, &mut cases::Rng::new(0)) {
+        if let Ok(mut m) = cases::message(Feature::OneCall, &s.modes[1].req.tools, &mut cases::Rng::new(0)) {
+            ids_naming_calls(analysis, &mut m);
             with_call["tool_calls"] = m["tool_calls"].clone();
         }
         let probes = [json!({"role": "assistant", "content": NEEDLE}), with_call];
@@ -900,6 +904,28 @@ impl<'r> Session<'r> {
 }
 
 /// `v` without the object members whose value is null, at any depth; `None` if it has none.
+/// Where the format writes a call's name inside its id (Kimi's `functions.NAME:0`, templates
+/// that render only the id), each call of a case gets an id spelled so, its index the call's
+/// place, as the model writes them and a client sends them back: a random id would hide the
+/// call from the render.
+fn ids_naming_calls(analysis: &TemplateAnalysis, msg: &mut Value) {
+    let t = &analysis.tools;
+    let id_like = |s: &str| !s.trim().is_empty() && !s.trim().contains(|c: char| c.is_whitespace() || c == '"' || c == '\'');
+    let (prefix, suffix) = (t.function.name_prefix.trim(), t.function.name_suffix.trim());
+    if !t.function.indexed || t.call_id.pos != crate::format::CallIdPosition::None || !id_like(prefix) || !id_like(suffix) {
+        return;
+    }
+    let Some(calls) = msg.get_mut("tool_calls").and_then(Value::as_array_mut) else { return };
+    for (i, call) in calls.iter_mut().enumerate() {
+        let name = call["function"]["name"].as_str().unwrap_or("").to_owned();
+        // The suffix's digits are the index.
+        let (head, rest) = suffix.split_at(suffix.find(|c: char| c.is_ascii_digit()).unwrap_or(suffix.len()));
+        let tail = rest.trim_start_matches(|c: char| c.is_ascii_digit());
+        let index = if rest.is_empty() { String::new() } else { i.to_string() };
+        call["id"] = json!(format!("{prefix}{name}{head}{index}{tail}"));
+    }
+}
+
 fn without_null_members(v: &Value) -> Option<Value> {
     fn strip(v: &Value, found: &mut bool) -> Value {
         match v {

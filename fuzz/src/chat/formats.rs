@@ -114,6 +114,7 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("autoparser/tests/probes/xml-element-args.jinja", include_str!("../../../autoparser/tests/probes/xml-element-args.jinja")),
     ("autoparser/tests/probes/tool-code-fence.jinja", include_str!("../../../autoparser/tests/probes/tool-code-fence.jinja")),
     ("autoparser/tests/probes/attribute-name-json-body.jinja", include_str!("../../../autoparser/tests/probes/attribute-name-json-body.jinja")),
+    ("autoparser/tests/probes/kv-lines-in-named-call.jinja", include_str!("../../../autoparser/tests/probes/kv-lines-in-named-call.jinja")),
 ];
 
 /// Every format, built on first use.
