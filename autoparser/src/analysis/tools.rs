@@ -60,9 +60,20 @@ pub fn probe_tools(p: &mut Probe, r: &ReasoningAnalysis) -> Option<ToolProbe> {
     for (null_content, object_args) in [(false, true), (false, false), (true, true), (true, false)] {
         p.null_content_with_calls = null_content;
         p.object_args = object_args;
-        let Ok(one) = tool_region(p, vec![Call::first()]) else { continue };
-        if !(one.contains(FUN_A) && one.contains(ARG_A) && one.contains(VAL_A)) {
+        let Ok(mut one) = tool_region(p, vec![Call::first()]) else { continue };
+        let renders_call = |t: &str| t.contains(FUN_A) && t.contains(ARG_A) && t.contains(VAL_A);
+        if !renders_call(&one) {
             continue;
+        }
+        if !null_content {
+            // Calls with null content, as OpenAI clients send them, where empty content adds
+            // text of its own (DeepSeek R1 distills write an empty content turn after the
+            // calls' turn).
+            p.null_content_with_calls = true;
+            match tool_region(p, vec![Call::first()]) {
+                Ok(null) if renders_call(&null) && null.len() < one.len() => one = null,
+                _ => p.null_content_with_calls = false,
+            }
         }
         // Arguments rendered as an escaped JSON string mean the template wants strings.
         if object_args && one.contains(&format!("\\\"{ARG_A}\\\"")) {

@@ -572,7 +572,10 @@ impl<'r> Session<'r> {
             let shown = !reasoning.is_empty() && turn.contains(reasoning);
             if prefill.ends_with(end) || shown { turn.to_owned() } else { format!("{reasoning}\n{end}\n\n{turn}") }
         };
-        if !end.is_empty() && !prefill.is_empty() && forced == prefill {
+        // (The prefill as the parse reads it may differ in whitespace: `<think></think>` for
+        // the prompt's `<think>\n</think>`.)
+        let unspaced = |t: &str| t.split_whitespace().collect::<String>();
+        if !end.is_empty() && !prefill.is_empty() && unspaced(forced) == unspaced(prefill) {
             return Ok(after_prefill(self.strip_tail(rest.trim_start())));
         }
         // Where the render writes an end of `header` as the two part (it may begin inside the
@@ -594,7 +597,7 @@ impl<'r> Session<'r> {
         // The prompt is the prefill from inside its first marker on, where the two part
         // (`<think>` against `<TOOLCALL>`).
         if !end.is_empty() && !prefill.is_empty() {
-            let inside = (1..prefill.len().min(at)).find(|&k| g.prompt.is_char_boundary(at - k) && g.prompt[at - k..].trim() == prefill);
+            let inside = (1..prefill.len().min(at)).find(|&k| g.prompt.is_char_boundary(at - k) && unspaced(&g.prompt[at - k..]) == unspaced(prefill));
             if let Some(k) = inside {
                 return self.one_turn(self.strip_tail(rendered[at - k..].trim_start())).map(after_prefill);
             }
@@ -604,7 +607,6 @@ impl<'r> Session<'r> {
         // ASSISTANT:`): the turn starts after an end of the header before the prefill (a marker,
         // or a word of four characters or more), and the model writes the prefill's rest first.
         let start = self.analysis.reasoning.start.trim();
-        let unspaced = |t: &str| t.split_whitespace().collect::<String>();
         let header = (!start.is_empty() && !end.is_empty() && !prefill.is_empty())
             .then(|| gp.rfind(start))
             .flatten()
