@@ -148,6 +148,44 @@ fn a_last_turn_written_as_a_continuation_is_verified_as_history() {
     }
 }
 
+/// A template that writes a call's name only inside its id (Kimi's `functions.NAME:0`): the
+/// cases' ids are spelled so, and its calls are verified (random ids would hide them).
+#[test]
+fn calls_named_only_in_their_ids_are_verified() {
+    let src = "{%- for m in messages -%}\
+               {%- if m.role == 'assistant' -%}<|im_assistant|>assistant<|im_middle|>{{ m.content or '' }}\
+               {%- if m.tool_calls -%}<|tool_calls_section_begin|>{%- for c in m.tool_calls -%}<|tool_call_begin|>{{ c.id }}<|tool_call_argument_begin|>\
+               {{- c.function.arguments if c.function.arguments is string else c.function.arguments | tojson }}<|tool_call_end|>{%- endfor -%}<|tool_calls_section_end|>{%- endif -%}\
+               {%- else -%}<|im_{{ 'user' if m.role == 'user' else 'system' }}|>{{ m.role }}<|im_middle|>{{ m.content }}{%- endif -%}<|im_end|>\
+               {%- endfor -%}{%- if add_generation_prompt -%}<|im_assistant|>assistant<|im_middle|>{%- endif -%}";
+    let report = Model::analyze(ChatTemplate::from_source(src, "", "").unwrap()).unwrap().verify(&VerifyOptions { cases: 2, ..VerifyOptions::default() });
+    for f in &report.features {
+        if matches!(f.feature, Feature::OneCall | Feature::ParallelCalls | Feature::CallIds | Feature::ObjectArguments) {
+            assert!(f.unrendered == 0 && f.failed == 0 && f.passed > 0, "{f:?}\n{}", report.text());
+        }
+    }
+}
+
+/// A template that writes, after a turn of calls, a turn of the message's content even when
+/// that is empty (DeepSeek R1 distills): calls are learned and verified with null content, as
+/// OpenAI clients send them, not left out as messages of two turns.
+#[test]
+fn calls_followed_by_an_empty_content_turn_are_verified() {
+    let src = "{{- bos_token -}}{%- for m in messages -%}\
+               {%- if m.role == 'user' -%}<|User|>{{ m.content }}{%- endif -%}\
+               {%- if m.role == 'assistant' and m.tool_calls -%}<|Assistant|><|calls|>{%- for c in m.tool_calls -%}<|call|>{{ c.function.name }}\n\
+               {{- c.function.arguments if c.function.arguments is string else c.function.arguments | tojson }}<|/call|>{%- endfor -%}<|/calls|><|eos|>{%- endif -%}\
+               {%- if m.role == 'assistant' and m.content is not none -%}<|Assistant|>{{ m.content }}<|eos|>{%- endif -%}\
+               {%- if m.role == 'tool' -%}<|output|>{{ m.content }}<|/output|>{%- endif -%}\
+               {%- endfor -%}{%- if add_generation_prompt -%}<|Assistant|>{%- endif -%}";
+    let report = Model::analyze(ChatTemplate::from_source(src, "", "").unwrap()).unwrap().verify(&VerifyOptions { cases: 2, ..VerifyOptions::default() });
+    for f in &report.features {
+        if matches!(f.feature, Feature::Content | Feature::OneCall | Feature::ParallelCalls | Feature::StringArguments) {
+            assert!(f.unrendered == 0 && f.failed == 0 && f.passed > 0, "{f:?}\n{}", report.text());
+        }
+    }
+}
+
 /// A template that reads content only as a list of parts renders none of a string's text and
 /// fails on an empty string (it reads the first part's type): its content cases are not rendered, not failed.
 #[test]
