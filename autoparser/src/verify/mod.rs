@@ -567,16 +567,20 @@ impl<'r> Session<'r> {
         let rest = &rendered[at..];
         // The turn the model writes after a prompt ending in the prefill, where history shows
         // `turn` without it.
-        let after_prefill = |turn: &str| {
+        let after_prefill = |turn: &str| -> Result<String, String> {
             // History that shows the reasoning itself needs none spliced in.
             let shown = !reasoning.is_empty() && turn.contains(reasoning);
-            if prefill.ends_with(end) || shown { turn.to_owned() } else { format!("{reasoning}\n{end}\n\n{turn}") }
+            if prefill.ends_with(end) && shown {
+                // After a prompt that closed the block, no model writes reasoning.
+                return Err("the generation prompt closes the reasoning block, and the turn writes reasoning".into());
+            }
+            Ok(if prefill.ends_with(end) || shown { turn.to_owned() } else { format!("{reasoning}\n{end}\n\n{turn}") })
         };
         // (The prefill as the parse reads it may differ in whitespace: `<think></think>` for
         // the prompt's `<think>\n</think>`.)
         let unspaced = |t: &str| t.split_whitespace().collect::<String>();
         if !end.is_empty() && !prefill.is_empty() && unspaced(forced) == unspaced(prefill) {
-            return Ok(after_prefill(self.strip_tail(rest.trim_start())));
+            return after_prefill(self.strip_tail(rest.trim_start()));
         }
         // Where the render writes an end of `header` as the two part (it may begin inside the
         // shared text, or after whitespace that history writes before a turn): the longest
@@ -599,7 +603,7 @@ impl<'r> Session<'r> {
         if !end.is_empty() && !prefill.is_empty() {
             let inside = (1..prefill.len().min(at)).find(|&k| g.prompt.is_char_boundary(at - k) && unspaced(&g.prompt[at - k..]) == unspaced(prefill));
             if let Some(k) = inside {
-                return self.one_turn(self.strip_tail(rendered[at - k..].trim_start())).map(after_prefill);
+                return self.one_turn(self.strip_tail(rendered[at - k..].trim_start())).and_then(after_prefill);
             }
         }
         // The generation prompt ends in the prefill (`<SPECIAL_11>Assistant\n<think>\n`), which
@@ -617,7 +621,7 @@ impl<'r> Session<'r> {
             let turn = self.strip_tail(turn.trim_start());
             // The turn history shows opens the block the prompt already opened.
             let turn = if prefill.ends_with(end) { turn } else { turn.strip_prefix(start).map_or(turn, str::trim_start) };
-            return self.one_turn(turn).map(after_prefill);
+            return self.one_turn(turn).and_then(after_prefill);
         }
         // The prompt ends in whitespace history does not write after the header (`ASSISTANT: \n`
         // to generate, `ASSISTANT: text` in history): the turn starts after it.
