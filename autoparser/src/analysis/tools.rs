@@ -14,12 +14,19 @@ const ID_MARK: &str = "\u{E000}";
 
 /// The tool region of `calls` rendered: what a message with these calls adds over an empty one.
 fn tool_region(p: &Probe, calls: Vec<Call>) -> Result<String, String> {
-    // Against a content needle (not empty content): an insertion next to an empty content can
-    // align ambiguously with the end-of-turn marker.
-    let empty = p.render_asst(&Asst::content(CONTENT))?;
+    tool_region_against(p, &content_turn(p)?, calls)
+}
+
+/// The turn calls are told from: a content needle (not empty content: an insertion next to an
+/// empty content can align ambiguously with the end-of-turn marker).
+fn content_turn(p: &Probe) -> Result<String, String> {
+    p.render_asst(&Asst::content(CONTENT))
+}
+
+/// [`tool_region`] against the render of [`content_turn`].
+fn tool_region_against(p: &Probe, content: &str, calls: Vec<Call>) -> Result<String, String> {
     let with = p.render_asst(&Asst::calls(calls))?;
-    let d = calculate_diff_split(&empty, &with);
-    Ok(d.right)
+    Ok(calculate_diff_split(content, &with).right)
 }
 
 /// Strips an empty reasoning block (`<think></think>`) from the start of a tool region.
@@ -57,10 +64,12 @@ fn normalize_ids(s: &str) -> String {
 pub fn probe_tools(p: &mut Probe, r: &ReasoningAnalysis) -> Option<ToolProbe> {
     // Calls with empty content first, then with null content (DeepSeek V3 renders calls only
     // for `content is none`).
+    // (Rendered once: a turn of content alone does not depend on how calls are passed.)
+    let content = content_turn(p).ok()?;
     for (null_content, object_args) in [(false, true), (false, false), (true, true), (true, false)] {
         p.null_content_with_calls = null_content;
         p.object_args = object_args;
-        let Ok(mut one) = tool_region(p, vec![Call::first()]) else { continue };
+        let Ok(mut one) = tool_region_against(p, &content, vec![Call::first()]) else { continue };
         let renders_call = |t: &str| t.contains(FUN_A) && t.contains(ARG_A) && t.contains(VAL_A);
         if !renders_call(&one) {
             continue;
@@ -70,7 +79,7 @@ pub fn probe_tools(p: &mut Probe, r: &ReasoningAnalysis) -> Option<ToolProbe> {
             // text of its own (DeepSeek R1 distills write an empty content turn after the
             // calls' turn).
             p.null_content_with_calls = true;
-            match tool_region(p, vec![Call::first()]) {
+            match tool_region_against(p, &content, vec![Call::first()]) {
                 Ok(null) if renders_call(&null) && null.len() < one.len() => one = null,
                 _ => p.null_content_with_calls = false,
             }
@@ -80,7 +89,10 @@ pub fn probe_tools(p: &mut Probe, r: &ReasoningAnalysis) -> Option<ToolProbe> {
             continue;
         }
         let one = strip_reasoning(&one, r);
-        let two = tool_region(p, vec![Call::first(), Call::second()]).ok().filter(|t| t.contains(FUN_A) && t.contains(FUN_B)).map(|t| strip_reasoning(&t, r));
+        let two = tool_region_against(p, &content, vec![Call::first(), Call::second()])
+            .ok()
+            .filter(|t| t.contains(FUN_A) && t.contains(FUN_B))
+            .map(|t| strip_reasoning(&t, r));
         let has_ids = one.contains(ID_A);
         return Some(ToolProbe { one: normalize_ids(&one), two: two.map(|t| normalize_ids(&t)), has_ids, object_args });
     }
