@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use autoparser::Model;
 use autoparser::template::ChatTemplate;
-use autoparser::verify::{Feature, Verdict, VerifyOptions};
+use autoparser::verify::{Feature, Verdict, VerifyOptions, VerifyReport};
 
 #[path = "../../tests/shared_data/mod.rs"]
 mod shared_data;
@@ -82,6 +82,13 @@ fn every_template_round_trips_through_its_own_parser() {
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
+/// Each of `features` rendered in `report`, every case passed.
+fn assert_verified(report: &VerifyReport, features: &[Feature]) {
+    for f in report.features.iter().filter(|f| features.contains(&f.feature)) {
+        assert!(f.unrendered == 0 && f.failed == 0 && f.passed > 0, "{f:?}\n{}", report.text());
+    }
+}
+
 #[test]
 fn the_lists_name_existing_templates() {
     let Some(dir) = shared_data::shared(CORPUS_TESTS).map(|s| s.templates()) else { return };
@@ -125,11 +132,7 @@ fn what_the_prompt_writes_around_the_turn_hides_no_case() {
 fn calls_written_only_for_null_content_are_verified() {
     let t = ChatTemplate::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/probes/calls-only-with-null-content.jinja")).unwrap();
     let report = Model::analyze(t).unwrap().verify(&VerifyOptions { cases: 2, ..VerifyOptions::default() });
-    for f in &report.features {
-        if matches!(f.feature, Feature::OneCall | Feature::StringArguments | Feature::ObjectArguments) {
-            assert!(f.unrendered == 0 && f.failed == 0 && f.passed > 0, "{f:?}\n{}", report.text());
-        }
-    }
+    assert_verified(&report, &[Feature::OneCall, Feature::StringArguments, Feature::ObjectArguments]);
 }
 
 /// A template that writes a last assistant message as the continuation of the prompt, its
@@ -141,11 +144,7 @@ fn a_last_turn_written_as_a_continuation_is_verified_as_history() {
     let model = Model::analyze(t).unwrap();
     assert_eq!((model.analysis().tools.format.section_start.as_str(), model.analysis().end_of_turn.as_str()), ("<calls>", "<|eot|>"));
     let report = model.verify(&VerifyOptions { cases: 2, ..VerifyOptions::default() });
-    for f in &report.features {
-        if matches!(f.feature, Feature::Content | Feature::OneCall | Feature::ParallelCalls | Feature::ObjectArguments) {
-            assert!(f.unrendered == 0 && f.failed == 0 && f.passed > 0, "{f:?}\n{}", report.text());
-        }
-    }
+    assert_verified(&report, &[Feature::Content, Feature::OneCall, Feature::ParallelCalls, Feature::ObjectArguments]);
 }
 
 /// A template that writes a call's name only inside its id (Kimi's `functions.NAME:0`): the
@@ -159,11 +158,7 @@ fn calls_named_only_in_their_ids_are_verified() {
                {%- else -%}<|im_{{ 'user' if m.role == 'user' else 'system' }}|>{{ m.role }}<|im_middle|>{{ m.content }}{%- endif -%}<|im_end|>\
                {%- endfor -%}{%- if add_generation_prompt -%}<|im_assistant|>assistant<|im_middle|>{%- endif -%}";
     let report = Model::analyze(ChatTemplate::from_source(src, "", "").unwrap()).unwrap().verify(&VerifyOptions { cases: 2, ..VerifyOptions::default() });
-    for f in &report.features {
-        if matches!(f.feature, Feature::OneCall | Feature::ParallelCalls | Feature::CallIds | Feature::ObjectArguments) {
-            assert!(f.unrendered == 0 && f.failed == 0 && f.passed > 0, "{f:?}\n{}", report.text());
-        }
-    }
+    assert_verified(&report, &[Feature::OneCall, Feature::ParallelCalls, Feature::CallIds, Feature::ObjectArguments]);
 }
 
 /// A template that writes, after a turn of calls, a turn of the message's content even when
@@ -179,11 +174,7 @@ fn calls_followed_by_an_empty_content_turn_are_verified() {
                {%- if m.role == 'tool' -%}<|output|>{{ m.content }}<|/output|>{%- endif -%}\
                {%- endfor -%}{%- if add_generation_prompt -%}<|Assistant|>{%- endif -%}";
     let report = Model::analyze(ChatTemplate::from_source(src, "", "").unwrap()).unwrap().verify(&VerifyOptions { cases: 2, ..VerifyOptions::default() });
-    for f in &report.features {
-        if matches!(f.feature, Feature::Content | Feature::OneCall | Feature::ParallelCalls | Feature::StringArguments) {
-            assert!(f.unrendered == 0 && f.failed == 0 && f.passed > 0, "{f:?}\n{}", report.text());
-        }
-    }
+    assert_verified(&report, &[Feature::Content, Feature::OneCall, Feature::ParallelCalls, Feature::StringArguments]);
 }
 
 /// A template that reads content only as a list of parts renders none of a string's text and
