@@ -959,8 +959,14 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let b = self.b;
         let n = args.len();
         let tight = self.raw_inline();
+        // Nothing but a line break between arguments that open with their bare name (`city:
+        // Paris` lines): the grammar writes it, as a value may hold anything else.
+        let ar = &self.a.tools.arguments;
+        let lines = sep.is_empty() && ar.name_prefix.trim().is_empty() && ar.value_suffix.trim().is_empty() && !tight;
         let joined = |first: bool, a: Parser<'b>| {
-            if first || sep.is_empty() {
+            if !first && lines {
+                "\n" + b.space() + a
+            } else if first || sep.is_empty() {
                 b.space() + a
             } else if tight {
                 sep + b.optional(b.literal(" ")) + a
@@ -1234,7 +1240,15 @@ impl<'a, 'b> Ctx<'a, 'b> {
         };
         let real_end = || if unclosed_at.is_empty() { after() } else { b.choice([after(), real_end]) };
         // A suffix not followed so is text: the scan goes on past its first character.
-        let text = text_to_real_end(b, &delims, real_end);
+        // Without a suffix, whitespace before what ends the value is the template's (a grammar
+        // writes it there), not the value's.
+        let text = if !inline && vs.is_empty() {
+            let mut d = delims.clone();
+            d.extend([" ", "\t", "\r", "\n"].map(String::from));
+            text_to_real_end(b, &d, real_end)
+        } else {
+            text_to_real_end(b, &delims, real_end)
+        };
         // The grammar has no lookahead: the text contains no suffix followed by a follower
         // (as the parser reads it, with or without a line break between).
         let grammar = if inline {
