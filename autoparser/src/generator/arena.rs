@@ -959,10 +959,11 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let b = self.b;
         let n = args.len();
         let tight = self.raw_inline();
-        // Nothing but a line break between arguments that open with their bare name (`city:
-        // Paris` lines): the grammar writes it, as a value may hold anything else.
+        // Nothing but a line break between raw values and the bare name of the next argument
+        // (`city: Paris` lines): the grammar writes it, as a raw value may hold anything else.
+        // (Literal values end by their own syntax: `a="x"b=1` needs nothing between.)
         let ar = &self.a.tools.arguments;
-        let lines = sep.is_empty() && ar.name_prefix.trim().is_empty() && ar.value_suffix.trim().is_empty() && !tight;
+        let lines = sep.is_empty() && ar.name_prefix.trim().is_empty() && ar.value_suffix.trim().is_empty() && !ar.value_is_literal && !tight;
         let joined = |first: bool, a: Parser<'b>| {
             if !first && lines {
                 "\n" + b.space() + a
