@@ -331,6 +331,16 @@ pub struct ToolFunctionAnalysis {
     pub indexed: bool,
 }
 
+impl ToolFunctionAnalysis {
+    /// The call id holds the name (`functions.f:0`): an indexed suffix, and a prefix and suffix
+    /// that are parts of one word (no space or quote), not an opener with attributes
+    /// (`call tool="f" index="1"`) that merely numbers the calls.
+    pub(crate) fn names_in_ids(&self) -> bool {
+        let id_like = |s: &str| !s.trim().contains(|c: char| c.is_whitespace() || c == '"' || c == '\'');
+        self.indexed && id_like(&self.name_prefix) && id_like(&self.name_suffix)
+    }
+}
+
 /// Markers of the arguments.
 ///
 /// ```

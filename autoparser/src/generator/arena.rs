@@ -598,10 +598,10 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let np = t.function.name_prefix.trim();
         let word = !np.is_empty() && np.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':'));
         if word && !t.function.indexed && crate::analysis::text::has_marker(t.format.per_call_start.trim()) {
-            let mut unprefixed = self.a.clone();
-            unprefixed.tools.function.name_prefix.clear();
-            let ctx = Ctx { b, a: &unprefixed, policy: self.policy, prefill_for_grammar: None, embedded: Default::default() };
-            calls.push(self.recovered(RecoveryKind::CallShape, b.atomic(ctx.tag_call(name, schema))));
+            let mut unprefixed = self.a.tools.clone();
+            unprefixed.function.name_prefix.clear();
+            let call = self.with_tools(unprefixed, |ctx| ctx.tag_call(name, schema));
+            calls.push(self.recovered(RecoveryKind::CallShape, b.atomic(call)));
         }
         if calls.len() == 1 { calls[0] } else { b.choice(calls) }
     }
@@ -649,8 +649,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
         }
         // `functions.NAME:0` is the call id, with the name inside; an opener with attributes
         // (`call tool="NAME" index="1"`) only numbers the calls.
-        let id_like = |s: &str| !s.trim().contains(|c: char| c.is_whitespace() || c == '"' || c == '\'');
-        if t.function.indexed && id_like(&t.function.name_prefix) && id_like(&t.function.name_suffix) {
+        if t.function.names_in_ids() {
             let np = t.function.name_prefix.trim();
             let id = b.literal(np) + name + lit_indexed(b, &t.function.name_suffix);
             // Atomic: the name inside is announced only with the whole id.

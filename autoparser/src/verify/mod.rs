@@ -909,29 +909,28 @@ impl<'r> Session<'r> {
     }
 }
 
-/// `v` without the object members whose value is null, at any depth; `None` if it has none.
 /// Where the format writes a call's name inside its id (Kimi's `functions.NAME:0`, templates
 /// that render only the id), each call of a case gets an id spelled so, its index the call's
 /// place, as the model writes them and a client sends them back: a random id would hide the
 /// call from the render.
 fn ids_naming_calls(analysis: &TemplateAnalysis, msg: &mut Value) {
     let t = &analysis.tools;
-    let id_like = |s: &str| !s.trim().is_empty() && !s.trim().contains(|c: char| c.is_whitespace() || c == '"' || c == '\'');
     let (prefix, suffix) = (t.function.name_prefix.trim(), t.function.name_suffix.trim());
-    if !t.function.indexed || t.call_id.pos != crate::format::CallIdPosition::None || !id_like(prefix) || !id_like(suffix) {
+    if !t.function.names_in_ids() || prefix.is_empty() || t.call_id.pos != crate::format::CallIdPosition::None {
         return;
     }
     let Some(calls) = msg.get_mut("tool_calls").and_then(Value::as_array_mut) else { return };
+    // The suffix's digits are the index.
+    let (head, rest) = suffix.split_at(suffix.find(|c: char| c.is_ascii_digit()).unwrap_or(suffix.len()));
+    let tail = rest.trim_start_matches(|c: char| c.is_ascii_digit());
     for (i, call) in calls.iter_mut().enumerate() {
         let name = call["function"]["name"].as_str().unwrap_or("").to_owned();
-        // The suffix's digits are the index.
-        let (head, rest) = suffix.split_at(suffix.find(|c: char| c.is_ascii_digit()).unwrap_or(suffix.len()));
-        let tail = rest.trim_start_matches(|c: char| c.is_ascii_digit());
         let index = if rest.is_empty() { String::new() } else { i.to_string() };
         call["id"] = json!(format!("{prefix}{name}{head}{index}{tail}"));
     }
 }
 
+/// `v` without the object members whose value is null, at any depth; `None` if it has none.
 fn without_null_members(v: &Value) -> Option<Value> {
     fn strip(v: &Value, found: &mut bool) -> Value {
         match v {

@@ -40,10 +40,7 @@ fn shared_marker_syntaxes() -> Vec<ToolAnalysis> {
         value_suffix: value_suffix.into(),
         ..Default::default()
     };
-    let json = ToolAnalysis {
-        format: ToolFormatAnalysis { mode: ToolFormat::JsonNative, parameter_order: vec!["name".into(), "arguments".into()], ..Default::default() },
-        ..Default::default()
-    };
+    let json = json_call();
     let name_then_json = ToolAnalysis {
         format: ToolFormatAnalysis { mode: ToolFormat::TagWithJson, ..Default::default() },
         function: ToolFunctionAnalysis { name_suffix: "\n".into(), ..Default::default() },
@@ -62,6 +59,14 @@ fn shared_marker_syntaxes() -> Vec<ToolAnalysis> {
         tagged("", "\n", "", args("<arg_key>", "</arg_key>", "\n<arg_value>", "</arg_value>")),
         python,
     ]
+}
+
+/// A JSON call object, `{"name": "get_weather", "arguments": {...}}` (Hermes, Qwen 2.5).
+fn json_call() -> ToolAnalysis {
+    ToolAnalysis {
+        format: ToolFormatAnalysis { mode: ToolFormat::JsonNative, parameter_order: vec!["name".into(), "arguments".into()], ..Default::default() },
+        ..Default::default()
+    }
 }
 
 /// A Python call, `get_weather(city="Paris", days=3)` (Llama 3.2's pythonic calls).
@@ -108,16 +113,16 @@ impl<'b> Ctx<'_, 'b> {
                 tools.format.per_call_start.clone_from(&f.per_call_start);
                 tools.format.per_call_end.clone_from(&f.per_call_end);
                 tools.format.call_separator.clone_from(&f.call_separator);
-                let mut a = self.a.clone();
-                a.tools = tools;
-                let other = Ctx { b: self.b, a: &a, policy: self.policy, prefill_for_grammar: None, embedded: Default::default() };
-                let calls: Vec<Parser<'b>> = if a.tools.format.mode == ToolFormat::JsonNative {
-                    // One object, or a list of them (Mistral's `[TOOL_CALLS][{...}]`).
-                    let call = other.json_call_any_shape(Names::Declared);
-                    vec![call, other.json_list(call)]
-                } else {
-                    self.tools().iter().map(|(n, s)| other.tag_call(n, s)).collect()
-                };
+                let json = tools.format.mode == ToolFormat::JsonNative;
+                let calls: Vec<Parser<'b>> = self.with_tools(tools, |other| {
+                    if json {
+                        // One object, or a list of them (Mistral's `[TOOL_CALLS][{...}]`).
+                        let call = other.json_call_any_shape(Names::Declared);
+                        vec![call, other.json_list(call)]
+                    } else {
+                        self.tools().iter().map(|(n, s)| other.tag_call(n, s)).collect()
+                    }
+                });
                 // Read whole: a stream sends nothing of a call that may still turn out to be
                 // no call in this syntax (its arguments could not be taken back).
                 self.recovered(RecoveryKind::CallShape, b.atomic(b.choice(calls) + ends))
@@ -135,15 +140,23 @@ impl<'b> Ctx<'_, 'b> {
         if !self.recovering() || !f.tools_array_wrapped || f.mode == ToolFormat::JsonNative {
             return None;
         }
-        let mut a = self.a.clone();
-        a.tools = shared_marker_syntaxes().into_iter().find(|s| s.format.mode == ToolFormat::JsonNative)?;
-        let json = Ctx { b: self.b, a: &a, policy: self.policy, prefill_for_grammar: None, embedded: Default::default() };
         let b = self.b;
         // The `name` / `arguments` shape only: shapes with an id would make every call of the
         // arena wait for an id before it is announced.
-        let mut calls: Vec<Parser<'b>> = self.tools().iter().map(|(n, s)| json.json_call(n, s)).collect();
-        calls.push(json.json_call_shaped(Names::Declared, json.loose_args()));
+        let calls = self.with_tools(json_call(), |json| {
+            let mut calls: Vec<Parser<'b>> = self.tools().iter().map(|(n, s)| json.json_call(n, s)).collect();
+            calls.push(json.json_call_shaped(Names::Declared, json.loose_args()));
+            calls
+        });
         Some(self.recovered(RecoveryKind::CallShape, b.peek("{") + b.atomic(b.choice(calls))))
+    }
+
+    /// What `build` makes in this arena's context with `tools` as the template's call format:
+    /// calls in another syntax, built by the same rules.
+    pub(super) fn with_tools<R>(&self, tools: ToolAnalysis, build: impl FnOnce(&Ctx<'_, 'b>) -> R) -> R {
+        let mut a = self.a.clone();
+        a.tools = tools;
+        build(&Ctx { b: self.b, a: &a, policy: self.policy, prefill_for_grammar: None, embedded: Default::default() })
     }
 
     /// `own`, the template's `prefix NAME suffix` around `name`; where the name is a quoted
@@ -455,21 +468,15 @@ impl<'b> Ctx<'_, 'b> {
         let b = self.b;
         // Or declared tools called as `<function=NAME>{...}</function>` (Llama 3.1's form,
         // which models tuned on several families write where their template has no markers).
-        let mut a = self.a.clone();
-        a.tools = function_tag_json();
-        let tagged = Ctx { b, a: &a, policy: self.policy, prefill_for_grammar: None, embedded: Default::default() };
-        let tagged: Vec<Parser<'b>> = self.tools().iter().map(|(n, s)| tagged.tag_call(n, s)).collect();
-        let tagged = b.choice(tagged);
+        let tagged = self.with_tools(function_tag_json(), |tagged| b.choice(self.tools().iter().map(|(n, s)| tagged.tag_call(n, s)).collect::<Vec<_>>()));
         let tagged = self.recovered(RecoveryKind::CallShape, tagged + b.zero_or_more(b.space() + tagged));
         // Or as Python calls (Llama 3.2's pythonic `[get_weather(city="Paris")]`; Gemma 3's
         // in a `tool_code` fence): a list of them, or in a fence one per line.
         // What closes the calls is also what ends a call's last value.
         let python_ending = |end: &str| {
-            let mut a = self.a.clone();
-            a.tools = python_call();
-            a.tools.format.section_end = end.into();
-            let python = Ctx { b, a: &a, policy: self.policy, prefill_for_grammar: None, embedded: Default::default() };
-            b.choice(self.tools().iter().map(|(n, s)| python.tag_call(n, s)).collect::<Vec<_>>())
+            let mut tools = python_call();
+            tools.format.section_end = end.into();
+            self.with_tools(tools, |python| b.choice(self.tools().iter().map(|(n, s)| python.tag_call(n, s)).collect::<Vec<_>>()))
         };
         let python = python_ending("]");
         let python_list = "[" + b.space() + python + b.zero_or_more(b.space() + "," + b.space() + python) + b.space() + "]";
