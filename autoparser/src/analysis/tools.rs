@@ -252,6 +252,11 @@ fn analyze_json(t: &mut ToolAnalysis, tp: &ToolProbe) -> Result<(), String> {
     Ok(())
 }
 
+/// `s` with every ASCII digit written `0` (the same length).
+fn digits_as_zero(s: &str) -> String {
+    s.chars().map(|c| if c.is_ascii_digit() { '0' } else { c }).collect()
+}
+
 /// Splits a common text following an argument value into (value suffix, rest).
 fn value_suffix_len(z1: &str, z2: &str) -> usize {
     let cp = common_prefix(z1, z2);
@@ -295,7 +300,9 @@ fn analyze_tagged(t: &mut ToolAnalysis, tp: &ToolProbe) -> Result<(), String> {
             let pb = h2.find(FUN_B).ok_or("second function name missing")?;
             let p = &h2[..pa];
             let m = &h2[pa + FUN_A.len()..pb];
-            let ps_len = lcs_whole_groups(p, m);
+            // Digits compare equal: a call's index in its opener (`<call n="2" name="`) is part
+            // of the opener every call writes.
+            let ps_len = lcs_whole_groups(&digits_as_zero(p), &digits_as_zero(m));
             let ps = &p[p.len() - ps_len..];
             // Snap the shared piece to start at a marker.
             let snapped = if has_marker(ps) || open_tail(ps).is_some() { from_first_marker(ps) } else { ps.trim_start() };
@@ -593,9 +600,15 @@ fn analyze_typed_values(p: &Probe, t: &mut ToolAnalysis, r: &ReasoningAnalysis) 
     };
     ar.json_value_open = Some(open.to_owned());
     ar.json_value_close = Some(close);
-    // An opener ending in a marker may name the value's type: each type's opener is what
-    // precedes that marker in its own render.
-    let Some((_, last)) = super::segment::last_marker(open).filter(|(k, m)| k + m.len() == open.len()) else { return };
+    // An opener ending in a marker, or in punctuation it shares with the string's opener
+    // (`" type="number">` and `" type="string">`), may name the value's type: each type's
+    // opener is what precedes that ending in its own render.
+    let shared_end = common_suffix(open, &string_open);
+    let last = match super::segment::last_marker(open).filter(|(k, m)| k + m.len() == open.len()) {
+        Some((_, m)) => m,
+        None if !shared_end.trim().is_empty() && !shared_end.contains(|c: char| c.is_alphanumeric() || c == '\n') => shared_end,
+        None => return,
+    };
     for (kind, value) in
         [("boolean", serde_json::json!(true)), ("null", Value::Null), ("object", serde_json::json!({"bravo": 1})), ("array", serde_json::json!([1]))]
     {

@@ -4,7 +4,7 @@ use peg_runtime::schema::Admits;
 use peg_runtime::{Arena, Builder, Error, Parser};
 use serde_json::Value;
 
-use super::literal::{LiteralSchema, PythonSpelling};
+use super::literal::{JsonInString, LiteralSchema, PythonSpelling, Spelling};
 use crate::format::{AddressedParts, ContentMode, ElementSyntax, ReasoningMode, TemplateAnalysis, ToolFormat, with_name};
 use crate::policy::{Calls, Policy, json_arguments, json_response};
 use crate::request::Request;
@@ -26,9 +26,10 @@ fn lit<'a>(b: &'a Builder, s: &str) -> Parser<'a> {
 }
 
 /// A literal a name follows: like [`lit`], and a word-style opener keeps the space it ends
-/// with (`§§ call NAME`, `Action: NAME`).
+/// with (`§§ call NAME`, `Action: NAME`). Digits in it number the calls (`<call n="1" name="`,
+/// `1. NAME`): they match any digits.
 fn opener<'a>(b: &'a Builder, s: &str) -> Parser<'a> {
-    if s.trim().is_empty() || s.trim_end().len() == s.len() { lit(b, s) } else { lit(b, s) + b.space() }
+    if s.trim().is_empty() || s.trim_end().len() == s.len() { lit_indexed(b, s) } else { lit_indexed(b, s) + b.space() }
 }
 
 /// Text up to one of `delims` where `real_end` (a parser from the delimiter on) matches: a
@@ -82,15 +83,28 @@ pub fn trigger_words(a: &TemplateAnalysis, tools: &[(String, Value)]) -> Vec<Str
     let np = a.tools.function.name_prefix.trim();
     // A marker, or a plain-word opener with punctuation of its own (`§§ call `, `Action: `):
     // either way nothing else in the output is written like it.
-    let np_is_marker = crate::analysis::segment::first_marker(np).is_some()
-        || crate::analysis::text::open_tail(np).is_some()
-        || (np.len() >= 3 && np.chars().any(|c| !c.is_alphanumeric() && !c.is_whitespace() && c != '_'));
+    let distinct = |s: &str| {
+        crate::analysis::segment::first_marker(s).is_some()
+            || crate::analysis::text::open_tail(s).is_some()
+            || (s.len() >= 3 && s.chars().any(|c| !c.is_alphanumeric() && !c.is_whitespace() && c != '_'))
+    };
+    let np_is_marker = distinct(np);
     if a.tools.format.mode != ToolFormat::JsonNative && np_is_marker && f.section_start.trim().is_empty() && !out.iter().any(|x| x == np) {
         out.push(np.to_owned());
     }
     if out.is_empty() && a.tools.format.mode != ToolFormat::JsonNative && !np.is_empty() {
         let opener = a.tools.function.name_prefix.trim_start();
         out.extend(tools.iter().map(|(name, _)| format!("{opener}{name}")));
+    }
+    // A call opened by its bare name, followed by what prose does not write after one: a
+    // marker (`get_weather\n```python\n`) or the JSON arguments (`get_weather\n{`). Each
+    // declared name with it.
+    let (after_name, told) = match a.tools.format.mode {
+        ToolFormat::TagWithJson => (format!("{}{}{{", a.tools.function.name_suffix, a.tools.arguments.start), true),
+        _ => (a.tools.function.name_suffix.trim_end().to_owned(), distinct(a.tools.function.name_suffix.trim())),
+    };
+    if out.is_empty() && a.tools.format.mode != ToolFormat::JsonNative && np.is_empty() && told {
+        out.extend(tools.iter().map(|(name, _)| format!("{name}{after_name}")));
     }
     out
 }
@@ -105,19 +119,30 @@ pub fn part_triggers(pa: &AddressedParts, names: &[String]) -> Vec<super::Gramma
         let header = pa.header(n);
         out.push(GrammarTrigger::Word(format!("{}{header}", pa.part_start.trim())));
         if !pa.part_start.trim().is_empty() {
-            let escaped: String = header
-                .chars()
-                .map(|c| match c {
-                    '\n' => "\\n".to_owned(),
-                    '\t' => "\\t".to_owned(),
-                    c if c.is_alphanumeric() || c == '_' || c == ' ' => c.to_string(),
-                    c => format!("\\{c}"),
-                })
-                .collect();
-            out.push(GrammarTrigger::Pattern(format!("^{escaped}")));
+            out.push(GrammarTrigger::Pattern(format!("^{}", regex_escaped(&header))));
         }
     }
     out
+}
+
+/// The trigger of calls no marker announces, a call opening with its bare name: the output
+/// is the calls, so the pattern is anchored at its start. `None` where calls open otherwise.
+pub fn bare_name_trigger(a: &TemplateAnalysis, names: &[String]) -> Option<super::GrammarTrigger> {
+    let bare = a.tools.format.mode != ToolFormat::JsonNative && a.tools.function.name_prefix.trim().is_empty() && !names.is_empty();
+    let alts: Vec<String> = names.iter().map(|n| regex_escaped(n)).collect();
+    bare.then(|| super::GrammarTrigger::Pattern(format!("^\\s*({})", alts.join("|"))))
+}
+
+/// `text` as a regular expression matching it literally.
+fn regex_escaped(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            '\n' => "\\n".to_owned(),
+            '\t' => "\\t".to_owned(),
+            c if c.is_alphanumeric() || c == '_' || c == ' ' => c.to_string(),
+            c => format!("\\{c}"),
+        })
+        .collect()
 }
 
 /// A schema admitting strings (perhaps among other types, `["string", "null"]`,
@@ -458,8 +483,12 @@ impl<'a, 'b> Ctx<'a, 'b> {
 
     /// One call of `name`, JSON-native.
     fn json_call(&self, name: &str, schema: &Value) -> Parser<'b> {
-        let args = self.object_arguments(name, schema);
-        self.json_call_shaped(Names::One(name), self.or_loose_args(args))
+        let args = if self.a.tools.format.args_as_string && !self.recovering() {
+            self.string_arguments(name, schema)
+        } else {
+            self.or_loose_args(self.object_arguments(name, schema))
+        };
+        self.json_call_shaped(Names::One(name), args)
     }
 
     /// One JSON-native call in the template's shape: a name as `names` allows, arguments `args`.
@@ -562,6 +591,36 @@ impl<'a, 'b> Ctx<'a, 'b> {
             None => any,
         };
         b.tag(tags::TOOL_ARGS, value)
+    }
+
+    /// A call's arguments as a JSON string holding the object, as a template writes them
+    /// (`"{\"city\": \"Paris\"}"`): generated as the schema says, spelled inside the string.
+    fn string_arguments(&self, name: &str, schema: &Value) -> Parser<'b> {
+        let b = self.b;
+        let string = b.json_string();
+        let spelled = LiteralSchema { b, spelling: &JsonInString, any: self.json_in_string_value(), root: schema };
+        let value = match spelled.value(schema, &format!("{name}-args")) {
+            Some(g) => b.constrained(string, b.literal("\"") + g + b.literal("\"")),
+            None => string,
+        };
+        b.tag(tags::TOOL_ARGS_STRING, value)
+    }
+
+    /// Any JSON value written inside a JSON string (see [`JsonInString`]): one recursive rule.
+    fn json_in_string_value(&self) -> Parser<'b> {
+        const RULE: &str = "json-in-string-value";
+        let b = self.b;
+        if b.has_rule(RULE) {
+            return b.rule_ref(RULE);
+        }
+        let sp = &JsonInString;
+        let s = || sp.space(b);
+        let v = || b.rule_ref(RULE);
+        let member = sp.any_key(b) + s() + ":" + s() + v();
+        let object = "{" + s() + b.optional(member + b.zero_or_more(s() + "," + s() + member)) + s() + "}";
+        let array = "[" + s() + b.optional(v() + b.zero_or_more(s() + "," + s() + v())) + s() + "]";
+        let words = ["true", "false", "null"].map(|w| b.literal(w));
+        b.rule(RULE, b.choice([sp.string(b, Value::Null, ""), b.json_number(), words[0], words[1], words[2], object, array]))
     }
 
     /// One call of `name`, tag-based.

@@ -34,6 +34,10 @@ pub(super) trait Spelling {
     fn word(&self, v: &Value) -> &str;
     /// Mapping keys are written sorted.
     fn sorted_keys(&self) -> bool;
+    /// The whitespace allowed around brackets, colons and commas.
+    fn space<'b>(&self, b: &'b Builder) -> Parser<'b> {
+        b.space()
+    }
 }
 
 /// Builds schema-shaped values in a [`Spelling`].
@@ -166,7 +170,7 @@ impl<'b> LiteralSchema<'_, 'b> {
             let opens = m + rest[i + 1];
             first = if req { opens } else { b.choice([opens, first]) };
         }
-        Some(b.literal("{") + b.space() + first + b.space() + b.literal("}"))
+        Some(b.literal("{") + self.spelling.space(b) + first + self.spelling.space(b) + b.literal("}"))
     }
 
     /// `base`, or `base` with a number, whichever names no rule yet.
@@ -218,7 +222,7 @@ impl<'b> LiteralSchema<'_, 'b> {
                 }
             }
         };
-        Some(b.literal("[") + b.space() + body + b.space() + b.literal("]"))
+        Some(b.literal("[") + self.spelling.space(b) + body + self.spelling.space(b) + b.literal("]"))
     }
 
     /// `v` spelled exactly, as the syntax writes it; `None` if it cannot.
@@ -239,7 +243,7 @@ impl<'b> LiteralSchema<'_, 'b> {
                 for (i, p) in parts.into_iter().enumerate() {
                     body = if i == 0 { p } else { body + self.sep() + p };
                 }
-                b.literal("[") + b.space() + body + b.space() + b.literal("]")
+                b.literal("[") + self.spelling.space(b) + body + self.spelling.space(b) + b.literal("]")
             }
             Value::Object(m) => {
                 let mut entries: Vec<(&String, &Value)> = m.iter().collect();
@@ -251,7 +255,7 @@ impl<'b> LiteralSchema<'_, 'b> {
                     let member = sp.key(b, k)? + self.pair(self.spell(v, depth + 1)?);
                     body = if i == 0 { member } else { body + self.sep() + member };
                 }
-                b.literal("{") + b.space() + body + b.space() + b.literal("}")
+                b.literal("{") + self.spelling.space(b) + body + self.spelling.space(b) + b.literal("}")
             }
         })
     }
@@ -259,13 +263,13 @@ impl<'b> LiteralSchema<'_, 'b> {
     /// `: value` after a key, with the generic value's whitespace.
     fn pair(&self, value: Parser<'b>) -> Parser<'b> {
         let b = self.b;
-        b.space() + b.literal(":") + b.space() + value
+        self.spelling.space(b) + b.literal(":") + self.spelling.space(b) + value
     }
 
     /// `,` between members or items, with the generic value's whitespace.
     fn sep(&self) -> Parser<'b> {
         let b = self.b;
-        b.space() + b.literal(",") + b.space()
+        self.spelling.space(b) + b.literal(",") + self.spelling.space(b)
     }
 
     fn resolve(&self, reference: &str) -> Option<&Value> {
@@ -340,6 +344,50 @@ impl ValueSyntax {
         stops.extend(self.string_open.chars().next());
         stops.extend(self.key_separator.trim().chars());
         stops
+    }
+}
+
+/// JSON written inside a JSON string (`"{\"city\": \"Paris\"}"`, arguments a template writes
+/// as a string): every quote and backslash of the JSON escaped once more, no line breaks.
+pub(super) struct JsonInString;
+
+impl Spelling for JsonInString {
+    fn string<'b>(&self, b: &'b Builder, _schema: Value, _name: &str) -> Parser<'b> {
+        // An inner escape (`\n`, `\\`, `\"`) is written with its backslash escaped, and its
+        // quote or backslash too (`\\n`, `\\\\`, `\\\"`); no `\u` escapes: characters are
+        // written as they are.
+        let plain = b.chars("[^\"\\\\\\x00-\\x1f]", 1, None);
+        let escape = b.literal("\\\\") + b.choice([b.chars("[nrtbf/]", 1, Some(1)), b.literal("\\\\"), b.literal("\\\"")]);
+        b.literal("\\\"") + b.zero_or_more(b.choice([plain, escape])) + b.literal("\\\"")
+    }
+
+    fn string_text<'b>(&self, b: &'b Builder, text: &str) -> Option<Parser<'b>> {
+        let twice = serde_json::to_string(&serde_json::to_string(text).ok()?).ok()?;
+        Some(b.literal(&twice[1..twice.len() - 1]))
+    }
+
+    fn key<'b>(&self, b: &'b Builder, key: &str) -> Option<Parser<'b>> {
+        self.string_text(b, key)
+    }
+
+    fn any_key<'b>(&self, b: &'b Builder) -> Parser<'b> {
+        self.string(b, Value::Null, "")
+    }
+
+    fn word(&self, v: &Value) -> &str {
+        match v {
+            Value::Bool(true) => "true",
+            Value::Bool(false) => "false",
+            _ => "null",
+        }
+    }
+
+    fn sorted_keys(&self) -> bool {
+        false
+    }
+
+    fn space<'b>(&self, b: &'b Builder) -> Parser<'b> {
+        b.optional(b.literal(" "))
     }
 }
 

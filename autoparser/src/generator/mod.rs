@@ -347,7 +347,8 @@ pub(crate) fn constraints(a: &TemplateAnalysis, req: &Request, prefill: &str) ->
             grammar_triggers.extend(arena::trigger_words(a, &policy.tools).into_iter().map(GrammarTrigger::Word));
         }
         if grammar_triggers.is_empty() {
-            grammar_triggers.push(GrammarTrigger::Pattern(r#"\s*[\[{]"#.into()));
+            let names: Vec<String> = policy.tools.iter().map(|(n, _)| n.clone()).collect();
+            grammar_triggers.push(arena::bare_name_trigger(a, &names).unwrap_or_else(|| GrammarTrigger::Pattern(r#"\s*[\[{]"#.into())));
         }
     }
     let grammar = if policy.constrained() {

@@ -115,6 +115,12 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("autoparser/tests/probes/tool-code-fence.jinja", include_str!("../../../autoparser/tests/probes/tool-code-fence.jinja")),
     ("autoparser/tests/probes/attribute-name-json-body.jinja", include_str!("../../../autoparser/tests/probes/attribute-name-json-body.jinja")),
     ("autoparser/tests/probes/kv-lines-in-named-call.jinja", include_str!("../../../autoparser/tests/probes/kv-lines-in-named-call.jinja")),
+    ("autoparser/tests/probes/stringified-arguments.jinja", include_str!("../../../autoparser/tests/probes/stringified-arguments.jinja")),
+    ("autoparser/tests/probes/name-line-python-kwargs.jinja", include_str!("../../../autoparser/tests/probes/name-line-python-kwargs.jinja")),
+    ("autoparser/tests/probes/typed-parameter-attributes.jinja", include_str!("../../../autoparser/tests/probes/typed-parameter-attributes.jinja")),
+    ("autoparser/tests/probes/json-name-line.jinja", include_str!("../../../autoparser/tests/probes/json-name-line.jinja")),
+    ("autoparser/tests/probes/numbered-call-attributes.jinja", include_str!("../../../autoparser/tests/probes/numbered-call-attributes.jinja")),
+    ("autoparser/tests/probes/numbered-call-lines.jinja", include_str!("../../../autoparser/tests/probes/numbered-call-lines.jinja")),
 ];
 
 /// Every format, built on first use.
