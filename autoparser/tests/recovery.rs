@@ -79,6 +79,8 @@ const CALLS_UNSHOWN: &str = "recovery/calls-unshown";
 const GRANITE33: &str = "ibm-granite-granite-3.3-2B-Instruct";
 /// Fixture: ReAct-style `Action:` / `Action Input:` lines, the reply text after the calls.
 const REACT: &str = "templates/content-after-calls-words";
+/// Probe: no marker at all, the name on a line and the JSON arguments on the next.
+const NAME_LINE: &str = "probes/json-name-line";
 
 struct Row {
     name: &'static str,
@@ -755,6 +757,15 @@ fn table() -> Vec<Row> {
         row("phi-4-mini fixture regression: content, then a call list", PHI,
             "Let me check.functools[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]",
             msg("Let me check.", &[weather()]), &[]),
+        row("json-name-line probe regression: content, then a call on its lines", NAME_LINE,
+            "Let me check.\nget_weather\n{\"city\": \"Paris\"}",
+            msg("Let me check.", &[weather()]), &[]),
+        row("json-name-line probe regression: a function named in prose stays content", NAME_LINE,
+            "You can use get_weather(city) to check.",
+            msg("You can use get_weather(city) to check.", &[]), &[]),
+        row("json-name-line probe regression: words after a call are no calls of their own", NAME_LINE,
+            "get_weather\n{\"city\": \"Paris\"}\nis what I ran",
+            msg("is what I ran", &[weather()]), &[(TextAroundCalls, "is what")]),
     ]
 }
 

@@ -177,6 +177,19 @@ fn calls_followed_by_an_empty_content_turn_are_verified() {
     assert_verified(&report, &[Feature::Content, Feature::OneCall, Feature::ParallelCalls, Feature::StringArguments]);
 }
 
+/// A template that refuses thinking off (raises) is verified with thinking on: its content and
+/// calls cases are rendered and round-trip.
+#[test]
+fn a_refused_thinking_mode_hides_no_case() {
+    let src = "{%- if enable_thinking is defined and enable_thinking is false -%}{{ raise_exception('Thinking cannot be disabled') }}{%- endif -%}\
+               {%- for m in messages -%}<|{{ m.role }}|>\
+               {%- if m.reasoning_content -%}<think>{{ m.reasoning_content }}</think>{%- endif -%}{{ m.content or '' }}\
+               {%- for c in m.tool_calls or [] -%}<call>{{ {'name': c.function.name, 'arguments': c.function.arguments} | tojson }}</call>{%- endfor -%}<|end|>\
+               {%- endfor -%}{%- if add_generation_prompt -%}<|assistant|><think>{%- endif -%}";
+    let report = Model::analyze(ChatTemplate::from_source(src, "", "").unwrap()).unwrap().verify(&VerifyOptions { cases: 2, ..VerifyOptions::default() });
+    assert_verified(&report, &[Feature::Content, Feature::Reasoning, Feature::OneCall, Feature::ParallelCalls]);
+}
+
 /// A template that reads content only as a list of parts renders none of a string's text and
 /// fails on an empty string (it reads the first part's type): its content cases are not rendered, not failed.
 #[test]

@@ -98,10 +98,12 @@ pub fn trigger_words(a: &TemplateAnalysis, tools: &[(String, Value)]) -> Vec<Str
     }
     // A call opened by its bare name, followed by what prose does not write after one: a
     // marker (`get_weather\n```python\n`) or the JSON arguments (`get_weather\n{`). Each
-    // declared name with it.
+    // declared name with it. (Not a lone bracket: `get_weather(city)` is also how prose
+    // names a function.)
+    let ns = &a.tools.function.name_suffix;
     let (after_name, told) = match a.tools.format.mode {
-        ToolFormat::TagWithJson => (format!("{}{}{{", a.tools.function.name_suffix, a.tools.arguments.start), true),
-        _ => (a.tools.function.name_suffix.trim_end().to_owned(), distinct(a.tools.function.name_suffix.trim())),
+        ToolFormat::TagWithJson => (format!("{ns}{}{{", a.tools.arguments.start), true),
+        _ => (ns.trim_end().to_owned(), distinct(ns.trim())),
     };
     if out.is_empty() && a.tools.format.mode != ToolFormat::JsonNative && np.is_empty() && told {
         out.extend(tools.iter().map(|(name, _)| format!("{name}{after_name}")));
@@ -688,8 +690,11 @@ impl<'a, 'b> Ctx<'a, 'b> {
         if !t.function.name_prefix.trim().is_empty() {
             return Some(call);
         }
-        let after_name =
-            [t.function.name_suffix.trim(), t.arguments.start.trim()].into_iter().find(|m| !m.is_empty() && !m.contains(|c: char| c.is_ascii_digit()));
+        // (JSON arguments right after the name open with their brace.)
+        let json_open = if t.format.mode == ToolFormat::TagWithJson && t.call_id.pos != crate::format::CallIdPosition::BetweenFuncAndArgs { "{" } else { "" };
+        let after_name = [t.function.name_suffix.trim(), t.arguments.start.trim(), json_open]
+            .into_iter()
+            .find(|m| !m.is_empty() && !m.contains(|c: char| c.is_ascii_digit()));
         Some(match after_name {
             Some(m) => b.peek(b.chars("[A-Za-z0-9_.-]", 1, None) + b.space() + b.literal(m)) + call,
             None => call,

@@ -695,9 +695,13 @@ impl<'r> Session<'r> {
         let names: Vec<&str> = msg["tool_calls"].as_array().into_iter().flatten().filter_map(|c| c["function"]["name"].as_str()).collect();
         for i in order {
             let mode = &self.modes[i];
+            // A template may refuse one thinking mode (`Thinking cannot be disabled`).
             let rendered = match self.render_with(&mode.req, msg) {
                 Ok(s) => s,
-                Err(e) => return Err(Outcome::Unrendered(format!("the template raises: {e}"))),
+                Err(e) => {
+                    first_miss.get_or_insert(Ok(format!("the template raises: {e}")));
+                    continue;
+                }
             };
             let g = match &mode.generated {
                 Ok(g) => g,
