@@ -1614,8 +1614,9 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let calls = if !f.tools_array_wrapped {
             calls
         } else if self.recovering() {
-            // Models write a lone call without the list the template puts it in.
-            let lone = if f.mode == ToolFormat::JsonNative { b.peek("{") } else { b.negate("[") };
+            // Models write a lone call without the list the template puts it in (in JSON, or
+            // in another syntax the section holds).
+            let lone = if f.mode == ToolFormat::JsonNative && self.calls_in_other_syntaxes().is_empty() { b.peek("{") } else { b.negate("[") };
             let bare = self.recovered(RecoveryKind::CallShape, b.space() + lone) + calls;
             b.choice([b.space() + "[" + b.space() + calls + b.space() + "]", bare])
         } else {

@@ -22,10 +22,10 @@ const WRAPPER_KEY: &str = "function";
 /// The call syntaxes several model families write inside the same call markers
 /// (`<tool_call>...</tool_call>`): a JSON object or a list of them (Hermes, Qwen 2.5, Mistral
 /// before v11), `<function=NAME>` with `<parameter=KEY>` values (Qwen3-Coder), the name then a
-/// JSON object, `<function=NAME>` around a JSON object (Llama 3.1), the name then
-/// `<arg_key>`/`<arg_value>` pairs (GLM 4.5+), a Python call. A model tuned across
-/// them writes any inside its template's markers; only the calls' syntax differs, so each is
-/// read there.
+/// JSON object, `<function=NAME>` around a JSON object (Llama 3.1), the name, `[ARGS]` and a JSON
+/// object (Mistral since v11), the name then `<arg_key>`/`<arg_value>` pairs (GLM 4.5+), a Python
+/// call. A model tuned across them writes any inside its template's markers; only the calls'
+/// syntax differs, so each is read there.
 fn shared_marker_syntaxes() -> Vec<ToolAnalysis> {
     let tagged = |name_prefix: &str, name_suffix: &str, close: &str, arguments: ToolArgumentsAnalysis| ToolAnalysis {
         format: ToolFormatAnalysis { mode: ToolFormat::TagWithTagged, ..Default::default() },
@@ -47,15 +47,23 @@ fn shared_marker_syntaxes() -> Vec<ToolAnalysis> {
         ..Default::default()
     };
     let function_tag_json = function_tag_json();
+    // The name, `[ARGS]`, a JSON object (Mistral since v11, whose models also write the older
+    // `[{"name": ...}]` list, and the reverse).
+    let name_args_json = ToolAnalysis {
+        format: ToolFormatAnalysis { mode: ToolFormat::TagWithJson, ..Default::default() },
+        function: ToolFunctionAnalysis { name_suffix: "[ARGS]".into(), ..Default::default() },
+        ..Default::default()
+    };
     let python = python_call();
-    // The name then a JSON object comes before the name then `<arg_key>` pairs, which a bare
-    // name (no pairs) also matches.
+    // The name then a JSON object (after a line break or `[ARGS]`) comes before the name then
+    // `<arg_key>` pairs, which a bare name (no pairs) also matches.
     vec![
         json,
         // JSON after `<function=NAME>` before its `<parameter=KEY>` elements: `{` tells them apart.
         function_tag_json,
         tagged("<function=", ">", "</function>", args("<parameter=", ">", "\n", "\n</parameter>")),
         name_then_json,
+        name_args_json,
         tagged("", "\n", "", args("<arg_key>", "</arg_key>", "\n<arg_value>", "</arg_value>")),
         python,
     ]
@@ -94,13 +102,16 @@ impl<'b> Ctx<'_, 'b> {
     /// plain words (there the syntax is all that tells a call).
     pub(super) fn calls_in_other_syntaxes(&self) -> Vec<Parser<'b>> {
         let t = &self.a.tools;
-        if !self.recovering() || crate::analysis::segment::first_marker(t.format.per_call_start.trim()).is_none() {
+        let marker = |m: &str| crate::analysis::segment::first_marker(m.trim()).is_some();
+        // The markers are the per-call ones, or the section's where calls have none of their own.
+        let (pcs, ss) = (&t.format.per_call_start, &t.format.section_start);
+        if !self.recovering() || !(marker(pcs) || (pcs.trim().is_empty() && marker(ss))) {
             return Vec::new();
         }
         let own = (t.format.mode, t.function.name_prefix.trim(), t.arguments.name_prefix.trim());
         // A syntax holds the call only if the call ends there: a prefix of another's is not it.
         let b = self.b;
-        let end = t.format.per_call_end.trim();
+        let end = [t.format.per_call_end.trim(), t.format.section_end.trim()].into_iter().find(|e| !e.is_empty()).unwrap_or_default();
         let ends = if end.is_empty() { b.eps() } else { b.peek(b.space() + b.choice([b.literal(end), b.end()])) };
         shared_marker_syntaxes()
             .into_iter()
@@ -114,10 +125,13 @@ impl<'b> Ctx<'_, 'b> {
                 tools.format.per_call_end.clone_from(&f.per_call_end);
                 tools.format.call_separator.clone_from(&f.call_separator);
                 let json = tools.format.mode == ToolFormat::JsonNative;
+                // Where the template writes no ids, no shape with one: every call of the arena
+                // would wait for its id before being announced.
+                let ids = t.call_id.pos != crate::format::CallIdPosition::None || !t.format.id_field.is_empty();
                 let calls: Vec<Parser<'b>> = self.with_tools(tools, |other| {
                     if json {
                         // One object, or a list of them (Mistral's `[TOOL_CALLS][{...}]`).
-                        let call = other.json_call_any_shape(Names::Declared);
+                        let call = if ids { other.json_call_any_shape(Names::Declared) } else { b.choice(other.named_json_calls()) };
                         vec![call, other.json_list(call)]
                     } else {
                         self.tools().iter().map(|(n, s)| other.tag_call(n, s)).collect()
@@ -143,12 +157,16 @@ impl<'b> Ctx<'_, 'b> {
         let b = self.b;
         // The `name` / `arguments` shape only: shapes with an id would make every call of the
         // arena wait for an id before it is announced.
-        let calls = self.with_tools(json_call(), |json| {
-            let mut calls: Vec<Parser<'b>> = self.tools().iter().map(|(n, s)| json.json_call(n, s)).collect();
-            calls.push(json.json_call_shaped(Names::Declared, json.loose_args()));
-            calls
-        });
+        let calls = self.with_tools(json_call(), |json| json.named_json_calls());
         Some(self.recovered(RecoveryKind::CallShape, b.peek("{") + b.atomic(b.choice(calls))))
+    }
+
+    /// JSON calls of the declared tools in this context's shape, arguments in any form; no
+    /// shape with an id.
+    fn named_json_calls(&self) -> Vec<Parser<'b>> {
+        let mut calls: Vec<Parser<'b>> = self.tools().iter().map(|(n, s)| self.json_call(n, s)).collect();
+        calls.push(self.json_call_shaped(Names::Declared, self.loose_args()));
+        calls
     }
 
     /// What `build` makes in this arena's context with `tools` as the template's call format:
