@@ -607,7 +607,16 @@ fn table() -> Vec<Row> {
             "[CALL]get_weather[ID]abcdefghi[ARGS]{\"city\": \"Paris\"}[/CALL][CALL]get_time[ARGS]{\"zone\": \"CET\"}[/CALL]",
             calls(&[weather(), time()]), &[(MissingCallId, "[ARGS]{\"zone\"")]),
 
-        // 10. unknown_tool / arguments_outside_schema
+        // 10. unknown_tool / tool_name_repaired / arguments_outside_schema
+        row("hermes: a declared tool behind the functions. namespace", HERMES,
+            "<tool_call>\n{\"name\": \"functions.get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>",
+            calls(&[weather()]), &[(ToolNameRepaired, "")]),
+        row("qwen3-coder: a declared tool in other letter case", QCODER,
+            "<tool_call>\n<function=Get_Weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>",
+            calls(&[weather()]), &[(ToolNameRepaired, "")]),
+        row("mistral-small-3.2: a declared tool with - for _", MISTRAL,
+            "[TOOL_CALLS]get-weather[CALL_ID]abcdefghi[ARGS]{\"city\": \"Paris\"}",
+            calls(&[weather()]), &[(ToolNameRepaired, "")]),
         row("hermes: call of a tool not in the request", HERMES,
             "<tool_call>\n{\"name\": \"get_stock\", \"arguments\": {\"symbol\": \"ACME\"}}\n</tool_call>",
             calls(&[stock()]), &[(UnknownTool, "")]),

@@ -481,6 +481,8 @@ enum Value {
 #[derive(Debug, Clone, Default)]
 struct Call {
     name: Option<String>,
+    /// The name as written, where it meant a declared tool written otherwise ([`declared_name`]).
+    written_name: Option<String>,
     id: Option<String>,
     /// Set once the header is out.
     index: Option<usize>,
@@ -805,7 +807,11 @@ impl Fold {
                 }
                 let (headers, call) = self.ensure_call(cx, sink);
                 if call.name.is_none() {
-                    call.name = Some(unquote(text));
+                    let written = unquote(text);
+                    match declared_name(&written, &cx.tools) {
+                        Some(name) => (call.name, call.written_name) = (Some(name), Some(written)),
+                        None => call.name = Some(written),
+                    }
                 }
                 Self::maybe_header(headers, call, cx, false, sink);
             }
@@ -907,9 +913,12 @@ impl Fold {
     fn check_call(&mut self, index: usize, call: &mut Call, cx: &Context) {
         // The one-pass check settles nearly every call; what it cannot, the value decides.
         let sure = Self::surely_fits(call, cx);
-        let Some(args) = &call.written else { return };
         let span = (call.start, call.end.max(call.start));
         let name = call.name.as_deref().unwrap_or("");
+        if let Some(written) = &call.written_name {
+            self.record(RecoveryKind::ToolNameRepaired, span, format!("call {index}: {written} read as {name}"), cx);
+        }
+        let Some(args) = &call.written else { return };
         let schema = match cx.tools.get(name) {
             Some(schema) => schema.as_deref(),
             None => {
@@ -1598,6 +1607,26 @@ impl Sink for DeltaSink {
     }
 }
 
+/// The declared tool a call's name means where it is written otherwise: behind a namespace
+/// (`functions.get_weather`, `default_api:get_weather`), in other letter case, or with `-` for
+/// `_`. `None` where it is a declared name as written, or means none or several of them.
+fn declared_name<V>(written: &str, tools: &HashMap<String, V>) -> Option<String> {
+    if tools.is_empty() || tools.contains_key(written) {
+        return None;
+    }
+    let bare = written.rsplit(['.', ':', '/']).next().unwrap_or(written);
+    if bare != written && tools.contains_key(bare) {
+        return Some(bare.to_owned());
+    }
+    let fold = |s: &str| s.to_lowercase().replace('-', "_");
+    let want = fold(bare);
+    let mut found = tools.keys().filter(|k| fold(k) == want);
+    match (found.next(), found.next()) {
+        (Some(k), None) => Some(k.clone()),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -1605,6 +1634,18 @@ mod tests {
     use super::*;
     use crate::ast::AstNode;
     use crate::chat::ChatMessage;
+
+    #[test]
+    fn a_declared_name_written_otherwise_is_that_tool_only_where_one_is_meant() {
+        let tools: HashMap<String, ()> = ["get_weather", "Get_Time", "get_time"].into_iter().map(|n| (n.to_owned(), ())).collect();
+        let read = |w: &str| declared_name(w, &tools);
+        assert_eq!(read("functions.get_weather").as_deref(), Some("get_weather"));
+        assert_eq!(read("default_api:GET-WEATHER").as_deref(), Some("get_weather"));
+        assert_eq!(read("get_weather"), None); // as declared
+        assert_eq!(read("GET_TIME"), None); // two declared names fold alike
+        assert_eq!(read("get_stock"), None);
+        assert_eq!(declared_name("functions.get_weather", &HashMap::<String, ()>::new()), None);
+    }
 
     #[test]
     fn input_text_is_known_only_inside_its_str() {

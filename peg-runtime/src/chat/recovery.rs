@@ -59,6 +59,10 @@ pub enum RecoveryKind {
     MissingCallId,
     /// A call of a tool the request does not declare (kept).
     UnknownTool,
+    /// A call naming a declared tool otherwise than it is declared: behind a namespace
+    /// (`functions.get_weather`, `default_api:get_weather`), in other letter case or with `-`
+    /// for `_`. Read as that tool.
+    ToolNameRepaired,
     /// A call whose arguments are not a JSON object that fits the tool's schema (kept).
     ArgumentsOutsideSchema,
     /// Arguments that were not valid JSON, made valid by appending only: raw control
@@ -71,7 +75,7 @@ pub enum RecoveryKind {
 
 impl RecoveryKind {
     /// Every kind, in declaration order.
-    pub const ALL: [RecoveryKind; 15] = [
+    pub const ALL: [RecoveryKind; 16] = [
         RecoveryKind::CallShape,
         RecoveryKind::CallSeparator,
         RecoveryKind::CallInProse,
@@ -84,6 +88,7 @@ impl RecoveryKind {
         RecoveryKind::ExtraWrapper,
         RecoveryKind::MissingCallId,
         RecoveryKind::UnknownTool,
+        RecoveryKind::ToolNameRepaired,
         RecoveryKind::ArgumentsOutsideSchema,
         RecoveryKind::ArgumentsRepaired,
         RecoveryKind::UnplacedText,
@@ -104,6 +109,7 @@ impl RecoveryKind {
             RecoveryKind::ExtraWrapper => "extra_wrapper",
             RecoveryKind::MissingCallId => "missing_call_id",
             RecoveryKind::UnknownTool => "unknown_tool",
+            RecoveryKind::ToolNameRepaired => "tool_name_repaired",
             RecoveryKind::ArgumentsOutsideSchema => "arguments_outside_schema",
             RecoveryKind::ArgumentsRepaired => "arguments_repaired",
             RecoveryKind::UnplacedText => "unplaced_text",
@@ -125,6 +131,7 @@ impl RecoveryKind {
             RecoveryKind::ExtraWrapper => "recovered.extra_wrapper",
             RecoveryKind::MissingCallId => "recovered.missing_call_id",
             RecoveryKind::UnknownTool => "recovered.unknown_tool",
+            RecoveryKind::ToolNameRepaired => "recovered.tool_name_repaired",
             RecoveryKind::ArgumentsOutsideSchema => "recovered.arguments_outside_schema",
             RecoveryKind::ArgumentsRepaired => "recovered.arguments_repaired",
             RecoveryKind::UnplacedText => "recovered.unplaced_text",
