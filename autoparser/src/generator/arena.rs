@@ -1509,7 +1509,8 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 call
             } else {
                 // A JSON list of calls where the template writes one call per marker.
-                b.choice([call, self.recovered(RecoveryKind::ExtraWrapper, self.json_list(call)), self.fenced(call)])
+                let wrapped = b.choice([self.json_list(call), self.json_envelope(call)]);
+                b.choice([call, self.recovered(RecoveryKind::ExtraWrapper, wrapped), self.fenced(call)])
             }
         } else {
             let mut calls: Vec<Parser<'b>> = tools

@@ -16,6 +16,8 @@ const NAME_KEYS: &[&str] = &["name", "function", "function_name", "tool_name", "
 const ARGS_KEYS: &[&str] = &["arguments", "parameters", "args", "params", "input", "tool_input"];
 /// Keys of a call id.
 const ID_KEYS: &[&str] = &["id", "call_id", "tool_call_id"];
+/// Keys of an object holding the list of calls (`{"tool_calls": [...]}`).
+const ENVELOPE_KEYS: &[&str] = &["tool_calls", "function_calls", "calls"];
 /// The key of an extra wrapper object around a call (`{"type": "function", "function": {...}}`).
 const WRAPPER_KEY: &str = "function";
 
@@ -422,7 +424,15 @@ impl<'b> Ctx<'_, 'b> {
         } else {
             joined
         };
-        b.choice([self.json_list(call), call + b.zero_or_more(more)])
+        b.choice([self.json_list(call), self.recovered(RecoveryKind::ExtraWrapper, self.json_envelope(call)), call + b.zero_or_more(more)])
+    }
+
+    /// A JSON list of `call`s as the member of an object, as an API response holds them:
+    /// `{"tool_calls": [call, call]}`.
+    pub(super) fn json_envelope(&self, call: Parser<'b>) -> Parser<'b> {
+        let b = self.b;
+        let key = b.choice(ENVELOPE_KEYS.iter().map(|k| b.literal(&format!("\"{k}\""))).collect::<Vec<_>>());
+        "{" + b.space() + key + b.space() + ":" + b.space() + self.json_list(call) + b.space() + "}"
     }
 
     /// A special token or tag that may wrap calls: `<|python_start|>`, `<tool_call>`, `[CALLS]`.
