@@ -402,8 +402,8 @@ impl<'a, 'b> Ctx<'a, 'b> {
             kept.push(open_tok);
             kept.push(end);
         }
-        // JSON calls of declared tools the model wrote inside its text.
-        let embedded = self.recovering() && self.json_calls();
+        // Calls of declared tools the model wrote inside its text.
+        let embedded = self.recovering() && self.prose_calls();
         // Code fences and wrapper tokens before a call's marker.
         let decorated = self.recovering() && self.tools_on() && !stops.is_empty();
         if embedded || decorated {
@@ -438,7 +438,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 drops.push(calls + around());
                 // Where the template itself writes unmarked calls after text, that is no deviation.
                 let f = &self.a.tools.format;
-                let own = f.calls_after_content && f.section_start.trim().is_empty() && f.per_call_start.trim().is_empty();
+                let own = self.json_calls() && f.calls_after_content && f.section_start.trim().is_empty() && f.per_call_start.trim().is_empty();
                 mids.push(if own { calls } else { self.recovered(RecoveryKind::CallInProse, calls) } + around());
             }
             let mut breaks = ends.clone();

@@ -127,13 +127,11 @@ impl<'b> Ctx<'_, 'b> {
                 tools.format.per_call_end.clone_from(&f.per_call_end);
                 tools.format.call_separator.clone_from(&f.call_separator);
                 let json = tools.format.mode == ToolFormat::JsonNative;
-                // Where the template writes no ids, no shape with one: every call of the arena
-                // would wait for its id before being announced.
-                let ids = t.call_id.pos != crate::format::CallIdPosition::None || !t.format.id_field.is_empty();
+                let ids = self.writes_ids();
                 let calls: Vec<Parser<'b>> = self.with_tools(tools, |other| {
                     if json {
                         // One object, or a list of them (Mistral's `[TOOL_CALLS][{...}]`).
-                        let call = if ids { other.json_call_any_shape(Names::Declared) } else { b.choice(other.named_json_calls()) };
+                        let call = other.json_call_of_declared(ids);
                         vec![call, other.json_list(call)]
                     } else {
                         self.tools().iter().map(|(n, s)| other.tag_call(n, s)).collect()
@@ -163,11 +161,24 @@ impl<'b> Ctx<'_, 'b> {
         Some(self.recovered(RecoveryKind::CallShape, b.peek("{") + b.atomic(b.choice(calls))))
     }
 
-    /// JSON calls of the declared tools in this context's shape, arguments in any form; no
-    /// shape with an id.
+    /// Whether the template writes call ids. Where it does not, calls in other syntaxes come in
+    /// no shape with one: every call of the arena would wait for its id before being announced.
+    fn writes_ids(&self) -> bool {
+        let t = &self.a.tools;
+        t.call_id.pos != crate::format::CallIdPosition::None || !t.format.id_field.is_empty()
+    }
+
+    /// A JSON call of a declared tool in any shape, or (`ids` false) in the shapes without an id.
+    fn json_call_of_declared(&self, ids: bool) -> Parser<'b> {
+        if ids { self.json_call_any_shape(Names::Declared) } else { self.b.choice(self.named_json_calls()) }
+    }
+
+    /// JSON calls of the declared tools in this context's shape, arguments in any form, or in
+    /// another shape whose id (if any) is not read.
     fn named_json_calls(&self) -> Vec<Parser<'b>> {
         let mut calls: Vec<Parser<'b>> = self.tools().iter().map(|(n, s)| self.json_call(n, s)).collect();
         calls.push(self.json_call_shaped(Names::Declared, self.loose_args()));
+        calls.push(self.recovered(RecoveryKind::CallShape, self.loose_json_call(Names::Declared, false)));
         calls
     }
 
@@ -317,11 +328,11 @@ impl<'b> Ctx<'_, 'b> {
     /// inside an extra `{"function": {...}}` wrapper: `{"arguments": {...}, "name": "f"}`,
     /// `{"type": "function", "function": {"name": "f", "parameters": {...}}}`. The object must
     /// name a tool as `names` allows (checked by lookahead before anything is tagged).
-    pub(super) fn loose_json_call(&self, names: Names<'_>) -> Parser<'b> {
+    pub(super) fn loose_json_call(&self, names: Names<'_>, ids: bool) -> Parser<'b> {
         let b = self.b;
         let name_keys = self.name_keys();
         let args_keys = self.args_keys();
-        let id_keys = self.id_keys();
+        let id_keys = if ids { self.id_keys() } else { Vec::new() };
         let mut special = name_keys.clone();
         special.extend(args_keys.iter().copied());
         special.extend(id_keys.iter().copied());
@@ -351,13 +362,15 @@ impl<'b> Ctx<'_, 'b> {
         let with_args_flat = || "{" + b.space() + skip_args() + self.key_of(&args_keys);
         let with_args = b.choice([with_args_flat(), "{" + b.space() + skip_args() + self.key_of(&[WRAPPER_KEY]) + with_args_flat()]);
         let named = if names == Names::Any { named } else { b.peek(with_args) + named };
-        let id = self.key_of(&id_keys) + b.choice(["\"" + b.tag(tags::TOOL_ID, b.json_string_content()) + "\"", b.tag(tags::TOOL_ID, b.json_number())]);
+        // (Built only where read: an id tag anywhere in the arena makes every call wait for one.)
+        let id =
+            ids.then(|| self.key_of(&id_keys) + b.choice(["\"" + b.tag(tags::TOOL_ID, b.json_string_content()) + "\"", b.tag(tags::TOOL_ID, b.json_number())]));
         let members = |wrapper: Option<Parser<'b>>| {
             let mut alts = vec![self.key_of(&name_keys) + quoted_name(true), self.key_of(&args_keys) + self.loose_args()];
             if let Some(w) = wrapper {
                 alts.push(w);
             }
-            alts.push(id);
+            alts.extend(id);
             alts.push(other());
             let member = b.choice(alts);
             "{" + b.space() + member + b.zero_or_more(b.space() + "," + b.space() + member) + b.space()
@@ -375,6 +388,13 @@ impl<'b> Ctx<'_, 'b> {
         f.mode == ToolFormat::JsonNative && !f.fun_name_is_key && self.tools_on()
     }
 
+    /// Whether text may hold calls of declared tools ([`Ctx::embedded_calls`]): where calls are
+    /// JSON objects, and where they are tagged (models tuned across families write a JSON call
+    /// where their template tags one).
+    pub(super) fn prose_calls(&self) -> bool {
+        self.json_calls() || (self.a.tools.format.mode != ToolFormat::JsonNative && self.tools_on())
+    }
+
     /// One JSON call of `names` in the template's shape or (recovered) any other.
     pub(super) fn json_call_any_shape(&self, names: Names<'_>) -> Parser<'b> {
         let b = self.b;
@@ -387,7 +407,7 @@ impl<'b> Ctx<'_, 'b> {
         };
         // The template's shape with arguments outside the schema (the mapper flags them).
         alts.push(self.json_call_shaped(names, self.loose_args()));
-        alts.push(self.recovered(RecoveryKind::CallShape, self.loose_json_call(names)));
+        alts.push(self.recovered(RecoveryKind::CallShape, self.loose_json_call(names, true)));
         b.choice(alts)
     }
 
@@ -412,9 +432,8 @@ impl<'b> Ctx<'_, 'b> {
     /// Calls one after another joined by `;`, `,` or whitespace, or a JSON list of them. Where
     /// the template itself writes calls without markers, joined as it joins them (Llama 4's
     /// `{...}{...}` after the text) is no deviation.
-    fn json_call_run(&self, names: Names<'_>) -> Parser<'b> {
+    fn json_call_run(&self, call: Parser<'b>) -> Parser<'b> {
         let b = self.b;
-        let call = self.json_call_any_shape(names);
         let f = &self.a.tools.format;
         let sep = f.call_separator.trim();
         let joined = self.joined_call(sep, call);
@@ -511,7 +530,14 @@ impl<'b> Ctx<'_, 'b> {
         let python = python_ending("```");
         let python_lines = python + b.zero_or_more(b.space() + python);
         let shape = |p: Parser<'b>| self.recovered(RecoveryKind::CallShape, p);
-        let calls = b.choice([self.json_call_run(Names::Declared), tagged, shape(python_list)]);
+        let json = if self.json_calls() {
+            self.json_call_run(self.json_call_any_shape(Names::Declared))
+        } else {
+            // JSON calls where the template tags them: another call shape.
+            let ids = self.writes_ids();
+            shape(self.with_tools(json_call(), |json| json.json_call_run(json.json_call_of_declared(ids))))
+        };
+        let calls = b.choice([json, tagged, shape(python_list)]);
         let opt = |kind: RecoveryKind, p: Parser<'b>| b.optional(self.recovered(kind, p));
         let fenced_lines = self.recovered(RecoveryKind::CodeFence, self.fence_open() + b.space()) + shape(python_lines) + b.space() + "```";
         let inner = b.choice([fenced_lines, opt(RecoveryKind::CodeFence, self.fence_open() + b.space()) + b.space() + calls + b.optional(b.space() + "```")]);
