@@ -23,8 +23,9 @@ const WRAPPER_KEY: &str = "function";
 
 /// The call syntaxes several model families write inside the same call markers
 /// (`<tool_call>...</tool_call>`): a JSON object or a list of them (Hermes, Qwen 2.5, Mistral
-/// before v11), `<function=NAME>` with `<parameter=KEY>` values (Qwen3-Coder), the name then a
-/// JSON object, `<function=NAME>` around a JSON object (Llama 3.1), the name, `[ARGS]` and a JSON
+/// before v11), `<function=NAME>` with `<parameter=KEY>` values (Qwen3-Coder),
+/// `<invoke name="NAME">` with `<parameter name="KEY">` values (MiniMax M2), the name then a JSON
+/// object, `<function=NAME>` around a JSON object (Llama 3.1), the name, `[ARGS]` and a JSON
 /// object (Mistral since v11), the name then `<arg_key>`/`<arg_value>` pairs (GLM 4.5+), a Python
 /// call. A model tuned across them writes any inside its template's markers; only the calls'
 /// syntax differs, so each is read there.
@@ -64,6 +65,7 @@ fn shared_marker_syntaxes() -> Vec<ToolAnalysis> {
         // JSON after `<function=NAME>` before its `<parameter=KEY>` elements: `{` tells them apart.
         function_tag_json,
         tagged("<function=", ">", "</function>", args("<parameter=", ">", "\n", "\n</parameter>")),
+        tagged("<invoke name=\"", "\">", "</invoke>", args("<parameter name=\"", "\">", "", "</parameter>")),
         name_then_json,
         name_args_json,
         tagged("", "\n", "", args("<arg_key>", "</arg_key>", "\n<arg_value>", "</arg_value>")),
