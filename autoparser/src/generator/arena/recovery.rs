@@ -540,10 +540,14 @@ impl<'b> Ctx<'_, 'b> {
             shape(self.with_tools(json_call(), |json| json.json_call_run(json.json_call_of_declared(ids))))
         };
         let calls = b.choice([json, tagged, shape(python_list)]);
-        let opt = |kind: RecoveryKind, p: Parser<'b>| b.optional(self.recovered(kind, p));
         let fenced_lines = self.recovered(RecoveryKind::CodeFence, self.fence_open() + b.space()) + shape(python_lines) + b.space() + "```";
-        let inner = b.choice([fenced_lines, opt(RecoveryKind::CodeFence, self.fence_open() + b.space()) + b.space() + calls + b.optional(b.space() + "```")]);
-        let whole = opt(RecoveryKind::ExtraWrapper, self.wrapper_open() + b.space()) + inner + b.optional(b.space() + self.wrapper_close());
+        // A close is read only after its opener: where none opened, the calls end with their own
+        // close, and the text after them (`<` of an end-of-turn marker) is not held as the
+        // start of one.
+        let fenced = self.recovered(RecoveryKind::CodeFence, self.fence_open() + b.space()) + b.space() + calls + b.optional(b.space() + "```");
+        let inner = b.choice([fenced_lines, fenced, b.space() + calls]);
+        let wrapped = self.recovered(RecoveryKind::ExtraWrapper, self.wrapper_open() + b.space()) + inner + b.optional(b.space() + self.wrapper_close());
+        let whole = b.choice([wrapped, inner]);
         // Atomic: a fence or token is reported only with the calls it holds (a fence in
         // prose usually holds code). The gate turns most text away at its first bytes: each
         // position tried costs a stream memory for as long as it lives.
