@@ -23,6 +23,11 @@ const KNOWN_FAILING: &[(&str, &str, &str)] = &[
         "stream-json-call-args-cut-then-text",
         "(b) the same in a JSON call after reasoning (`\"Paris\", TAG_BASED<|im_start|>`): streamed arguments `{\"city\": \"Pari\"}` against `{}` one-shot",
     ),
+    (
+        "chat",
+        "stream-json-list-args-string-continuation",
+        "(b) the same cause inside a string (`\"ParisNONE, \\` then a line break, which a Python string continues and JSON refuses): streamed arguments `{\"city\": \"ParisNON\"}` against `{}` one-shot",
+    ),
 ];
 
 fn dir(kind: &str, target: &str) -> PathBuf {
