@@ -398,38 +398,65 @@ impl Gen<'_> {
                 delims.push(d.chars().collect());
             }
         }
-        let contains_delim = |s: &[char]| delims.iter().any(|d| !d.is_empty() && s.windows(d.len()).any(|w| w == d.as_slice()));
-        // States: proper prefixes of delimiters that contain no delimiter.
+        // States: the proper prefixes of the delimiters (none holds a delimiter, as none holds
+        // another), in a trie whose Aho-Corasick transitions `delta` follow the text: the
+        // longest suffix that is a state, or `None` where a delimiter completes.
         let mut states: Vec<Vec<char>> = vec![Vec::new()];
+        let mut child: HashMap<(usize, char), usize> = HashMap::new();
+        let mut completes: HashSet<(usize, char)> = HashSet::new();
         for d in &delims {
-            for k in 1..d.len() {
-                let p = d[..k].to_vec();
-                if !contains_delim(&p) && !states.contains(&p) {
-                    states.push(p);
+            let mut at = 0;
+            for (k, &c) in d.iter().enumerate() {
+                if k + 1 == d.len() {
+                    completes.insert((at, c));
+                    break;
                 }
+                at = match child.get(&(at, c)) {
+                    Some(&u) => u,
+                    None => {
+                        states.push(d[..=k].to_vec());
+                        child.insert((at, c), states.len() - 1);
+                        states.len() - 1
+                    }
+                };
             }
         }
-        let state_index: HashMap<Vec<char>, usize> = states.iter().cloned().enumerate().map(|(i, s)| (s, i)).collect();
         let mut alphabet: Vec<char> = delims.iter().flatten().copied().collect();
         alphabet.sort_unstable();
         alphabet.dedup();
-        // Target state of `s` + `c`, or None when a delimiter completes.
-        let step = |s: &[char], c: char| -> Option<usize> {
-            let mut t = s.to_vec();
-            t.push(c);
-            if delims.iter().any(|d| t.ends_with(d)) {
-                return None;
+        // (An empty delimiter ends the text anywhere.)
+        let empty = delims.iter().any(Vec::is_empty);
+        let mut by_length: Vec<usize> = (0..states.len()).collect();
+        by_length.sort_by_key(|&s| states[s].len());
+        let mut fail = vec![0; states.len()];
+        let mut delta: Vec<Vec<Option<usize>>> = vec![Vec::new(); states.len()];
+        for &s in &by_length {
+            // `fail[s]` is shorter than `s`: its row is done.
+            let row: Vec<Option<usize>> = alphabet
+                .iter()
+                .enumerate()
+                .map(|(a, &c)| match child.get(&(s, c)) {
+                    _ if empty || completes.contains(&(s, c)) => None,
+                    Some(&u) => Some(u),
+                    None if s == 0 => Some(0),
+                    None => delta[fail[s]][a],
+                })
+                .collect();
+            for (a, &c) in alphabet.iter().enumerate() {
+                if let Some(&u) = child.get(&(s, c)) {
+                    fail[u] = if s == 0 { 0 } else { delta[fail[s]][a].unwrap_or(0) };
+                }
             }
-            (0..=t.len()).find_map(|k| state_index.get(&t[k..]).copied())
-        };
+            delta[s] = row;
+        }
         let base = self.b.reserve("until");
         let names: Vec<String> = (0..states.len()).map(|q| if q == 0 { base.clone() } else { self.b.reserve(&format!("{base}-s{q}")) }).collect();
         self.b.memo.insert(key, base.clone());
-        for (q, s) in states.iter().enumerate() {
+        for q in 0..states.len() {
             let mut by_target: Vec<(usize, Vec<char>)> = Vec::new();
             let mut leaving: Vec<(char, char)> = Vec::new(); // chars not going to state 0
-            for &c in &alphabet {
-                let t = step(s, c);
+            for (a, &c) in alphabet.iter().enumerate() {
+                let t = delta[q][a];
                 if t != Some(0) {
                     leaving.push((c, c));
                 }
