@@ -435,10 +435,14 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 // comes first.
                 let around = || b.optional(self.recovered(RecoveryKind::TextAroundCalls, b.space() + b.negate(b.end())));
                 let calls = self.embedded_calls();
-                drops.push(calls + around());
-                // Where the template itself writes unmarked calls after text, that is no deviation.
                 let f = &self.a.tools.format;
-                let own = self.json_calls() && f.calls_after_content && f.section_start.trim().is_empty() && f.per_call_start.trim().is_empty();
+                let unmarked = f.section_start.trim().is_empty() && f.per_call_start.trim().is_empty();
+                // First, a call is a call; where the template marks calls, one without its
+                // markers is another shape (other syntaxes report themselves).
+                let first = if self.json_calls() && !unmarked { self.recovered(RecoveryKind::CallShape, calls) } else { calls };
+                drops.push(first + around());
+                // Where the template itself writes unmarked calls after text, that is no deviation.
+                let own = self.json_calls() && f.calls_after_content && unmarked;
                 mids.push(if own { calls } else { self.recovered(RecoveryKind::CallInProse, calls) } + around());
             }
             let mut breaks = ends.clone();

@@ -886,6 +886,12 @@ impl Fold {
     fn record(&mut self, kind: RecoveryKind, (start, end): (usize, usize), detail: String, cx: &Context) {
         let start = start.max(cx.prefill);
         let r = Recovery { kind, offset: start - cx.prefill, len: end.saturating_sub(start), detail };
+        // The same deviation seen twice where two readings nest (a call shape inside another)
+        // is one recovery.
+        if let Some(same) = self.recoveries.iter_mut().find(|x| x.kind == kind && x.offset == r.offset && x.detail == r.detail) {
+            same.len = same.len.max(r.len);
+            return;
+        }
         let at = self.recoveries.partition_point(|x| x.offset <= r.offset);
         // Closes left out where the output ends (a value's, its call's, the section's) are one
         // recovery: the output stopped.
