@@ -26,14 +26,21 @@ pub(super) trait Spelling {
     fn string<'b>(&self, b: &'b Builder, schema: Value, name: &str) -> Parser<'b>;
     /// Exactly `text` as a string value; `None` if the syntax cannot write it.
     fn string_text<'b>(&self, b: &'b Builder, text: &str) -> Option<Parser<'b>>;
-    /// Exactly `key` as a mapping key; `None` if the syntax cannot write it.
-    fn key<'b>(&self, b: &'b Builder, key: &str) -> Option<Parser<'b>>;
+    /// Exactly `key` as a mapping key; `None` if the syntax cannot write it. Keys are strings
+    /// unless said otherwise.
+    fn key<'b>(&self, b: &'b Builder, key: &str) -> Option<Parser<'b>> {
+        self.string_text(b, key)
+    }
     /// Any mapping key.
-    fn any_key<'b>(&self, b: &'b Builder) -> Parser<'b>;
+    fn any_key<'b>(&self, b: &'b Builder) -> Parser<'b> {
+        self.string(b, Value::Null, "")
+    }
     /// How `true`, `false` or `null` is written.
     fn word(&self, v: &Value) -> &str;
     /// Mapping keys are written sorted.
-    fn sorted_keys(&self) -> bool;
+    fn sorted_keys(&self) -> bool {
+        false
+    }
     /// The whitespace allowed around brackets, colons and commas.
     fn space<'b>(&self, b: &'b Builder) -> Parser<'b> {
         b.space()
@@ -366,24 +373,12 @@ impl Spelling for JsonInString {
         Some(b.literal(&twice[1..twice.len() - 1]))
     }
 
-    fn key<'b>(&self, b: &'b Builder, key: &str) -> Option<Parser<'b>> {
-        self.string_text(b, key)
-    }
-
-    fn any_key<'b>(&self, b: &'b Builder) -> Parser<'b> {
-        self.string(b, Value::Null, "")
-    }
-
     fn word(&self, v: &Value) -> &str {
         match v {
             Value::Bool(true) => "true",
             Value::Bool(false) => "false",
             _ => "null",
         }
-    }
-
-    fn sorted_keys(&self) -> bool {
-        false
     }
 
     fn space<'b>(&self, b: &'b Builder) -> Parser<'b> {
@@ -416,24 +411,12 @@ impl Spelling for PythonSpelling {
         Some(if repr == json { b.literal(&json) } else { b.choice([b.literal(&repr), b.literal(&json)]) })
     }
 
-    fn key<'b>(&self, b: &'b Builder, key: &str) -> Option<Parser<'b>> {
-        self.string_text(b, key)
-    }
-
-    fn any_key<'b>(&self, b: &'b Builder) -> Parser<'b> {
-        self.string(b, Value::Null, "")
-    }
-
     fn word(&self, v: &Value) -> &str {
         match v {
             Value::Bool(true) => "True",
             Value::Bool(false) => "False",
             _ => "None",
         }
-    }
-
-    fn sorted_keys(&self) -> bool {
-        false
     }
 }
 
