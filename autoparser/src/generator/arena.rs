@@ -1621,7 +1621,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
         } else if self.recovering() {
             // Models write a lone call without the list the template puts it in (in JSON, or
             // in another syntax the section holds).
-            let lone = if f.mode == ToolFormat::JsonNative && self.calls_in_other_syntaxes().is_empty() { b.peek("{") } else { b.negate("[") };
+            let lone = if f.mode == ToolFormat::JsonNative && !self.other_syntaxes_read() { b.peek("{") } else { b.negate("[") };
             let bare = self.recovered(RecoveryKind::CallShape, b.space() + lone) + calls;
             b.choice([b.space() + "[" + b.space() + calls + b.space() + "]", bare])
         } else {

@@ -105,13 +105,10 @@ impl<'b> Ctx<'_, 'b> {
     /// ([`shared_marker_syntaxes`]), reported as another call shape; none where the markers are
     /// plain words (there the syntax is all that tells a call).
     pub(super) fn calls_in_other_syntaxes(&self) -> Vec<Parser<'b>> {
-        let t = &self.a.tools;
-        let marker = |m: &str| crate::analysis::segment::first_marker(m.trim()).is_some();
-        // The markers are the per-call ones, or the section's where calls have none of their own.
-        let (pcs, ss) = (&t.format.per_call_start, &t.format.section_start);
-        if !self.recovering() || !(marker(pcs) || (pcs.trim().is_empty() && marker(ss))) {
+        if !self.other_syntaxes_read() {
             return Vec::new();
         }
+        let t = &self.a.tools;
         let own = (t.format.mode, t.function.name_prefix.trim(), t.arguments.name_prefix.trim());
         // A syntax holds the call only if the call ends there: a prefix of another's is not it.
         let b = self.b;
@@ -157,10 +154,18 @@ impl<'b> Ctx<'_, 'b> {
             return None;
         }
         let b = self.b;
-        // The `name` / `arguments` shape only: shapes with an id would make every call of the
-        // arena wait for an id before it is announced.
+        // Shapes without an id only: an id would make every call of the arena wait for one
+        // before it is announced.
         let calls = self.with_tools(json_call(), |json| json.named_json_calls());
         Some(self.recovered(RecoveryKind::CallShape, b.peek("{") + b.atomic(b.choice(calls))))
+    }
+
+    /// Whether [`Ctx::calls_in_other_syntaxes`] has any: when recovering, where special markers
+    /// announce calls, the per-call ones or the section's where calls have none of their own.
+    pub(super) fn other_syntaxes_read(&self) -> bool {
+        let f = &self.a.tools.format;
+        let marker = |m: &str| crate::analysis::segment::first_marker(m.trim()).is_some();
+        self.recovering() && (marker(&f.per_call_start) || (f.per_call_start.trim().is_empty() && marker(&f.section_start)))
     }
 
     /// Whether the template writes call ids. Where it does not, calls in other syntaxes come in
