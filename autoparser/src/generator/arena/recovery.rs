@@ -522,35 +522,49 @@ impl<'b> Ctx<'_, 'b> {
         let b = self.b;
         // Or declared tools called as `<function=NAME>{...}</function>` (Llama 3.1's form,
         // which models tuned on several families write where their template has no markers).
-        let tagged = self.with_tools(function_tag_json(), |tagged| b.choice(self.tools().iter().map(|(n, s)| tagged.tag_call(n, s)).collect::<Vec<_>>()));
+        // Where the template tags calls, the JSON forms are read with arguments of any shape
+        // (the mapper checks them against the tool), built once for all tools rather than per
+        // tool: a request may declare hundreds.
+        let generic = !self.json_calls();
+        let tagged = self.with_tools(function_tag_json(), |tagged| match generic {
+            true => tagged.tag_call_with(tagged.name_parser(Names::Declared), "", b.space() + tagged.loose_args()),
+            false => b.choice(self.tools().iter().map(|(n, s)| tagged.tag_call(n, s)).collect::<Vec<_>>()),
+        });
         let tagged = self.recovered(RecoveryKind::CallShape, tagged + b.zero_or_more(b.space() + tagged));
         // Or as Python calls (Llama 3.2's pythonic `[get_weather(city="Paris")]`; Gemma 3's
-        // in a `tool_code` fence): a list of them, or in a fence one per line.
+        // in a `tool_code` fence): a list of them, or in a fence one per line. (Only where the
+        // template writes JSON calls: their arguments are built per tool.)
         // What closes the calls is also what ends a call's last value.
         let python_ending = |end: &str| {
             let mut tools = python_call();
             tools.format.section_end = end.into();
             self.with_tools(tools, |python| b.choice(self.tools().iter().map(|(n, s)| python.tag_call(n, s)).collect::<Vec<_>>()))
         };
-        let python = python_ending("]");
-        let python_list = "[" + b.space() + python + b.zero_or_more(b.space() + "," + b.space() + python) + b.space() + "]";
-        let python = python_ending("```");
-        let python_lines = python + b.zero_or_more(b.space() + python);
         let shape = |p: Parser<'b>| self.recovered(RecoveryKind::CallShape, p);
+        let python = (!generic).then(|| {
+            let list = python_ending("]");
+            let list = "[" + b.space() + list + b.zero_or_more(b.space() + "," + b.space() + list) + b.space() + "]";
+            let lines = python_ending("```");
+            let lines = lines + b.zero_or_more(b.space() + lines);
+            let fenced_lines = self.recovered(RecoveryKind::CodeFence, self.fence_open() + b.space()) + shape(lines) + b.space() + "```";
+            (shape(list), fenced_lines)
+        });
         let json = if self.json_calls() {
             self.json_call_run(self.json_call_any_shape(Names::Declared))
         } else {
             // JSON calls where the template tags them: another call shape.
             let ids = self.writes_ids();
-            shape(self.with_tools(json_call(), |json| json.json_call_run(json.json_call_of_declared(ids))))
+            shape(self.with_tools(json_call(), |json| {
+                let call = b.choice([json.json_call_shaped(Names::Declared, json.loose_args()), shape(json.loose_json_call(Names::Declared, ids))]);
+                json.json_call_run(call)
+            }))
         };
-        let calls = b.choice([json, tagged, shape(python_list)]);
-        let fenced_lines = self.recovered(RecoveryKind::CodeFence, self.fence_open() + b.space()) + shape(python_lines) + b.space() + "```";
+        let calls = b.choice([Some(json), Some(tagged), python.map(|p| p.0)].into_iter().flatten().collect::<Vec<_>>());
         // A close is read only after its opener: where none opened, the calls end with their own
         // close, and the text after them (`<` of an end-of-turn marker) is not held as the
         // start of one.
         let fenced = self.recovered(RecoveryKind::CodeFence, self.fence_open() + b.space()) + b.space() + calls + b.optional(b.space() + "```");
-        let inner = b.choice([fenced_lines, fenced, b.space() + calls]);
+        let inner = b.choice([python.map(|p| p.1), Some(fenced), Some(b.space() + calls)].into_iter().flatten().collect::<Vec<_>>());
         let wrapped = self.recovered(RecoveryKind::ExtraWrapper, self.wrapper_open() + b.space()) + inner + b.optional(b.space() + self.wrapper_close());
         let whole = b.choice([wrapped, inner]);
         // Atomic: a fence or token is reported only with the calls it holds (a fence in
