@@ -433,7 +433,9 @@ impl<'a, 'b> Ctx<'a, 'b> {
             if embedded {
                 // Text after a call is reported (at its start); the call is in prose unless it
                 // comes first.
-                let around = || b.optional(self.recovered(RecoveryKind::TextAroundCalls, b.space() + b.negate(b.end())));
+                // (The end-of-turn marker where the output ends is no text: it is dropped.)
+                let output_end = || if eot.is_empty() { b.end() } else { b.choice([b.end(), b.literal(eot) + b.space() + b.end()]) };
+                let around = || b.optional(self.recovered(RecoveryKind::TextAroundCalls, b.space() + b.negate(output_end())));
                 let calls = self.embedded_calls();
                 let f = &self.a.tools.format;
                 let unmarked = f.section_start.trim().is_empty() && f.per_call_start.trim().is_empty();
@@ -504,7 +506,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let quoted_name = || "\"" + self.name_parser(names) + "\"";
         if f.fun_name_is_key {
             let open = b.tag(tags::TOOL_OPEN, b.literal("{"));
-            return b.tag(tags::TOOL, open << quoted_name() << ":" << args << b.tag(tags::TOOL_CLOSE, b.literal("}")));
+            return b.tag(tags::TOOL, open << quoted_name() << ":" << args << self.json_call_close());
         }
         let member = |key: &str| -> (Parser<'b>, bool) {
             if !f.function_field.is_empty() && key == f.function_field {
@@ -541,7 +543,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 body = body + b.optional(item);
             }
         }
-        b.tag(tags::TOOL, body + b.space() + b.tag(tags::TOOL_CLOSE, b.literal("}")))
+        b.tag(tags::TOOL, body + b.space() + self.json_call_close())
     }
 
     /// The call id section, `prefix id suffix`.
@@ -638,8 +640,13 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 // A Python dict before the JSON object: told by `{'`, so that a stream never
                 // sends a `{` the dict then takes back (the dict is read whole).
                 let python = (!self.a.tools.format.uses_python_dicts).then(|| b.space() + self.args_as_python());
-                let alts =
-                    [Some(b.space() + self.args_as_string()), python, Some(b.space() + json()), Some(self.fenced(json())), Some(b.space() + self.loose_args())];
+                let alts = [
+                    Some(b.space() + self.args_as_string()),
+                    python,
+                    Some(b.space() + json() + self.extra_braces(name, &[])),
+                    Some(self.fenced(json())),
+                    Some(b.space() + self.loose_args() + self.extra_braces(name, &[])),
+                ];
                 b.choice(alts.into_iter().flatten().collect::<Vec<_>>())
             } else {
                 b.space() + json()

@@ -232,6 +232,10 @@ impl<'b> Ctx<'_, 'b> {
             let f = &self.a.tools.format;
             let mut outer: Vec<Parser<'b>> =
                 [f.per_call_end.trim(), f.section_end.trim()].into_iter().filter(|m| !m.is_empty()).map(|m| b.literal(m)).collect();
+            let eot = self.a.end_of_turn.trim();
+            if !eot.is_empty() {
+                outer.push(b.literal(eot) + b.space() + b.end());
+            }
             outer.push(b.end());
             alts.push(self.recovered(RecoveryKind::MissingClose, b.space() + b.peek(b.choice(outer))));
         }
@@ -240,6 +244,43 @@ impl<'b> Ctx<'_, 'b> {
             alts.push(if self.recovering() { self.recovered(RecoveryKind::MissingClose, b.eps()) } else { b.eps() });
         }
         if alts.len() == 1 { close } else { b.choice(alts) }
+    }
+
+    /// A lookahead at where a call of `fun` ends: a marker that closes its arguments, the
+    /// call or its section, or that opens the next call ([`Ctx::closing_markers`]); the
+    /// end-of-turn marker where the output ends; the end; or one of `more`.
+    pub(super) fn call_end_ahead(&self, fun: &str, more: &[&str]) -> Parser<'b> {
+        let b = self.b;
+        let mut ends: Vec<Parser<'b>> = self.closing_markers(fun).iter().map(|m| b.literal(m)).collect();
+        ends.extend(more.iter().map(|m| b.literal(m)));
+        let eot = self.a.end_of_turn.trim();
+        if !eot.is_empty() {
+            ends.push(b.literal(eot) + b.space() + b.end());
+        }
+        ends.push(b.end());
+        b.peek(b.space() + b.choice(ends))
+    }
+
+    /// The `}` that closes a JSON call object (its close tag); when recovering, also none
+    /// where the call ends (`{"name": …, "arguments": {…}` then `</tool_call>`), and braces
+    /// too many after it (`{…}}}`), each reported.
+    pub(super) fn json_call_close(&self) -> Parser<'b> {
+        let b = self.b;
+        let close = b.tag(tags::TOOL_CLOSE, b.literal("}"));
+        if !self.recovering() {
+            return close;
+        }
+        let left_out = self.recovered(RecoveryKind::MissingClose, b.tag(tags::TOOL_CLOSE, b.eps()) + self.call_end_ahead("", &[]));
+        // (A call object may end a list of calls.)
+        b.choice([close + self.extra_braces("", &["]"]), left_out])
+    }
+
+    /// After a JSON object that ends a call of `fun`: closing braces too many (`{…}}`), where
+    /// the call ends after them ([`Ctx::call_end_ahead`] with `more`), reported as another
+    /// call shape (models lose count of what they opened).
+    pub(super) fn extra_braces(&self, fun: &str, more: &[&str]) -> Parser<'b> {
+        let b = self.b;
+        b.optional(self.recovered(RecoveryKind::CallShape, b.one_or_more(b.space() + "}") + self.call_end_ahead(fun, more)))
     }
 
     /// The function name, tagged, as `names` allows (without quotes).
@@ -384,7 +425,7 @@ impl<'b> Ctx<'_, 'b> {
         };
         let inner = members(None) + "}";
         let wrapper = self.key_of(&[WRAPPER_KEY]) + inner;
-        let body = b.tag(tags::TOOL_OPEN, b.eps()) + members(Some(wrapper)) + b.tag(tags::TOOL_CLOSE, b.literal("}"));
+        let body = b.tag(tags::TOOL_OPEN, b.eps()) + members(Some(wrapper)) + self.json_call_close();
         b.peek(named) + b.tag(tags::TOOL, body)
     }
 
