@@ -300,6 +300,16 @@ fn table() -> Vec<Row> {
             "<tool_call>\nget_weather(city='Paris', days=2)\n</tool_call>",
             calls(&[weather2()]), &[(CallShape, "get_weather")]),
 
+        row("qwen3-coder: an argument opened by its name attribute (MiniMax's spelling)", QCODER,
+            "<tool_call>\n<function=get_weather>\n<parameter name=\"city\">Paris</parameter>\n</function>\n</tool_call>",
+            calls(&[weather()]), &[(CallShape, "<parameter name=")]),
+        row("qwen3-coder: the function opened by its name attribute", QCODER,
+            "<tool_call>\n<function name=\"get_weather\">\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>",
+            calls(&[weather()]), &[(CallShape, "<function name=")]),
+        row("minimax-m2: the invoke and a parameter named as the tag's own value (Qwen3-Coder's spelling)", MINIMAX,
+            "Checking.\n</think>\n\n<minimax:tool_call>\n<invoke=get_weather>\n<parameter=city>Paris</parameter>\n</invoke>\n</minimax:tool_call>",
+            reasoned("Checking.", "", &[weather()]), &[(CallShape, "<invoke=get_weather>"), (CallShape, "<parameter=city>")]),
+
         // 2. call_separator
         row("llama3.2: two calls joined by `; ` (one-shot and streamed agree: 2 calls)", LLAMA32,
             "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}; {\"name\": \"get_time\", \"parameters\": {\"zone\": \"CET\"}}",

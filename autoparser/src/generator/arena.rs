@@ -1840,11 +1840,19 @@ impl<'a, 'b> Ctx<'a, 'b> {
             .filter(|m| !m.is_empty())
             .collect();
         let own = b.choice(own.iter().map(|t| b.literal(t)).collect::<Vec<_>>());
-        b.choice([
+        // The end-of-turn marker where the output ends is no text (not reported: the
+        // template writes it after the calls, and models write what they were trained on).
+        let eot = a.end_of_turn.trim();
+        let mut alts = Vec::new();
+        if !eot.is_empty() {
+            alts.push(b.space() + eot + b.space() + b.end());
+        }
+        alts.extend([
             self.decoration_after(own),
             self.recovered(RecoveryKind::CallSeparator, b.space() + b.peek(marker()) + b.rule_ref(SECTION_RULE)),
             self.recovered(RecoveryKind::TextAroundCalls, text) + b.optional(b.rule_ref(SECTION_RULE)),
-        ])
+        ]);
+        b.choice(alts)
     }
 }
 

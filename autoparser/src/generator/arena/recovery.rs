@@ -197,18 +197,42 @@ impl<'b> Ctx<'_, 'b> {
         build(&Ctx { b: self.b, a: &a, policy: self.policy, prefill_for_grammar: None, embedded: Default::default() })
     }
 
-    /// `own`, the template's `prefix NAME suffix` around `name`; where the name is a quoted
-    /// attribute value (`<invoke name="` … `">`) and when recovering, also with the value in
-    /// single quotes or none (`<invoke name=get_weather>`), reported as another call shape.
+    /// `own`, the template's `prefix NAME suffix` around `name`; when recovering, where the
+    /// name is an attribute value, also in the spellings of the same attribute models mix up,
+    /// reported as another call shape: a quoted value (`<invoke name="` … `">`) in single
+    /// quotes or none (`<invoke name=get_weather>`), or as the tag's own value
+    /// (`<invoke=get_weather>`); the tag's own value (`<parameter=` … `>`) as its `name`
+    /// attribute, quoted or not (`<parameter name="city">`).
     pub(super) fn attribute_quotes(&self, own: Parser<'b>, prefix: &str, name: Parser<'b>, suffix: &str) -> Parser<'b> {
         let b = self.b;
-        let (Some(bare_prefix), Some(bare_suffix)) = (prefix.trim_end().strip_suffix('"'), suffix.trim_start().strip_prefix('"')) else { return own };
-        if !self.recovering() || !bare_prefix.ends_with('=') {
+        if !self.recovering() {
             return own;
         }
-        let quote = || b.optional(b.literal("'"));
-        let other = b.literal(bare_prefix.trim_start()) + quote() + name + quote() + b.literal(bare_suffix.trim_end());
-        b.choice([own, self.recovered(RecoveryKind::CallShape, b.space() + other)])
+        let (prefix, suffix) = (prefix.trim(), suffix.trim());
+        let quote = || b.optional(b.choice([b.literal("\""), b.literal("'")]));
+        // The tag before its value: `<invoke` of `<invoke name="`, `<parameter` of `<parameter=`.
+        fn tag_of(p: &str) -> Option<&str> {
+            let word = p.strip_prefix('<')?;
+            (!word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | ':'))).then_some(p)
+        }
+        let mut others = Vec::new();
+        if let (Some(bare_prefix), Some(bare_suffix)) = (prefix.strip_suffix('"'), suffix.strip_prefix('"')) {
+            if !bare_prefix.ends_with('=') {
+                return own;
+            }
+            let single = || b.optional(b.literal("'"));
+            others.push(b.literal(bare_prefix) + single() + name + single() + b.literal(bare_suffix));
+            if let Some(tag) = bare_prefix.strip_suffix(" name=").and_then(tag_of) {
+                others.push(b.literal(&format!("{tag}=")) + name + b.literal(bare_suffix));
+            }
+        } else if let (Some(tag), true) = (prefix.strip_suffix('=').and_then(tag_of), suffix == ">") {
+            others.push(b.literal(&format!("{tag} name=")) + quote() + name + quote() + b.literal(">"));
+        }
+        if others.is_empty() {
+            return own;
+        }
+        let others = if others.len() == 1 { others[0] } else { b.choice(others) };
+        b.choice([own, self.recovered(RecoveryKind::CallShape, b.space() + others)])
     }
 
     /// Whether this arena parses (not generates): recoveries are for parsing only.
@@ -280,6 +304,11 @@ impl<'b> Ctx<'_, 'b> {
     /// call shape (models lose count of what they opened).
     pub(super) fn extra_braces(&self, fun: &str, more: &[&str]) -> Parser<'b> {
         let b = self.b;
+        // Where a marker that ends the call is a brace (`{'name': 'f', 'arguments': {…}}`
+        // written as tags around the arguments), braces after the arguments are its own.
+        if self.closing_markers(fun).iter().any(|m| m.starts_with('}')) {
+            return b.eps();
+        }
         b.optional(self.recovered(RecoveryKind::CallShape, b.one_or_more(b.space() + "}") + self.call_end_ahead(fun, more)))
     }
 
