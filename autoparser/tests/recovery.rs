@@ -382,6 +382,16 @@ fn table() -> Vec<Row> {
             "Here is the data:\n{\"name\": \"Paris\", \"population\": 2100000}",
             msg("Here is the data:\n{\"name\": \"Paris\", \"population\": 2100000}", &[]), &[]),
 
+        row("hermes: a bare Python call is the whole output", HERMES,
+            "get_weather(city='Paris', days=2)",
+            calls(&[weather2()]), &[(CallShape, "get_weather")]),
+        row("llama3.2: bare Python calls one per line are the whole output, then the end-of-turn marker", LLAMA32,
+            "get_weather(city=\"Paris\")\nget_time(zone=\"CET\")<|eot_id|>",
+            calls(&[weather(), time()]), &[(CallShape, "get_weather")]),
+        row("hermes: a bare Python call followed by prose stays content", HERMES,
+            "get_weather(city=\"Paris\") is what I would call.",
+            msg("get_weather(city=\"Paris\") is what I would call.", &[]), &[]),
+
         // 4. arguments_as_string
         row("hermes: arguments as a JSON string", HERMES,
             r#"<tool_call>
@@ -497,6 +507,16 @@ fn table() -> Vec<Row> {
         row("kimi-k2: missing <|tool_call_end|> before the next <|tool_call_begin|>", KIMI,
             "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{\"city\": \"Paris\"}<|tool_call_begin|>functions.get_time:1<|tool_call_argument_begin|>{\"zone\": \"CET\"}<|tool_call_end|><|tool_calls_section_end|>",
             calls(&[weather(), time()]), &[(MissingClose, "<|tool_call_begin|>functions.get_time")]),
+
+        row("qwen2.5: the call's opener written again for its close, between calls and at the end", QWEN25,
+            "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"zone\": \"CET\"}}\n<tool_call>",
+            calls(&[weather(), time()]), &[(MissingClose, "<tool_call>\n{\"name\": \"get_time\""), (MissingClose, "<tool_call>")]),
+        row("qwen2.5: the call's close misspelled (</tool_calls>)", QWEN25,
+            "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_calls>",
+            calls(&[weather()]), &[(MissingClose, "</tool_calls>")]),
+        row("qwen3-coder: </tool_call> misspelled with a backslash", QCODER,
+            "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n<\\tool_call>",
+            calls(&[weather()]), &[(MissingClose, "<\\tool_call>")]),
 
         // Braces: models lose count of what they opened.
         row("qwen2.5: the call object's closing brace left out before </tool_call>", QWEN25,

@@ -443,6 +443,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 // markers is another shape (other syntaxes report themselves).
                 let first = if self.json_calls() && !unmarked { self.recovered(RecoveryKind::CallShape, calls) } else { calls };
                 drops.push(first + around());
+                drops.extend(self.whole_output_python_calls());
                 // Where the template itself writes unmarked calls after text, that is no deviation.
                 let own = self.json_calls() && f.calls_after_content && unmarked;
                 mids.push(if own { calls } else { self.recovered(RecoveryKind::CallInProse, calls) } + around());
@@ -773,7 +774,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
             + match (t.arguments.end.trim().is_empty(), tight) {
                 (true, true) => b.eps(),
                 (true, false) => lit(b, &t.arguments.end),
-                _ => self.closing(lit(b, &t.arguments.end), false),
+                _ => self.closing(lit(b, &t.arguments.end), &t.arguments.end, false),
             };
         if t.call_id.pos == P::PostArgs {
             body = body + self.call_id();
@@ -781,8 +782,8 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let fun_close = with_name(&t.function.close, close_name);
         let close = match (fun_close.trim().is_empty(), tight) {
             (true, _) => b.eps(),
-            (false, true) => self.closing(b.literal(fun_close.trim()), false),
-            (false, false) => self.closing(lit(b, &fun_close), false),
+            (false, true) => self.closing(b.literal(fun_close.trim()), &fun_close, false),
+            (false, false) => self.closing(lit(b, &fun_close), &fun_close, false),
         };
         b.tag(tags::TOOL, body + b.tag(tags::TOOL_CLOSE, close))
     }
@@ -1593,7 +1594,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
         };
         if !f.per_call_end.trim().is_empty() {
             let pce = lit(b, &f.per_call_end);
-            p = p + self.closing(pce, own_marker);
+            p = p + self.closing(pce, &f.per_call_end, own_marker);
         }
         if self.recovering() {
             p
@@ -1646,7 +1647,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
             // A section end spelled as an opening (`<|tool_response>`) starts what follows the
             // calls, where the model stops: missing at the end, it is no deviation.
             let se = lit(b, &f.section_end);
-            sec = sec + if is_opening(&f.section_end) || f.section_end_optional { b.optional(se) } else { b.optional(self.closing(se, false)) };
+            sec = sec + if is_opening(&f.section_end) || f.section_end_optional { b.optional(se) } else { b.optional(self.closing(se, &f.section_end, false)) };
         }
         b.trigger_rule(SECTION_RULE, sec + self.after_calls() + after)
     }

@@ -245,22 +245,36 @@ impl<'b> Ctx<'_, 'b> {
         self.b.tag(kind.tag(), p)
     }
 
-    /// A closing marker; when recovering, also none where the output ends, or where the
-    /// marker that ends the call or the calls' section follows (`</parameter></tool_call>`
-    /// without `</function>`), reported. `optional`: the template's form may leave it out
-    /// anyway.
-    pub(super) fn closing(&self, close: Parser<'b>, optional: bool) -> Parser<'b> {
+    /// A closing marker (`close`, the parser of `text`); when recovering, also, reported:
+    /// the same tag misspelled (`</tool_calls>`, `<\\tool_call>`, `<tool_call/>` for
+    /// `</tool_call>`); the call's opener written again for the call's close where the
+    /// output ends (`<tool_call>` for `</tool_call>`); none where the output ends, or where
+    /// the marker that ends the call or the calls' section follows (`</parameter></tool_call>`
+    /// without `</function>`), or the next call's opener. `optional`: the template's form
+    /// may leave it out anyway.
+    pub(super) fn closing(&self, close: Parser<'b>, text: &str, optional: bool) -> Parser<'b> {
         let b = self.b;
         let mut alts = vec![close];
         if self.recovering() {
             let f = &self.a.tools.format;
-            let mut outer: Vec<Parser<'b>> =
-                [f.per_call_end.trim(), f.section_end.trim()].into_iter().filter(|m| !m.is_empty()).map(|m| b.literal(m)).collect();
             let eot = self.a.end_of_turn.trim();
-            if !eot.is_empty() {
-                outer.push(b.literal(eot) + b.space() + b.end());
+            let output_end = || if eot.is_empty() { b.end() } else { b.choice([b.end(), b.literal(eot) + b.space() + b.end()]) };
+            let word = text
+                .trim()
+                .strip_prefix("</")
+                .and_then(|t| t.strip_suffix('>'))
+                .filter(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | ':')));
+            if let Some(w) = word {
+                let misspelled = [format!("</{w}s>"), format!("<\\{w}>"), format!("<{w}/>"), format!("</ {w}>")];
+                alts.push(self.recovered(RecoveryKind::MissingClose, b.space() + b.choice(misspelled.iter().map(|m| b.literal(m)).collect::<Vec<_>>())));
             }
-            outer.push(b.end());
+            let pcs = f.per_call_start.trim();
+            if !pcs.is_empty() && text.trim() == f.per_call_end.trim() {
+                alts.push(self.recovered(RecoveryKind::MissingClose, b.space() + pcs + b.peek(b.space() + output_end())));
+            }
+            let mut outer: Vec<Parser<'b>> =
+                [f.per_call_end.trim(), f.section_end.trim(), pcs].into_iter().filter(|m| !m.is_empty()).map(|m| b.literal(m)).collect();
+            outer.push(output_end());
             alts.push(self.recovered(RecoveryKind::MissingClose, b.space() + b.peek(b.choice(outer))));
         }
         if optional {
@@ -604,12 +618,7 @@ impl<'b> Ctx<'_, 'b> {
         // Or as Python calls (Llama 3.2's pythonic `[get_weather(city="Paris")]`; Gemma 3's
         // in a `tool_code` fence): a list of them, or in a fence one per line. (Only where the
         // template writes JSON calls: their arguments are built per tool.)
-        // What closes the calls is also what ends a call's last value.
-        let python_ending = |end: &str| {
-            let mut tools = python_call();
-            tools.format.section_end = end.into();
-            self.with_tools(tools, |python| b.choice(self.tools().iter().map(|(n, s)| python.tag_call(n, s)).collect::<Vec<_>>()))
-        };
+        let python_ending = |end: &str| self.python_call_ending(end);
         let shape = |p: Parser<'b>| self.recovered(RecoveryKind::CallShape, p);
         let python = (!generic).then(|| {
             let list = python_ending("]");
@@ -651,6 +660,39 @@ impl<'b> Ctx<'_, 'b> {
                 "<" + b.chars("[a-zA-Z0-9_|]", 1, Some(40)) + ">" + b.space() + opens(),
             ]);
         b.peek(gate) + b.atomic(b.space() + whole)
+    }
+
+    /// A Python call of a declared tool (`get_weather(city="Paris")`) ending before `end`:
+    /// what closes the calls is also what ends a call's last value.
+    fn python_call_ending(&self, end: &str) -> Parser<'b> {
+        let mut tools = python_call();
+        tools.format.section_end = end.into();
+        self.with_tools(tools, |python| self.b.choice(self.tools().iter().map(|(n, s)| python.tag_call(n, s)).collect::<Vec<_>>()))
+    }
+
+    /// Python calls of declared tools, one per line, that are all the output holds
+    /// (`get_weather(city="Paris")`): models tuned on pythonic calls leave out the list or
+    /// fence they usually put them in. Read only as the whole output (with the end-of-turn
+    /// marker where it ends), where no prose would be a call; read whole, so a stream holds
+    /// text that opens with a tool's name until it is known. Only where the template writes
+    /// JSON calls, as the other Python forms in text.
+    pub(super) fn whole_output_python_calls(&self) -> Option<Parser<'b>> {
+        if !self.json_calls() {
+            return None;
+        }
+        let b = self.b;
+        // Calls as Python writes them, keyword arguments of literal values and every `)`
+        // there, none of the recoveries inside calls (which would make prose a value); the
+        // mapper checks the arguments against the tool.
+        let value = b.tag(tags::TOOL_ARG_JSON_VALUE, b.choice([b.json(), b.python()]));
+        let key = b.tag(tags::TOOL_ARG_NAME, b.chars("[A-Za-z_]", 1, Some(1)) + b.chars("[A-Za-z0-9_]", 0, None));
+        let arg = b.tag(tags::TOOL_ARG, b.tag(tags::TOOL_ARG_OPEN, key + b.space() + "=") + b.space() + value + b.tag(tags::TOOL_ARG_CLOSE, b.eps()));
+        let args = b.optional(b.space() + arg + b.zero_or_more(b.space() + "," + b.space() + arg) + b.optional(b.space() + ",")) + b.space();
+        let call = self.with_tools(python_call(), |python| python.tag_call_with(python.name_parser(Names::Declared), "", args));
+        let eot = self.a.end_of_turn.trim();
+        let output_end = if eot.is_empty() { b.end() } else { b.choice([b.end(), b.literal(eot) + b.space() + b.end()]) };
+        let calls = call + b.zero_or_more(b.chars("[ \t]", 0, None) + "\n" + b.space() + call);
+        Some(b.atomic(self.recovered(RecoveryKind::CallShape, b.space() + calls) + b.space() + b.peek(output_end)))
     }
 
     /// The characters content stops at to look for a wrapper token or fence before calls,
