@@ -602,6 +602,16 @@ fn table() -> Vec<Row> {
             "<think>\nThe user wants the weather.\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>",
             reasoned("The user wants the weather.", "", &[weather()]), &[(ReasoningMarker, "<think>"), (ReasoningMarker, "<tool_call>")]),
 
+        row("qwen2.5: reasoning in <think> tags the template never writes (a distill under its base template), then a call", QWEN25,
+            "<think>\nParis, so one call.\n</think>\n\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>",
+            reasoned("Paris, so one call.", "", &[weather()]), &[(ReasoningMarker, "<think>")]),
+        row("llama3.1: a <think> block the template never writes, left open at the end", LLAMA31,
+            "<think>The user wants the weather",
+            reasoned("The user wants the weather", "", &[]), &[(ReasoningMarker, "<think>")]),
+        row("qwen2.5: a <think> tag after text stays content", QWEN25,
+            "Sure: <think> is a tag.",
+            msg("Sure: <think> is a tag.", &[]), &[]),
+
         // 9. extra_wrapper
         row("llama3.2: <|python_tag|> before the call", LLAMA32,
             "<|python_tag|>{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}",

@@ -293,7 +293,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let b = self.b;
         let r = &self.a.reasoning;
         if r.mode == ReasoningMode::None || r.end_marker().is_empty() {
-            return b.eps();
+            return self.unknown_reasoning();
         }
         let (s, e) = (r.start.trim(), r.end_marker());
         let mut s = s;
@@ -363,6 +363,23 @@ impl<'a, 'b> Ctx<'a, 'b> {
             return b.optional(b.atomic(b.tag(tags::CONTENT, whole + b.space())));
         };
         b.optional(block) + b.space()
+    }
+
+    /// Where the template knows no reasoning: a block in tags several families think in
+    /// (`<think>…</think>`) that opens the output, when recovering and reasoning is
+    /// extracted, reported (models tuned to reason keep doing it under a template that never
+    /// shows it: a distill's base template). Left open, it runs to the end, as a stream that
+    /// sent it as reasoning would have it.
+    fn unknown_reasoning(&self) -> Parser<'b> {
+        let b = self.b;
+        if !self.recovering() || !self.extract_reasoning() {
+            return b.eps();
+        }
+        let blocks: Vec<Parser<'b>> = crate::registry::CONVENTIONAL_REASONING_TAGS
+            .iter()
+            .map(|(s, e)| b.literal(s) + b.tag(tags::REASONING, b.until(e)) + b.optional(b.literal(e)))
+            .collect();
+        b.optional(self.recovered(RecoveryKind::ReasoningMarker, b.space() + b.choice(blocks)) + b.space())
     }
 
     /// When reasoning is extracted: what matches reasoning-marker noise in the content (an

@@ -28,7 +28,10 @@ pub enum RecoveryKind {
     /// `arguments`), inside an extra `{"function": ...}` wrapper, or written as a Python dict;
     /// a call in another family's syntax inside the template's call markers; a gpt-oss call
     /// addressed `to=NAME` without its `functions.` namespace; calls without the list the
-    /// template writes them in (`[TOOL_CALLS]{...}` for `[TOOL_CALLS][{...}]`).
+    /// template writes them in (`[TOOL_CALLS]{...}` for `[TOOL_CALLS][{...}]`); closing braces
+    /// too many after a call (`{...}}}`); an attribute spelled as another family spells it
+    /// (`<parameter name="city">` for `<parameter=city>`); bare Python calls that are the
+    /// whole output.
     CallShape,
     /// Several calls joined otherwise than the template joins them (`;`, line breaks, each in
     /// its own wrapper), or where the template renders one call per turn.
@@ -44,13 +47,15 @@ pub enum RecoveryKind {
     /// Calls inside a markdown code fence.
     CodeFence,
     /// A closing tag the model left out: an argument closed by the next one's opening, a close
-    /// before the call's or the section's end (`</function>` before `</tool_call>`), or a call
-    /// or section left open at the end of the output.
+    /// before the call's or the section's end (`</function>` before `</tool_call>`), the next
+    /// call's opener or the end-of-turn marker, a close misspelled (`</tool_calls>`) or written
+    /// as the call's opener again, or a call or section left open at the end of the output.
     MissingClose,
     /// Text between two calls or after the tool section, kept as content.
     TextAroundCalls,
     /// A reasoning start marker written again although the prompt opened reasoning, or
-    /// reasoning that a tool call ends without its end marker.
+    /// reasoning that a tool call ends without its end marker, or a `<think>` block opening
+    /// the output where the template has no reasoning.
     ReasoningMarker,
     /// Wrapper tokens the template never renders around calls (`<|python_tag|>`,
     /// `<|python_start|>...<|python_end|>`, `<tool_call>` around a JSON list).
