@@ -288,6 +288,11 @@ impl<'b> Ctx<'_, 'b> {
     /// call or its section, or that opens the next call ([`Ctx::closing_markers`]); the
     /// end-of-turn marker where the output ends; the end; or one of `more`.
     pub(super) fn call_end_ahead(&self, fun: &str, more: &[&str]) -> Parser<'b> {
+        self.call_end_ahead_or_end(fun, more, true)
+    }
+
+    /// [`Ctx::call_end_ahead`], the end of the output itself among the ends only if `or_end`.
+    fn call_end_ahead_or_end(&self, fun: &str, more: &[&str], or_end: bool) -> Parser<'b> {
         let b = self.b;
         let mut ends: Vec<Parser<'b>> = self.closing_markers(fun).iter().map(|m| b.literal(m)).collect();
         ends.extend(more.iter().map(|m| b.literal(m)));
@@ -295,7 +300,9 @@ impl<'b> Ctx<'_, 'b> {
         if !eot.is_empty() {
             ends.push(b.literal(eot) + b.space() + b.end());
         }
-        ends.push(b.end());
+        if or_end {
+            ends.push(b.end());
+        }
         b.peek(b.space() + b.choice(ends))
     }
 
@@ -405,7 +412,16 @@ impl<'b> Ctx<'_, 'b> {
     /// `args` (the template's arguments), or when recovering a string holding them or a
     /// Python dict.
     pub(super) fn or_loose_args(&self, args: Parser<'b>) -> Parser<'b> {
-        if self.recovering() { self.b.choice([self.args_as_string(), self.args_as_python(), args, self.args_past_json()]) } else { args }
+        if self.recovering() { self.b.choice([self.args_as_string(), self.args_as_python(), args, self.args_past_json(), self.args_cut()]) } else { args }
+    }
+
+    /// Arguments that open a JSON value and stop fitting right before what ends the call
+    /// (`{"city": "Paris"` then `</tool_call>`): kept up to there (a stream has sent that
+    /// much), what was left open closed by the mapper (reported as repaired). (Output that
+    /// ends inside the arguments is the longest prefix that fits, folded as cut off.)
+    fn args_cut(&self) -> Parser<'b> {
+        let b = self.b;
+        b.tag(tags::TOOL_ARGS, b.json_prefix()) + self.call_end_ahead_or_end("", &[], false)
     }
 
     /// The arguments value of a call in any shape: an object (or, flagged by the mapper, any
