@@ -680,8 +680,10 @@ impl<'a, 'b> Ctx<'a, 'b> {
         // a call whatever follows.
         if self.a.tools.format.mode == ToolFormat::TagWithTagged {
             // Models write the arguments as one JSON object where the template tags each.
+            // Tried first: the call's own form would announce the name before the `{` shows
+            // it is not that form, and this one is read whole (a stream would lose the call).
             let json = b.space() + b.peek("{") + b.tag(tags::TOOL_ARGS, b.json_object());
-            calls.push(self.recovered(RecoveryKind::CallShape, b.atomic(self.tag_call_with(self.name_parser(Names::One(name)), name, json))));
+            calls.insert(0, self.recovered(RecoveryKind::CallShape, b.atomic(self.tag_call_with(self.name_parser(Names::One(name)), name, json))));
         }
         // A word before the name (`call:get_weather`) left out.
         let t = &self.a.tools;
