@@ -330,7 +330,9 @@ impl<'b> Ctx<'_, 'b> {
         if self.closing_markers(fun).iter().any(|m| m.starts_with('}')) {
             return b.eps();
         }
-        b.optional(self.recovered(RecoveryKind::CallShape, b.one_or_more(b.space() + "}") + self.call_end_ahead(fun, more)))
+        // The first glued to the close (so that a call's end is answered at once by a byte
+        // that is no brace: streams re-parse a call's end at every chunk there).
+        b.optional(self.recovered(RecoveryKind::CallShape, "}" + b.zero_or_more(b.space() + "}") + self.call_end_ahead(fun, more)))
     }
 
     /// The function name, tagged, as `names` allows (without quotes).
