@@ -518,6 +518,13 @@ fn table() -> Vec<Row> {
             "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n<\\tool_call>",
             calls(&[weather()]), &[(MissingClose, "<\\tool_call>")]),
 
+        row("qwen2.5: null for the arguments of a call without any (its required one missing: flagged too)", QWEN25,
+            "<tool_call>\n{\"name\": \"get_time\", \"arguments\": null}\n</tool_call>",
+            calls(&[call("get_time", json!({}))]), &[(ArgumentsOutsideSchema, ""), (CallShape, "null")]),
+        row("hermes: an empty string for the arguments of a call without any (flagged too)", HERMES,
+            "<tool_call>\n{\"name\": \"get_time\", \"arguments\": \"\"}\n</tool_call>",
+            calls(&[call("get_time", json!({}))]), &[(ArgumentsOutsideSchema, ""), (CallShape, "\"\"}")]),
+
         // Braces: models lose count of what they opened.
         row("qwen2.5: the call object's closing brace left out before </tool_call>", QWEN25,
             "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}\n</tool_call>",

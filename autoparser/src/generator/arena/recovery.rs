@@ -414,7 +414,11 @@ impl<'b> Ctx<'_, 'b> {
     /// `args` (the template's arguments), or when recovering a string holding them or a
     /// Python dict.
     pub(super) fn or_loose_args(&self, args: Parser<'b>) -> Parser<'b> {
-        if self.recovering() { self.b.choice([self.args_as_string(), self.args_as_python(), args, self.args_past_json(), self.args_cut()]) } else { args }
+        if self.recovering() {
+            self.b.choice([self.args_none(), self.args_as_string(), self.args_as_python(), args, self.args_past_json(), self.args_cut()])
+        } else {
+            args
+        }
     }
 
     /// Arguments that open a JSON value and stop fitting right before what ends the call
@@ -430,7 +434,13 @@ impl<'b> Ctx<'_, 'b> {
     /// JSON), a JSON string holding the object, or a Python dict.
     pub(super) fn loose_args(&self) -> Parser<'b> {
         let b = self.b;
-        b.choice([self.args_as_python(), b.tag(tags::TOOL_ARGS, b.json_object()), self.args_as_string(), b.tag(tags::TOOL_ARGS, b.json())])
+        b.choice([self.args_as_python(), b.tag(tags::TOOL_ARGS, b.json_object()), self.args_none(), self.args_as_string(), b.tag(tags::TOOL_ARGS, b.json())])
+    }
+
+    /// `null` or `""` for the arguments of a call without any: it has none (`{}`), reported.
+    fn args_none(&self) -> Parser<'b> {
+        let b = self.b;
+        self.recovered(RecoveryKind::CallShape, b.choice([b.literal("null"), b.literal("\"\"")]) + b.peek(b.space() + b.choice(["}", ","])))
     }
 
     /// A call object whose members come in any order under any of the usual keys, perhaps
