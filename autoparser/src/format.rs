@@ -605,8 +605,9 @@ pub struct ToolAnalysis {
 /// Addressed messages: the assistant turn is a run of parts `HEADER BODY END`, each header
 /// naming the part's recipient (`to=user<|message|>`, `@get_weather: `, `>>>all\n`). Content is
 /// the part addressed to the recipient the template writes for content, a call the part
-/// addressed to a declared function (its body the JSON arguments), reasoning the part addressed
-/// to the recipient the template writes for reasoning. Learned by diffing the renders of
+/// addressed to a declared function (its body the JSON arguments, or arguments in the
+/// template's tags), reasoning the part addressed to the recipient the template writes for
+/// reasoning. Learned by diffing the renders of
 /// content, of one and two calls and of reasoning (the analysis of tools).
 ///
 /// ```

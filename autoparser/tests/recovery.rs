@@ -67,6 +67,8 @@ const DS_SECTIONS: &str = "recovery/deepseek-v3.1-sections";
 const ATTRIBUTE_TAGS: &str = "probes/attribute-tags";
 /// Probe: every part opens with the turn header, the prompt stopping inside it (HyperCLOVA X's structure).
 const HEADER_PER_PART: &str = "probes/header-per-part";
+/// Probe: parts addressed `to=NAME<|message|>`, a call's body naming the tool again in an invoke element.
+const NAME_IN_HEADER: &str = "probes/name-in-header-and-invoke";
 /// Fixture: Phi-4-mini style `functools[{"name": …, "arguments": …}]`.
 const PHI: &str = "recovery/phi-4-mini-functools";
 /// Fixture: a call id marker between name and arguments, special tokens.
@@ -243,6 +245,15 @@ fn table() -> Vec<Row> {
         row("header per part probe: content without its part end, then the calls' header", HEADER_PER_PART,
             "\nSure.\n<|turn|>model:calls\n[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]",
             msg("Sure.", &[weather()]), &[]),
+        row("addressed invoke probe: the calls' wrapper left out", NAME_IN_HEADER,
+            " to=get_weather<|message|><x:invoke name=\"get_weather\">\n<x:parameter name=\"city\">Paris</x:parameter>\n</x:invoke>\n</x:calls><|eom|>",
+            calls(&[weather()]), &[(CallShape, "<x:invoke")]),
+        row("addressed invoke probe: the arguments as one JSON object", NAME_IN_HEADER,
+            " to=get_weather<|message|>{\"city\": \"Paris\"}<|eom|>",
+            calls(&[weather()]), &[(CallShape, "to=get_weather")]),
+        row("addressed invoke probe: closes left out at the end of the output", NAME_IN_HEADER,
+            " to=get_weather<|message|><x:calls>\n<x:invoke name=\"get_weather\">\n<x:parameter name=\"city\">Paris</x:parameter>",
+            calls(&[weather()]), &[(MissingClose, "$")]),
         row("hermes: a trailing comma in the arguments", HERMES,
             "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\",}}\n</tool_call>",
             calls(&[weather()]), &[(ArgumentsAsPython, "{\"city\"")]),

@@ -18,7 +18,10 @@ mod shared_data;
 const CORPUS_TESTS: &[&str] = &["every_template_round_trips_through_its_own_parser (the shared templates)", "the_lists_name_existing_templates"];
 
 /// Templates whose verification fails today, and why.
-const KNOWN_FAILURES: &[(&str, &str)] = &[];
+const KNOWN_FAILURES: &[(&str, &str)] = &[(
+    "name-attribute-and-json-name",
+    "the call's opener names the tool (`<tool_call name=\"f\">`) before a JSON call object naming it again: the analysis takes the opener's name for the object's and finds no JSON object around it; a per-call opener holding the name is not yet a form the JSON calls are built with",
+)];
 
 /// Templates that render none of the cases (verified as such: the report says why).
 const UNVERIFIED: &[(&str, &str)] = &[];
@@ -49,7 +52,7 @@ fn every_template_round_trips_through_its_own_parser() {
     // Structures no shared template has, written to probe the analysis (each passed or was
     // made to pass when written).
     let probes = jinja_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/probes"));
-    assert_eq!(probes.len(), 46);
+    assert_eq!(probes.len(), 48);
     templates.extend(probes);
     if let Some(shared) = shared_data::shared(CORPUS_TESTS) {
         templates.extend(jinja_files(&shared.templates()));
@@ -92,9 +95,9 @@ fn assert_verified(report: &VerifyReport, features: &[Feature]) {
 #[test]
 fn the_lists_name_existing_templates() {
     let Some(dir) = shared_data::shared(CORPUS_TESTS).map(|s| s.templates()) else { return };
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/templates");
+    let fixtures = ["tests/templates", "tests/probes"].map(|d| Path::new(env!("CARGO_MANIFEST_DIR")).join(d));
     for (name, why) in KNOWN_FAILURES.iter().chain(UNVERIFIED) {
-        let found = dir.join(format!("{name}.jinja")).is_file() || fixtures.join(format!("{name}.jinja")).is_file();
+        let found = dir.join(format!("{name}.jinja")).is_file() || fixtures.iter().any(|f| f.join(format!("{name}.jinja")).is_file());
         assert!(found, "{name} ({why}) names no template");
     }
 }

@@ -178,8 +178,9 @@ fn analyze_inner(r: &dyn Render) -> Result<TemplateAnalysis, Error> {
     }
     // Addressed parts: content, reasoning and calls each a part whose header names its
     // recipient. The marker slots say the same where they can (other code reads them).
-    if a.tools.format.mode == ToolFormat::TagWithJson
-        && let Some(parts) = tools::analyze_parts(&p)
+    let mode = a.tools.format.mode;
+    if matches!(mode, ToolFormat::TagWithJson | ToolFormat::TagWithTagged)
+        && let Some(parts) = tools::analyze_parts(&p, mode == ToolFormat::TagWithJson)
     {
         apply_parts(&mut a, parts);
     }
@@ -271,6 +272,12 @@ fn header_per_part(p: &probe::Probe, a: &mut TemplateAnalysis) {
 /// reasoning wrapped in their parts' headers, calls opened by the call header.
 fn apply_parts(a: &mut TemplateAnalysis, parts: AddressedParts) {
     let end = parts.part_end.trim().to_owned();
+    // Content alone ended otherwise than a part (`<|eot|>` where parts end in `<|eom|>`): that
+    // marker ends the turn.
+    let content_end = a.content.end.trim();
+    if a.end_of_turn.is_empty() && !content_end.is_empty() && content_end != end && segment::marker_group_len(content_end) == Some(content_end.len()) {
+        a.end_of_turn = content_end.to_owned();
+    }
     a.content = ContentAnalysis { mode: ContentMode::AlwaysWrapped, start: parts.header(&parts.content_recipient), end: end.clone(), ..a.content.clone() };
     if !parts.reasoning_recipient.is_empty() {
         a.reasoning = ReasoningAnalysis { mode: ReasoningMode::TagBased, start: parts.header(&parts.reasoning_recipient), end };
@@ -283,9 +290,19 @@ fn apply_parts(a: &mut TemplateAnalysis, parts: AddressedParts) {
     t.format.call_separator.clear();
     t.function.name_prefix = parts.recipient_prefix.clone();
     t.function.name_suffix = parts.recipient_suffix.clone();
-    t.function.close.clear();
-    t.arguments.start.clear();
-    t.arguments.end.clear();
+    if t.format.mode == ToolFormat::TagWithTagged {
+        // A tagged body keeps its markers, less the header's suffix before them and the part
+        // end after them.
+        let (rs, pe) = (parts.recipient_suffix.trim(), parts.part_end.trim());
+        let start = t.arguments.start.trim();
+        t.arguments.start = start.strip_prefix(rs).unwrap_or(start).trim().to_owned();
+        let close = t.function.close.trim();
+        t.function.close = close.strip_suffix(pe).unwrap_or(close).trim().to_owned();
+    } else {
+        t.function.close.clear();
+        t.arguments.start.clear();
+        t.arguments.end.clear();
+    }
     a.parts = Some(parts);
 }
 

@@ -316,6 +316,10 @@ fn analyze_tagged(t: &mut ToolAnalysis, tp: &ToolProbe) -> Result<(), String> {
             (structure.to_owned(), np.to_owned(), String::new(), h1[pa1 + FUN_A.len()..].to_owned())
         }
     };
+    // The name written again inside the call (`to=f<|message|><invoke name="f">`): a slot the
+    // generator fills with each call's name, so the markers come out alike for every name.
+    let body_a = body_a.replace(FUN_A, NAME_SLOT);
+    let after_b = after_b.replace(FUN_B, NAME_SLOT);
     // Per-call start vs name prefix, with a call id possibly between them.
     let (pcs_part, name_prefix) = if let Some(k) = ps.find(ID_MARK) {
         let (np_struct, np) = split_name_prefix(&ps[k + ID_MARK.len()..]);
@@ -800,13 +804,30 @@ fn args_after_name(rest: &str) -> Option<(usize, usize)> {
 /// addressed alike (`prefix RECIPIENT suffix`) or this is no addressed structure. What comes
 /// between two parts (the second call after the first, or a call after content) less the
 /// header prefix is the part end, then the part start: the longest piece of it, from a marker,
-/// the generation prompt ends with (the prompt opens the first part).
-pub fn learn_parts(prompt: &str, content: &str, one: &str, two: Option<&str>, content_call: Option<&str>, reasoning: Option<&str>) -> Option<AddressedParts> {
+/// the generation prompt ends with (the prompt opens the first part). Where the call's body is
+/// tagged (`json_body` false), the header suffix is what follows the content's recipient, and
+/// the call must continue with it.
+pub fn learn_parts(
+    prompt: &str,
+    content: &str,
+    one: &str,
+    two: Option<&str>,
+    content_call: Option<&str>,
+    reasoning: Option<&str>,
+    json_body: bool,
+) -> Option<AddressedParts> {
     let i = one.find(FUN_A)?;
     let prefix = one[..i].trim_start();
     let rest = &one[i + FUN_A.len()..];
-    let (j, _) = args_after_name(rest)?;
-    let suffix = &rest[..j];
+    let suffix = match args_after_name(rest) {
+        Some((j, _)) => &rest[..j],
+        None if !json_body => {
+            let header = content[..content.find(CONTENT)?].trim_start().strip_prefix(prefix)?;
+            let suffix = header.trim_start_matches(|c: char| c.is_alphanumeric() || matches!(c, '_' | '-' | '.'));
+            (!suffix.trim().is_empty() && rest.starts_with(suffix)).then_some(suffix)?
+        }
+        None => return None,
+    };
     let word_between = |h: &str| -> Option<String> {
         let h = h.trim_start();
         let w = h.strip_prefix(prefix)?.strip_suffix(suffix)?;
@@ -868,8 +889,8 @@ pub fn learn_parts(prompt: &str, content: &str, one: &str, two: Option<&str>, co
 }
 
 /// Addressed parts of the template ([`learn_parts`] on its renders), for a template whose
-/// calls are a name and JSON arguments.
-pub fn analyze_parts(p: &Probe) -> Option<AddressedParts> {
+/// calls are a name and JSON arguments (`json_body`) or tagged arguments.
+pub fn analyze_parts(p: &Probe, json_body: bool) -> Option<AddressedParts> {
     let prompt = p.render_prompt(Some(true)).ok()?;
     let turn = |a: &Asst| -> Option<String> { p.render_asst(a).ok()?.strip_prefix(prompt.as_str()).map(str::to_owned) };
     let content = turn(&Asst::content(CONTENT))?;
@@ -880,7 +901,7 @@ pub fn analyze_parts(p: &Probe) -> Option<AddressedParts> {
     let content_call = turn(&both);
     let reasoning = turn(&Asst::content(CONTENT).with_reasoning(REASONING));
     let gp = calculate_diff_split(&p.render(&p.ctx(p.base(), false, Some(true))).ok()?, &prompt).right;
-    learn_parts(&gp, &content, &one, two.as_deref(), content_call.as_deref(), reasoning.as_deref())
+    learn_parts(&gp, &content, &one, two.as_deref(), content_call.as_deref(), reasoning.as_deref(), json_body)
 }
 
 /// Runs the tool phases.
@@ -1124,6 +1145,7 @@ mod tests {
             Some(&format!("to=foofoo<|message|>{c1}<|end|>to=barbar<|message|>{c2}<|end|><|return|>\n")),
             None,
             Some("to=thoughts<|message|>REASONING_NEEDLE_TEXT<|end|>to=user<|message|>CONTENT_NEEDLE_TEXT<|end|><|return|>\n"),
+            true,
         )
         .unwrap();
         assert_eq!((p.recipient_prefix.as_str(), p.recipient_suffix.as_str()), ("to=", "<|message|>"));
@@ -1137,6 +1159,7 @@ mod tests {
             Some(&format!("@foofoo: {c1}\n@barbar: {c2}\n\n")),
             None,
             None,
+            true,
         )
         .unwrap();
         assert_eq!((p.recipient_prefix.as_str(), p.recipient_suffix.as_str(), p.content_recipient.as_str()), ("@", ": ", "user"));
@@ -1149,10 +1172,25 @@ mod tests {
             None,
             Some(&format!("all\nCONTENT_NEEDLE_TEXT>>>foofoo\n{c1}<|eot_id|>")),
             None,
+            true,
         )
         .unwrap();
         assert_eq!((p.recipient_prefix.as_str(), p.recipient_suffix.as_str(), p.content_recipient.as_str()), ("", "\n", "all"));
         assert_eq!((p.part_end.as_str(), p.part_start.as_str()), ("", ">>>"));
+        // A tagged body: the header suffix is what follows the content's recipient, and the
+        // call continues with it.
+        let p = learn_parts(
+            "<|start|>assistant",
+            " to=user<|message|>CONTENT_NEEDLE_TEXT<|eot|>",
+            " to=foofoo<|message|><calls><invoke name=\"foofoo\"><arg name=\"alpha\">XXXX</arg></invoke></calls><|eom|>",
+            None,
+            Some(" to=user<|message|>CONTENT_NEEDLE_TEXT<|eom|><|start|>assistant to=foofoo<|message|><calls><invoke name=\"foofoo\"></invoke></calls><|eom|>"),
+            None,
+            false,
+        )
+        .unwrap();
+        assert_eq!((p.recipient_prefix.as_str(), p.recipient_suffix.as_str(), p.content_recipient.as_str()), ("to=", "<|message|>", "user"));
+        assert_eq!((p.part_end.as_str(), p.part_start.as_str()), ("<|eom|>", "<|start|>assistant"));
         // Content not addressed like calls (channels, harmony), or plain content: no parts.
         assert_eq!(
             learn_parts(
@@ -1161,7 +1199,8 @@ mod tests {
                 &format!(" to=functions.foofoo<|channel|>commentary json<|message|>{c1}<|call|>"),
                 None,
                 None,
-                None
+                None,
+                true
             ),
             None
         );
@@ -1172,7 +1211,8 @@ mod tests {
                 &format!("<tool_call>foofoo\n{c1}</tool_call><|end|>"),
                 Some(&format!("<tool_call>foofoo\n{c1}</tool_call><tool_call>barbar\n{c2}</tool_call><|end|>")),
                 None,
-                None
+                None,
+                true
             ),
             None
         );

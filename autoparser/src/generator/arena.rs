@@ -702,7 +702,8 @@ impl<'a, 'b> Ctx<'a, 'b> {
     /// its close does not hold its name.
     fn undeclared_tag_call(&self) -> Option<Parser<'b>> {
         let b = self.b;
-        if self.a.tools.function.close.contains(crate::format::NAME_SLOT) {
+        let t = &self.a.tools;
+        if t.function.close.contains(crate::format::NAME_SLOT) || t.arguments.start.contains(crate::format::NAME_SLOT) {
             return None;
         }
         let args = if self.a.tools.format.mode == ToolFormat::TagWithJson {
@@ -780,7 +781,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
         if t.call_id.pos == P::BetweenFuncAndArgs {
             open = open + self.call_id();
         }
-        let mut args_start = lit(b, &t.arguments.start);
+        let mut args_start = lit(b, &with_name(&t.arguments.start, close_name));
         if self.recovering() && self.a.tools.format.mode == ToolFormat::TagWithJson && !t.arguments.start.trim().is_empty() {
             // The arguments' marker left out, the object right after the name (`f{"a": 1}`).
             args_start = b.choice([args_start, self.recovered(RecoveryKind::CallShape, b.space() + b.peek(b.choice([b.literal("{"), b.literal("```")])))]);
@@ -1748,6 +1749,23 @@ impl<'a, 'b> Ctx<'a, 'b> {
             .iter()
             .map(|(name, schema)| {
                 let open = b.tag(tags::TOOL_OPEN, header(b.tag(tags::TOOL_NAME, b.literal(name))));
+                let t = &self.a.tools;
+                if t.format.mode == ToolFormat::TagWithTagged {
+                    // A tagged body in its own markers (`<invoke name="f">` + parameters).
+                    let ends = |m: &str| if m.trim().is_empty() { b.eps() } else { self.closing(lit(b, m), m, false) };
+                    let args_close = ends(&t.arguments.end);
+                    let close = ends(&with_name(&t.function.close, name));
+                    let body = self.args_opener(&t.arguments.start, name) + self.tagged_args(name, schema) + args_close;
+                    let call = b.tag(tags::TOOL, open + body + b.tag(tags::TOOL_CLOSE, close));
+                    if !self.recovering() {
+                        return call;
+                    }
+                    // The arguments as one JSON object instead (tried first, read whole: the
+                    // tagged form would announce the call before the `{` shows it is not it).
+                    let json = b.space() + b.peek("{") + b.tag(tags::TOOL_ARGS, b.json_object());
+                    let as_json = b.atomic(b.tag(tags::TOOL, open + json + b.tag(tags::TOOL_CLOSE, b.eps())));
+                    return b.choice([self.recovered(RecoveryKind::CallShape, as_json), call]);
+                }
                 // (Recovering: arguments as a JSON string or a Python dict too.)
                 let args = self.or_loose_args(json_arguments(b, name, schema));
                 b.tag(tags::TOOL, open + args + b.tag(tags::TOOL_CLOSE, b.eps()))

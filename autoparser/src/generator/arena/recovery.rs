@@ -320,6 +320,30 @@ impl<'b> Ctx<'_, 'b> {
         b.choice([close + self.extra_braces("", &["]"]), left_out])
     }
 
+    /// The opener of a call's arguments (`start`, holding the call's name `fun` where the
+    /// template writes it again), and where it is several markers, the same with its leading
+    /// markers left out (`<invoke name="f">` for `<calls>\n<invoke name="f">`: models drop
+    /// the wrapper around a lone call), reported as another call shape. The closes are read
+    /// as optional already ([`Ctx::closing`]).
+    pub(super) fn args_opener(&self, start: &str, fun: &str) -> Parser<'b> {
+        let b = self.b;
+        let whole = super::lit(b, &crate::format::with_name(start, fun));
+        if !self.recovering() {
+            return whole;
+        }
+        let segs = crate::analysis::segment::segmentize_markers(start.trim());
+        let mut alts = vec![whole];
+        let mut from = 0;
+        for (k, seg) in segs.iter().enumerate() {
+            if k > 0 && seg.is_marker() {
+                let rest = &start.trim()[from..];
+                alts.push(self.recovered(RecoveryKind::CallShape, super::lit(b, &crate::format::with_name(rest, fun))));
+            }
+            from += seg.value.len();
+        }
+        if alts.len() == 1 { alts.remove(0) } else { b.choice(alts) }
+    }
+
     /// After a JSON object that ends a call of `fun`: closing braces too many (`{…}}`), where
     /// the call ends after them ([`Ctx::call_end_ahead`] with `more`), reported as another
     /// call shape (models lose count of what they opened).
