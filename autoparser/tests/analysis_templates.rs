@@ -5,6 +5,7 @@ use autoparser::format::{TemplateAnalysis, ValueSyntax};
 use autoparser::generator::{generate, render_conversation};
 use autoparser::template::ChatTemplate;
 use autoparser::{Request, ToolChoice};
+use peg_runtime::chat::{ParseMode, RecoveryKind, Strictness};
 use serde_json::json;
 
 #[path = "../../tests/shared_data/mod.rs"]
@@ -142,7 +143,7 @@ fn round_trip_reasoning_and_two_tool_calls() {
 }
 
 /// Whitespace after the last call is part of the format only where the template writes some:
-/// elsewhere a strict parse ends right after the call, and a lenient one keeps the rest as content.
+/// elsewhere a strict parse ends right after the call, and a lenient one drops it, reported.
 #[test]
 fn whitespace_after_calls_follows_the_template() {
     let Some(all) = templates() else { return };
@@ -157,7 +158,12 @@ fn whitespace_after_calls_follows_the_template() {
     let call = "<tool_call>search<arg_key>query</arg_key><arg_value>Paris</arg_value></tool_call>";
     let parse = |output: &str| g.arena.parse(format!("{}{output}", g.prefill).as_bytes(), false).unwrap().result.outcome;
     assert_eq!(parse(call), peg_runtime::parse::Outcome::Success);
-    assert_eq!(parse(&format!("{call}\n")), peg_runtime::parse::Outcome::Fail);
+    let with_break = format!("{call}\n");
+    assert!(g.parser(Strictness::Strict).parse(&with_break, ParseMode::Complete).is_err());
+    let lenient = g.parser(Strictness::Lenient).parse(&with_break, ParseMode::Complete).unwrap();
+    assert_eq!((lenient.message.content.as_str(), lenient.message.tool_calls.len()), ("", 1));
+    // (The call also ends the reasoning the prompt opened: reported before.)
+    assert_eq!(lenient.recoveries.last().map(|r| (r.kind, r.offset)), Some((RecoveryKind::TextAroundCalls, call.len())));
 }
 
 /// The syntax nested argument values are written in, learned from the templates (the analysis

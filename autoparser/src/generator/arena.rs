@@ -661,6 +661,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 let alts = [
                     Some(b.space() + self.args_as_string()),
                     python,
+                    Some(b.space() + self.args_as_js()),
                     Some(b.space() + json() + self.extra_braces(name, &[])),
                     Some(self.fenced(json())),
                     Some(b.space() + self.loose_args() + self.extra_braces(name, &[])),
@@ -1855,12 +1856,23 @@ impl<'a, 'b> Ctx<'a, 'b> {
         }
         if triggers.is_empty() {
             // No marker announces calls: either the output is calls, or it is content.
-            return reasoning + b.choice([b.space() + section + b.end(), self.content(&[]) + b.end()]);
+            return reasoning + b.choice([b.space() + section + self.space_after_section() + b.end(), self.content(&[]) + b.end()]);
         }
         if !self.recovering() {
             return reasoning + self.content(&triggers) + b.optional(section) + b.end();
         }
-        reasoning + self.content(&triggers) + b.optional(section + b.zero_or_more(self.after_section(&triggers))) + b.end()
+        reasoning + self.content(&triggers) + b.optional(section + b.zero_or_more(self.after_section(&triggers)) + self.space_after_section()) + b.end()
+    }
+
+    /// Whitespace after the calls where the output ends and the template writes none there:
+    /// models write a line break before they stop. Read when recovering, and reported (the
+    /// message drops it; strict parsing keeps to the template's form).
+    fn space_after_section(&self) -> Parser<'b> {
+        let b = self.b;
+        if !self.recovering() {
+            return b.eps();
+        }
+        b.optional(self.recovered(RecoveryKind::TextAroundCalls, b.chars("[ \\t\\r\\n]", 1, None) + b.peek(b.end())))
     }
 
     /// After a tool section, where the template ends the turn: another section (each call in

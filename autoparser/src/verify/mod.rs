@@ -3,7 +3,8 @@
 //! Seeded assistant messages (content, reasoning, one and several calls, arguments of every
 //! JSON type, call ids) are rendered as Hugging Face renders a finished turn; the text after
 //! the generation prompt, less the end-of-turn marker, is what the model would have
-//! generated. It is parsed back one-shot and streamed, and the request's grammar must accept
+//! generated. It is parsed back one-shot (also with a line break after it, as models write one
+//! before they stop) and streamed, and the request's grammar must accept
 //! it (lazy grammars from their first trigger, as the corpus rule says). Each case is judged
 //! like a corpus case ([`compare_messages`], [`stream_message`], [`check_grammar`]).
 //!
@@ -781,6 +782,16 @@ impl<'r> Session<'r> {
                 None
             }
         };
+        // Models write a line break before they stop whatever the template renders there: the
+        // same message.
+        match parser.parse(&format!("{output}\n"), ParseMode::Complete) {
+            Ok(p) => {
+                if let Err(d) = compare_messages(&p.message, &expected) {
+                    reasons.push(format!("parse with a line break after the output: {}", d.detail()));
+                }
+            }
+            Err(e) => reasons.push(format!("parse with a line break after the output: {e}")),
+        }
         for &n in chunk_sizes {
             let streamed = stream_message(&parser, &output, false, n).map_err(|e| e.detail().to_owned()).and_then(|m| {
                 compare_messages(&m, &expected).map_err(|d| format!("streamed message: {}", d.detail()))?;

@@ -41,8 +41,9 @@ pub enum RecoveryKind {
     CallInProse,
     /// Arguments given as a JSON string holding the object (`"arguments": "{\"a\": 1}"`).
     ArgumentsAsString,
-    /// Arguments written as a Python literal (`{'city': 'Paris', 'ok': True}`) where the
-    /// template writes JSON: read as the JSON they mean.
+    /// Arguments written as a Python literal (`{'city': 'Paris', 'ok': True}`), or as a
+    /// JavaScript object with bare keys (`{city: "Paris"}`), where the template writes JSON:
+    /// read as the JSON they mean.
     ArgumentsAsPython,
     /// Calls inside a markdown code fence.
     CodeFence,
@@ -51,7 +52,8 @@ pub enum RecoveryKind {
     /// call's opener or the end-of-turn marker, a close misspelled (`</tool_calls>`) or written
     /// as the call's opener again, or a call or section left open at the end of the output.
     MissingClose,
-    /// Text between two calls or after the tool section, kept as content.
+    /// Text between two calls or after the tool section, kept as content (whitespace alone
+    /// after the section, where the template writes none, is dropped).
     TextAroundCalls,
     /// A reasoning start marker written again although the prompt opened reasoning, or
     /// reasoning that a tool call ends without its end marker, or a `<think>` block opening

@@ -427,6 +427,39 @@ impl<'b> Ctx<'_, 'b> {
         self.recovered(RecoveryKind::ArgumentsAsPython, b.peek("{" + b.space() + "'") + b.atomic(p))
     }
 
+    /// Arguments written as a JavaScript object, keys bare (`{city: "Paris", days: 3}`): read
+    /// as the JSON they mean. Told by `{` and a bare key, where JSON and Python fail at once;
+    /// read whole.
+    pub(super) fn args_as_js(&self) -> Parser<'b> {
+        const RULE: &str = "js-value";
+        let b = self.b;
+        let tok = |p: Parser<'b>| b.tag(tags::TOOL_ARG_LITERAL_TOKEN, p);
+        let bare = || b.chars("[A-Za-z_$]", 1, Some(1)) + b.chars("[A-Za-z0-9_$]", 0, None);
+        let value = if b.has_rule(RULE) {
+            b.rule_ref(RULE)
+        } else {
+            let value = || b.rule_ref(RULE);
+            let key = b.choice([b.tag(tags::TOOL_ARG_LITERAL_STRING, bare()), tok(b.json_string())]);
+            let sep = || b.space() + tok(b.literal(",")) + b.space();
+            // (A trailing comma, as JavaScript allows, is dropped.)
+            let trailing = || b.optional(b.space() + "," + b.peek(b.space() + b.choice(["}", "]"])));
+            let member = || key + b.space() + tok(b.literal(":")) + b.space() + value();
+            let map = tok(b.literal("{")) + b.space() + b.optional(member() + b.zero_or_more(sep() + member()) + trailing()) + b.space() + tok(b.literal("}"));
+            let list = tok(b.literal("[")) + b.space() + b.optional(value() + b.zero_or_more(sep() + value()) + trailing()) + b.space() + tok(b.literal("]"));
+            let word = tok(b.choice([b.literal("true"), b.literal("false"), b.literal("null")]));
+            b.rule(RULE, b.choice([map, list, tok(b.json_string()), tok(b.json_number()), word]))
+        };
+        // Each member an argument (its value as the literal tokens above), as tagged formats
+        // write them; a key quoted as in JSON is one too.
+        let name = b.choice([b.tag(tags::TOOL_ARG_NAME, bare()), "\"" + b.tag(tags::TOOL_ARG_NAME, b.chars("[^\"\\\\]", 1, None)) + "\""]);
+        let arg = || b.tag(tags::TOOL_ARG, name + b.space() + ":" + b.space() + value);
+        let sep = || b.space() + "," + b.space();
+        let trailing = b.optional(b.space() + "," + b.peek(b.space() + "}"));
+        let object = "{" + b.space() + arg() + b.zero_or_more(sep() + arg()) + trailing + b.space() + "}";
+        let told = b.peek("{" + b.space() + bare() + b.space() + ":");
+        self.recovered(RecoveryKind::ArgumentsAsPython, told + b.atomic(object))
+    }
+
     /// Arguments that are no JSON but a Python dict (JSON with a trailing comma, `{"a": 1,}`):
     /// tried after JSON, whose stream holds a comma back until the next member shows it is
     /// no trailing one, so nothing sent is taken back.
@@ -439,7 +472,7 @@ impl<'b> Ctx<'_, 'b> {
     /// Python dict.
     pub(super) fn or_loose_args(&self, args: Parser<'b>) -> Parser<'b> {
         if self.recovering() {
-            self.b.choice([self.args_none(), self.args_as_string(), self.args_as_python(), args, self.args_past_json(), self.args_cut()])
+            self.b.choice([self.args_none(), self.args_as_string(), self.args_as_python(), self.args_as_js(), args, self.args_past_json(), self.args_cut()])
         } else {
             args
         }
@@ -458,7 +491,14 @@ impl<'b> Ctx<'_, 'b> {
     /// JSON), a JSON string holding the object, or a Python dict.
     pub(super) fn loose_args(&self) -> Parser<'b> {
         let b = self.b;
-        b.choice([self.args_as_python(), b.tag(tags::TOOL_ARGS, b.json_object()), self.args_none(), self.args_as_string(), b.tag(tags::TOOL_ARGS, b.json())])
+        b.choice([
+            self.args_as_python(),
+            self.args_as_js(),
+            b.tag(tags::TOOL_ARGS, b.json_object()),
+            self.args_none(),
+            self.args_as_string(),
+            b.tag(tags::TOOL_ARGS, b.json()),
+        ])
     }
 
     /// `null` or `""` for the arguments of a call without any: it has none (`{}`), reported.
