@@ -221,7 +221,8 @@ pub struct ToolFormatAnalysis {
     pub section_start: String,
     /// Closes the section.
     pub section_end: String,
-    /// Opens each call.
+    /// Opens each call. May hold the call's name as a [`NAME_SLOT`] (`<tool_call name="`
+    /// slot `">` before a JSON call object naming it again).
     pub per_call_start: String,
     /// Closes each call.
     pub per_call_end: String,
@@ -276,6 +277,21 @@ pub struct ToolFormatAnalysis {
 
 fn default_true() -> bool {
     true
+}
+
+impl ToolFormatAnalysis {
+    /// What opens every call whatever its name: the per-call start up to the name it holds,
+    /// trimmed (`<tool_call name="` of `<tool_call name="` [`NAME_SLOT`] `">`).
+    ///
+    /// ```
+    /// use autoparser::format::{ToolFormatAnalysis, NAME_SLOT};
+    /// let f = ToolFormatAnalysis { per_call_start: format!("<tool_call name=\"{NAME_SLOT}\">"), ..Default::default() };
+    /// assert_eq!(f.per_call_opener(), "<tool_call name=\"");
+    /// ```
+    pub fn per_call_opener(&self) -> &str {
+        let s = self.per_call_start.trim();
+        s.split_once(NAME_SLOT).map_or(s, |(opener, _)| opener)
+    }
 }
 
 impl Default for ToolFormatAnalysis {

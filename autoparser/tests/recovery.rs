@@ -69,6 +69,8 @@ const ATTRIBUTE_TAGS: &str = "probes/attribute-tags";
 const HEADER_PER_PART: &str = "probes/header-per-part";
 /// Probe: parts addressed `to=NAME<|message|>`, a call's body naming the tool again in an invoke element.
 const NAME_IN_HEADER: &str = "probes/name-in-header-and-invoke";
+/// Probe: `<tool_call name="f">` before a JSON call object naming the tool again.
+const NAMED_OPENER: &str = "probes/name-attribute-and-json-name";
 /// Fixture: Phi-4-mini style `functools[{"name": …, "arguments": …}]`.
 const PHI: &str = "recovery/phi-4-mini-functools";
 /// Fixture: a call id marker between name and arguments, special tokens.
@@ -254,6 +256,12 @@ fn table() -> Vec<Row> {
         row("addressed invoke probe: closes left out at the end of the output", NAME_IN_HEADER,
             " to=get_weather<|message|><x:calls>\n<x:invoke name=\"get_weather\">\n<x:parameter name=\"city\">Paris</x:parameter>",
             calls(&[weather()]), &[(MissingClose, "$")]),
+        row("named opener probe: the arguments alone after the opener naming the call", NAMED_OPENER,
+            "<tool_call name=\"get_weather\">\n{\"city\": \"Paris\"}\n</tool_call>",
+            calls(&[weather()]), &[(CallShape, "<tool_call")]),
+        row("named opener probe: the opener written twice", NAMED_OPENER,
+            "<tool_call name=\"get_weather\">\n<tool_call name=\"get_weather\">\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>",
+            calls(&[weather()]), &[(ExtraWrapper, "<tool_call")]),
         row("hermes: the arguments as a JavaScript object, keys bare", HERMES,
             "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {city: \"Paris\", days: 2,}}\n</tool_call>",
             calls(&[weather2()]), &[(ArgumentsAsPython, "{city")]),

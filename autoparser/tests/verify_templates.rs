@@ -18,10 +18,7 @@ mod shared_data;
 const CORPUS_TESTS: &[&str] = &["every_template_round_trips_through_its_own_parser (the shared templates)", "the_lists_name_existing_templates"];
 
 /// Templates whose verification fails today, and why.
-const KNOWN_FAILURES: &[(&str, &str)] = &[(
-    "name-attribute-and-json-name",
-    "the call's opener names the tool (`<tool_call name=\"f\">`) before a JSON call object naming it again: the analysis takes the opener's name for the object's and finds no JSON object around it; a per-call opener holding the name is not yet a form the JSON calls are built with",
-)];
+const KNOWN_FAILURES: &[(&str, &str)] = &[];
 
 /// Templates that render none of the cases (verified as such: the report says why).
 const UNVERIFIED: &[(&str, &str)] = &[];

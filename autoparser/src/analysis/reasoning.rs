@@ -176,7 +176,7 @@ pub fn analyze_reasoning(p: &Probe, caps: &mut Capabilities, notes: &mut Vec<Str
 /// R6: whether the template ends reasoning with the calls' opener alone: in a turn of
 /// reasoning and a call, what it writes between the two holds the opener and no reasoning end.
 pub fn calls_end_reasoning(p: &Probe, r: &ReasoningAnalysis, f: &ToolFormatAnalysis) -> bool {
-    let (e, opener) = (r.end_marker(), [f.section_start.trim(), f.per_call_start.trim()].into_iter().find(|m| !m.is_empty()).unwrap_or(""));
+    let (e, opener) = (r.end_marker(), [f.section_start.trim(), f.per_call_opener()].into_iter().find(|m| !m.is_empty()).unwrap_or(""));
     if r.mode == ReasoningMode::None || e.is_empty() || opener.is_empty() {
         return false;
     }

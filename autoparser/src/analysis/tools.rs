@@ -111,9 +111,16 @@ pub fn classify(h: &str) -> ToolFormat {
     }
 }
 
-/// The outermost JSON object holding `name` but not `not`, starting at or after `from`.
+/// The outermost JSON object holding `name` but not `not`, starting at or after `from`. Each
+/// place the quoted name is written is tried in turn: an opener may name the call before the
+/// object does (`<tool_call name="f">{"name": "f", …}`).
 fn call_object(h: &str, from: usize, name: &str, not: &str) -> Option<(usize, usize, Value)> {
-    let at = from + h[from..].find(&format!("\"{name}\""))?;
+    let quoted = format!("\"{name}\"");
+    h[from..].match_indices(&quoted).find_map(|(at, _)| call_object_around(h, from, from + at, not))
+}
+
+/// The outermost JSON object starting at or after `from` that holds the byte `at`, without `not`.
+fn call_object_around(h: &str, from: usize, at: usize, not: &str) -> Option<(usize, usize, Value)> {
     for (i, c) in h[from..at].char_indices() {
         let i = from + i;
         if c != '{' {
@@ -244,10 +251,13 @@ fn analyze_json(t: &mut ToolAnalysis, tp: &ToolProbe) -> Result<(), String> {
                 f.section_end = h2[end_all..].trim().to_owned();
                 f.call_separator = between.trim().to_owned();
             } else {
-                split_structure(f, &h2[..start], Some(between), &h2[end_all..]);
+                // An opener naming its call (`<tool_call name="f">` before `{"name": "f", …}`):
+                // the name is a slot the generator fills per call.
+                let (before, between) = (h2[..start].replace(FUN_A, NAME_SLOT), between.replace(FUN_B, NAME_SLOT));
+                split_structure(f, &before, Some(&between), &h2[end_all..]);
             }
         }
-        None => split_structure(f, &h[..start], None, &h[end_all..]),
+        None => split_structure(f, &h[..start].replace(FUN_A, NAME_SLOT), None, &h[end_all..]),
     }
     Ok(())
 }

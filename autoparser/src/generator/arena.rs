@@ -72,7 +72,7 @@ pub fn trigger_words(a: &TemplateAnalysis, tools: &[(String, Value)]) -> Vec<Str
     // `<|open|>response<|sep|>`) announces a call only with the name prefix glued to it
     // (`<|open|>call tool="`).
     let np_raw = &a.tools.function.name_prefix;
-    let pcs = f.per_call_start.trim();
+    let pcs = f.per_call_opener();
     let shared_opener = !pcs.is_empty() && [&a.content.start, &a.reasoning.start].iter().any(|m| m.trim().starts_with(pcs));
     let per_call = if shared_opener && np_raw.starts_with(|c: char| !c.is_whitespace()) { format!("{pcs}{}", np_raw.trim_end()) } else { pcs.to_owned() };
     for s in [f.section_start.trim(), per_call.as_str()] {
@@ -1237,7 +1237,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
     fn closing_markers(&self, fun: &str) -> Vec<String> {
         let t = &self.a.tools;
         let mut markers: Vec<String> = Vec::new();
-        for m in [&t.arguments.end, &with_name(&t.function.close, fun), &t.format.per_call_end, &t.format.section_end, &t.format.per_call_start] {
+        for m in [&t.arguments.end, &with_name(&t.function.close, fun), &t.format.per_call_end, &t.format.section_end, &t.format.per_call_opener().to_owned()] {
             let m = m.trim();
             if !m.is_empty() && !markers.iter().any(|x| x == m) {
                 markers.push(m.to_owned());
@@ -1533,11 +1533,19 @@ impl<'a, 'b> Ctx<'a, 'b> {
         let b = self.b;
         let f = &self.a.tools.format;
         let tools = self.tools();
+        // A per-call start naming its call (`<tool_call name="f">` before `{"name": "f", …}`):
+        // generated, each tool's call opens with its own name; read, with any name (the call
+        // object names the call).
+        let named_opener = f.per_call_start.contains(crate::format::NAME_SLOT);
         let single = if self.recovering() && self.json_calls() {
             // Any name is a call (the mapper flags unknown ones) where calls are expected.
             // (Calls in prose take declared tools only: `embedded_calls`.)
             let names = Names::Any;
             let call = self.json_call_any_shape(names);
+            let call = match self.named_opener_args_only() {
+                Some(args_only) => b.choice([self.per_call_start_any_name() + b.space() + call, args_only]),
+                None => call,
+            };
             if f.tools_array_wrapped {
                 call
             } else {
@@ -1550,6 +1558,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 .iter()
                 .map(|(n, s)| {
                     let call = if f.mode == ToolFormat::JsonNative { self.json_call(n, s) } else { self.tag_call(n, s) };
+                    let call = if named_opener && !self.recovering() { lit(b, &with_name(&f.per_call_start, n)) + b.space() + call } else { call };
                     // A rule per tool: the grammar names each call once, however often the
                     // section repeats calls.
                     if self.recovering() { call } else { self.shared_rule(&format!("{n}-call"), call) }
@@ -1577,10 +1586,13 @@ impl<'a, 'b> Ctx<'a, 'b> {
                 first
             }
         };
-        let pcs = lit(b, &f.per_call_start);
+        // Where the opener names the call, the call (built above) holds it.
+        let pcs = if named_opener { b.space() } else { lit(b, &f.per_call_start) };
         // Recovering: the marker written twice (`<tool_call>\n<tool_call>\n{…}`).
         let pcs = if self.recovering() && !f.per_call_start.trim().is_empty() {
-            pcs + b.optional(self.recovered(RecoveryKind::ExtraWrapper, b.space() + lit(b, &f.per_call_start)))
+            // (Where the opener names the call, the call holds it: the first of two is the extra.)
+            let twice = if named_opener { self.per_call_start_any_name() + b.peek(self.per_call_start_any_name()) } else { lit(b, &f.per_call_start) };
+            pcs + b.optional(self.recovered(RecoveryKind::ExtraWrapper, twice))
         } else {
             pcs
         };
@@ -1884,7 +1896,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
         // Not a token the template opens its own parts with either (`<|open|>` of
         // `<|open|>argument`), which is text to keep, not a wrapper's close.
         let a = self.a;
-        let own: Vec<&str> = [a.tools.format.per_call_start.trim(), a.content.start.trim(), a.reasoning.start.trim()]
+        let own: Vec<&str> = [a.tools.format.per_call_opener(), a.content.start.trim(), a.reasoning.start.trim()]
             .into_iter()
             .chain(triggers.iter().map(String::as_str))
             .filter(|m| !m.is_empty())

@@ -161,9 +161,13 @@ impl<'b> Ctx<'_, 'b> {
     }
 
     /// Whether [`Ctx::calls_in_other_syntaxes`] has any: when recovering, where special markers
-    /// announce calls, the per-call ones or the section's where calls have none of their own.
+    /// announce calls, the per-call ones or the section's where calls have none of their own
+    /// (not where the per-call one names the call: what follows it is that call's).
     pub(super) fn other_syntaxes_read(&self) -> bool {
         let f = &self.a.tools.format;
+        if f.per_call_start.contains(crate::format::NAME_SLOT) {
+            return false;
+        }
         let marker = |m: &str| crate::analysis::segment::first_marker(m.trim()).is_some();
         self.recovering() && (marker(&f.per_call_start) || (f.per_call_start.trim().is_empty() && marker(&f.section_start)))
     }
@@ -191,6 +195,37 @@ impl<'b> Ctx<'_, 'b> {
 
     /// What `build` makes in this arena's context with `tools` as the template's call format:
     /// calls in another syntax, built by the same rules.
+    /// The per-call start, the name it may hold any name (`<tool_call name="` NAME `">`; not
+    /// the call's name: the call object that follows names it).
+    pub(super) fn per_call_start_any_name(&self) -> Parser<'b> {
+        let b = self.b;
+        let f = &self.a.tools.format;
+        match f.per_call_start.trim().split_once(crate::format::NAME_SLOT) {
+            Some((open, close)) => b.space() + b.literal(open) + b.chars("[A-Za-z0-9_.:-]", 1, Some(128)) + b.literal(close),
+            None => super::lit(b, &f.per_call_start),
+        }
+    }
+
+    /// Where the per-call start names the call before a JSON call object naming it again
+    /// (`<tool_call name="f">{"name": "f", "arguments": {…}}`): the call with its arguments
+    /// alone after the opener (`<tool_call name="f">{"city": "Paris"}`), the name the opener's,
+    /// reported as another call shape.
+    pub(super) fn named_opener_args_only(&self) -> Option<Parser<'b>> {
+        let f = &self.a.tools.format;
+        let (open, close) = f.per_call_start.trim().split_once(crate::format::NAME_SLOT)?;
+        if !self.recovering() || f.mode != ToolFormat::JsonNative {
+            return None;
+        }
+        let tagged = ToolAnalysis {
+            format: ToolFormatAnalysis { mode: ToolFormat::TagWithJson, ..Default::default() },
+            function: ToolFunctionAnalysis { name_prefix: open.into(), name_suffix: close.into(), ..Default::default() },
+            ..Default::default()
+        };
+        let b = self.b;
+        let call = self.with_tools(tagged, |t| t.tag_call_with(t.name_parser(Names::Any), "", b.space() + t.loose_args()));
+        Some(self.recovered(RecoveryKind::CallShape, call))
+    }
+
     pub(super) fn with_tools<R>(&self, tools: ToolAnalysis, build: impl FnOnce(&Ctx<'_, 'b>) -> R) -> R {
         let mut a = self.a.clone();
         a.tools = tools;
@@ -268,8 +303,8 @@ impl<'b> Ctx<'_, 'b> {
                 let misspelled = [format!("</{w}s>"), format!("<\\{w}>"), format!("<{w}/>"), format!("</ {w}>")];
                 alts.push(self.recovered(RecoveryKind::MissingClose, b.space() + b.choice(misspelled.iter().map(|m| b.literal(m)).collect::<Vec<_>>())));
             }
-            let pcs = f.per_call_start.trim();
-            if !pcs.is_empty() && text.trim() == f.per_call_end.trim() {
+            let pcs = f.per_call_opener();
+            if !pcs.is_empty() && pcs == f.per_call_start.trim() && text.trim() == f.per_call_end.trim() {
                 alts.push(self.recovered(RecoveryKind::MissingClose, b.space() + pcs + b.peek(b.space() + output_end())));
             }
             let mut outer: Vec<Parser<'b>> =
