@@ -71,6 +71,10 @@ const HEADER_PER_PART: &str = "probes/header-per-part";
 const NAME_IN_HEADER: &str = "probes/name-in-header-and-invoke";
 /// Probe: `<tool_call name="f">` before a JSON call object naming the tool again.
 const NAMED_OPENER: &str = "probes/name-attribute-and-json-name";
+/// Probe: Python calls one per line inside `<function_calls>`.
+const PYTHON_LINES: &str = "probes/python-lines-in-section";
+/// Probe: `Call: ` before each Python call.
+const CALL_WORD: &str = "probes/call-word-python";
 /// Fixture: Phi-4-mini style `functools[{"name": …, "arguments": …}]`.
 const PHI: &str = "recovery/phi-4-mini-functools";
 /// Fixture: a call id marker between name and arguments, special tokens.
@@ -262,6 +266,15 @@ fn table() -> Vec<Row> {
         row("named opener probe: the opener written twice", NAMED_OPENER,
             "<tool_call name=\"get_weather\">\n<tool_call name=\"get_weather\">\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>",
             calls(&[weather()]), &[(ExtraWrapper, "<tool_call")]),
+        row("python lines probe: the calls in a Python list", PYTHON_LINES,
+            "<function_calls>\n[get_weather(city=\"Paris\"), get_time(zone=\"CET\")]\n</function_calls>",
+            calls(&[weather(), time()]), &[(ExtraWrapper, "[")]),
+        row("call word probe: the second call joined by ';' without its word", CALL_WORD,
+            "Call: get_weather(city=\"Paris\"); get_time(zone=\"CET\")<bot_end>",
+            calls(&[weather(), time()]), &[(CallSeparator, ";")]),
+        row("call word probe: the second call on the next line without its word", CALL_WORD,
+            "Sure.\nCall: get_weather(city=\"Paris\")\nget_time(zone=\"CET\")",
+            msg("Sure.", &[weather(), time()]), &[(CallSeparator, "get_time")]),
         row("hermes: the arguments as a JavaScript object, keys bare", HERMES,
             "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {city: \"Paris\", days: 2,}}\n</tool_call>",
             calls(&[weather2()]), &[(ArgumentsAsPython, "{city")]),

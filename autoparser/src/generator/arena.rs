@@ -1655,7 +1655,17 @@ impl<'a, 'b> Ctx<'a, 'b> {
             // Models join calls with `;`, `,` or line breaks whatever the template does, and
             // write several where the template (or the request) has one.
             let joined = self.joined_call(sep, call);
-            if self.policy.parallel { call + b.zero_or_more(b.choice([more, joined])) } else { call + b.zero_or_more(joined) }
+            // Python calls after the first without its opener (`Call: f(a=1); g(b=2)`), or all in a
+            // Python list where the template writes them one by one (`[f(a=1), g(b=2)]`).
+            let joined = match self.bare_python_call(false) {
+                Some(bare) => b.choice([joined, self.joined_call(sep, bare)]),
+                None => joined,
+            };
+            let calls = if self.policy.parallel { call + b.zero_or_more(b.choice([more, joined])) } else { call + b.zero_or_more(joined) };
+            match self.bare_python_call(true) {
+                Some(bare) => b.choice([self.recovered(RecoveryKind::ExtraWrapper, b.space() + self.json_list(bare)), calls]),
+                None => calls,
+            }
         };
         let calls = if !f.tools_array_wrapped {
             calls

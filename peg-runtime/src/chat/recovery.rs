@@ -31,10 +31,12 @@ pub enum RecoveryKind {
     /// template writes them in (`[TOOL_CALLS]{...}` for `[TOOL_CALLS][{...}]`); closing braces
     /// too many after a call (`{...}}}`); an attribute spelled as another family spells it
     /// (`<parameter name="city">` for `<parameter=city>`); bare Python calls that are the
-    /// whole output.
+    /// whole output; the arguments alone after an opener that names the call
+    /// (`<tool_call name="f">{"city": "Paris"}`).
     CallShape,
     /// Several calls joined otherwise than the template joins them (`;`, line breaks, each in
-    /// its own wrapper), or where the template renders one call per turn.
+    /// its own wrapper, Python calls after the first without their opener), or where the
+    /// template renders one call per turn.
     CallSeparator,
     /// A JSON call of a declared tool after prose, where the template writes calls at the
     /// start of the turn.
@@ -60,7 +62,8 @@ pub enum RecoveryKind {
     /// the output where the template has no reasoning.
     ReasoningMarker,
     /// Wrapper tokens the template never renders around calls (`<|python_tag|>`,
-    /// `<|python_start|>...<|python_end|>`, `<tool_call>` around a JSON list).
+    /// `<|python_start|>...<|python_end|>`, `<tool_call>` around a JSON list), a Python list
+    /// around Python calls the template writes one by one.
     ExtraWrapper,
     /// A call without the id the template writes for it (`[CALL_ID]...`); one is generated.
     MissingCallId,

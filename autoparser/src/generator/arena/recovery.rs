@@ -789,6 +789,28 @@ impl<'b> Ctx<'_, 'b> {
         b.peek(gate) + b.atomic(b.space() + whole)
     }
 
+    /// Where the template writes Python calls (`NAME(` … `)`), a call of a declared tool in
+    /// them without the name's opener or the per-call markers (`get_weather(city="Paris")` for
+    /// `Call: get_weather(city="Paris")`): as models write the calls after the first, or all of
+    /// them in a Python list (`in_list`: then `]` also ends a call's last value). `None`
+    /// elsewhere, or when not recovering.
+    pub(super) fn bare_python_call(&self, in_list: bool) -> Option<Parser<'b>> {
+        let t = &self.a.tools;
+        let python = t.format.mode == ToolFormat::TagWithTagged && t.function.name_suffix.trim() == "(" && t.function.close.trim() == ")";
+        if !self.recovering() || !python || t.format.tools_array_wrapped {
+            return None;
+        }
+        let mut bare = t.clone();
+        bare.function.name_prefix.clear();
+        bare.format.per_call_start.clear();
+        bare.format.per_call_end.clear();
+        if in_list {
+            bare.format.section_end = "]".into();
+        }
+        let b = self.b;
+        Some(self.with_tools(bare, |python| b.choice(self.tools().iter().map(|(n, s)| python.tag_call(n, s)).collect::<Vec<_>>())))
+    }
+
     /// A Python call of a declared tool (`get_weather(city="Paris")`) ending before `end`:
     /// what closes the calls is also what ends a call's last value.
     fn python_call_ending(&self, end: &str) -> Parser<'b> {
