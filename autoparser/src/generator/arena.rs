@@ -685,6 +685,10 @@ impl<'a, 'b> Ctx<'a, 'b> {
             // it is not that form, and this one is read whole (a stream would lose the call).
             let json = b.space() + b.peek("{") + b.tag(tags::TOOL_ARGS, b.json_object());
             calls.insert(0, self.recovered(RecoveryKind::CallShape, b.atomic(self.tag_call_with(self.name_parser(Names::One(name)), name, json))));
+            // So are arguments as elements named by their keys (told by the key).
+            if let Some(named) = self.args_as_named_elements(name, schema) {
+                calls.insert(1, named);
+            }
         }
         // A word before the name (`call:get_weather`) left out.
         let t = &self.a.tools;
@@ -810,7 +814,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
     }
 
     /// Tagged arguments: any order, each `name_prefix NAME name_suffix value value_suffix`.
-    fn tagged_args(&self, name: &str, schema: &Value) -> Parser<'b> {
+    pub(super) fn tagged_args(&self, name: &str, schema: &Value) -> Parser<'b> {
         let b = self.b;
         let ar = &self.a.tools.arguments;
         let props: Vec<(String, Value)> =

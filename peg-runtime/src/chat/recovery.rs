@@ -31,7 +31,8 @@ pub enum RecoveryKind {
     /// template writes them in (`[TOOL_CALLS]{...}` for `[TOOL_CALLS][{...}]`); closing braces
     /// too many after a call (`{...}}}`); an attribute spelled as another family spells it
     /// (`<parameter name="city">` for `<parameter=city>`); bare Python calls that are the
-    /// whole output; the arguments alone after an opener that names the call
+    /// whole output; a tag call's arguments as elements named by their keys
+    /// (`<city>Paris</city>`); the arguments alone after an opener that names the call
     /// (`<tool_call name="f">{"city": "Paris"}`).
     CallShape,
     /// Several calls joined otherwise than the template joins them (`;`, line breaks, each in

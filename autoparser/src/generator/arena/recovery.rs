@@ -9,6 +9,7 @@ use peg_runtime::chat::tags;
 
 use super::{Ctx, Names};
 use crate::format::{ToolAnalysis, ToolArgumentsAnalysis, ToolFormat, ToolFormatAnalysis, ToolFunctionAnalysis};
+use serde_json::Value;
 
 /// Keys models write a JSON call's function name under, beside the template's own.
 const NAME_KEYS: &[&str] = &["name", "function", "function_name", "tool_name", "tool"];
@@ -809,6 +810,36 @@ impl<'b> Ctx<'_, 'b> {
         }
         let b = self.b;
         Some(self.with_tools(bare, |python| b.choice(self.tools().iter().map(|(n, s)| python.tag_call(n, s)).collect::<Vec<_>>())))
+    }
+
+    /// A tagged call of `name` whose arguments are elements named by their keys
+    /// (`<city>Paris</city>` where the template writes `<parameter=city>Paris</parameter>`),
+    /// as models tuned on XML-style tools write them: told by `<` and a key of the tool's
+    /// schema, read whole, reported as another call shape. `None` where the template's own
+    /// arguments are such elements, or the tool declares no properties.
+    pub(super) fn args_as_named_elements(&self, name: &str, schema: &Value) -> Option<Parser<'b>> {
+        let b = self.b;
+        let t = &self.a.tools;
+        let keys: Vec<&String> = schema.get("properties").and_then(Value::as_object).map(|m| m.keys().collect()).unwrap_or_default();
+        if keys.is_empty() || t.arguments.name_prefix.trim() == "<" || t.arguments.elements.is_some() {
+            return None;
+        }
+        let mut named = t.clone();
+        named.arguments = ToolArgumentsAnalysis {
+            name_prefix: "<".into(),
+            name_suffix: ">".into(),
+            // (On lines of their own, or not: the line breaks around a value are the element's.)
+            value_prefix: "\n".into(),
+            value_suffix: format!("\n</{}>", crate::format::NAME_SLOT),
+            value_syntax: t.arguments.value_syntax.clone(),
+            ..Default::default()
+        };
+        let told = b.space() + "<" + b.choice(keys.iter().map(|k| b.literal(k)).collect::<Vec<_>>()) + ">";
+        let call = self.with_tools(named, |named| {
+            let args = b.peek(told) + named.tagged_args(name, schema);
+            named.tag_call_with(named.name_parser(Names::One(name)), name, args)
+        });
+        Some(self.recovered(RecoveryKind::CallShape, b.atomic(call)))
     }
 
     /// A Python call of a declared tool (`get_weather(city="Paris")`) ending before `end`:
