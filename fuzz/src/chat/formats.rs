@@ -121,6 +121,10 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("autoparser/tests/probes/json-name-line.jinja", include_str!("../../../autoparser/tests/probes/json-name-line.jinja")),
     ("autoparser/tests/probes/numbered-call-attributes.jinja", include_str!("../../../autoparser/tests/probes/numbered-call-attributes.jinja")),
     ("autoparser/tests/probes/numbered-call-lines.jinja", include_str!("../../../autoparser/tests/probes/numbered-call-lines.jinja")),
+    ("autoparser/tests/probes/name-attribute-and-json-name.jinja", include_str!("../../../autoparser/tests/probes/name-attribute-and-json-name.jinja")),
+    ("autoparser/tests/probes/name-in-header-and-invoke.jinja", include_str!("../../../autoparser/tests/probes/name-in-header-and-invoke.jinja")),
+    ("autoparser/tests/probes/python-lines-in-section.jinja", include_str!("../../../autoparser/tests/probes/python-lines-in-section.jinja")),
+    ("autoparser/tests/probes/call-word-python.jinja", include_str!("../../../autoparser/tests/probes/call-word-python.jinja")),
 ];
 
 /// Every format, built on first use.
