@@ -757,9 +757,12 @@ impl<'a, 'b> Ctx<'a, 'b> {
             let mut whole = b.atomic(b.tag(tags::TOOL_ID, id));
             if self.recovering() && !np.is_empty() {
                 // Models leave out the id's prefix or its index (`get_weather:0`,
-                // `functions.get_weather`): the name is still the name, the text the id.
+                // `functions.get_weather`): the name is still the name, the text the id. Only
+                // with the arguments' opener after it: a word of text is no call until then, and
+                // a stream must not announce one that the text goes on to unmake.
                 let partial = b.optional(b.literal(np)) + name + b.optional(lit_indexed(b, &t.function.name_suffix));
-                whole = b.choice([whole, self.recovered(RecoveryKind::CallShape, b.atomic(b.tag(tags::TOOL_ID, partial)))]);
+                let args_next = if t.arguments.start.trim().is_empty() { b.eps() } else { b.peek(lit(b, &t.arguments.start)) };
+                whole = b.choice([whole, self.recovered(RecoveryKind::CallShape, b.atomic(b.tag(tags::TOOL_ID, partial) + args_next))]);
             }
             open = open + b.space() + whole;
         } else {
