@@ -42,6 +42,7 @@ const CORPUS_TESTS: &[&str] = &["sloppy_outputs_recover (the rows on shared temp
 // Templates.
 const HERMES: &str = "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use";
 const QWEN25: &str = "Qwen-Qwen2.5-7B-Instruct";
+const QWEN3: &str = "Qwen-Qwen3-0.6B";
 const LLAMA31: &str = "meta-llama-Llama-3.1-8B-Instruct";
 const LLAMA32: &str = "meta-llama-Llama-3.2-3B-Instruct";
 const LLAMA33: &str = "meta-llama-Llama-3.3-70B-Instruct";
@@ -281,6 +282,9 @@ fn table() -> Vec<Row> {
         row("glm-4.6: the arguments as elements named by their keys", GLM,
             "<tool_call>get_weather\n<city>Paris</city>\n</tool_call>",
             calls(&[weather()]), &[(CallShape, "get_weather")]),
+        row("qwen3: reasoning in <thinking> tags where the template thinks in <think>", QWEN3,
+            "<thinking>\nThe user asks.\n</thinking>\n\nSure.",
+            reasoned("The user asks.", "Sure.", &[]), &[(ReasoningMarker, "<thinking>")]),
         row("hermes: the arguments as a JavaScript object, keys bare", HERMES,
             "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {city: \"Paris\", days: 2,}}\n</tool_call>",
             calls(&[weather2()]), &[(ArgumentsAsPython, "{city")]),

@@ -362,6 +362,18 @@ impl<'a, 'b> Ctx<'a, 'b> {
             // Atomic: while incomplete, the block may still turn out not to be reasoning.
             return b.optional(b.atomic(b.tag(tags::CONTENT, whole + b.space())));
         };
+        // Recovering, where the output opens the block: one in the tags another family thinks
+        // in (`<thinking>` for `<think>`), tried first (`<think>` begins `<thinking>`).
+        let others: Vec<Parser<'b>> = if self.recovering() && !s.is_empty() {
+            crate::registry::CONVENTIONAL_REASONING_TAGS
+                .iter()
+                .filter(|(os, _)| *os != s)
+                .map(|(os, oe)| b.space() + b.literal(os) + b.tag(tags::REASONING, b.until(oe)) + b.optional(b.literal(oe)))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let block = if others.is_empty() { block } else { b.choice([self.recovered(RecoveryKind::ReasoningMarker, b.choice(others)), block]) };
         b.optional(block) + b.space()
     }
 

@@ -60,7 +60,8 @@ pub enum RecoveryKind {
     TextAroundCalls,
     /// A reasoning start marker written again although the prompt opened reasoning, or
     /// reasoning that a tool call ends without its end marker, or a `<think>` block opening
-    /// the output where the template has no reasoning.
+    /// the output where the template has no reasoning (or a `<thinking>` block where it
+    /// thinks in `<think>`).
     ReasoningMarker,
     /// Wrapper tokens the template never renders around calls (`<|python_tag|>`,
     /// `<|python_start|>...<|python_end|>`, `<tool_call>` around a JSON list), a Python list
