@@ -289,8 +289,13 @@ impl ToolFormatAnalysis {
     /// assert_eq!(f.per_call_opener(), "<tool_call name=\"");
     /// ```
     pub fn per_call_opener(&self) -> &str {
-        let s = self.per_call_start.trim();
-        s.split_once(NAME_SLOT).map_or(s, |(opener, _)| opener)
+        self.named_per_call_start().map_or(self.per_call_start.trim(), |(opener, _)| opener)
+    }
+
+    /// Where the per-call start holds the call's name: what comes before and after the
+    /// [`NAME_SLOT`], trimmed at the ends (`("<tool_call name=\"", "\">")`).
+    pub fn named_per_call_start(&self) -> Option<(&str, &str)> {
+        self.per_call_start.trim().split_once(NAME_SLOT)
     }
 }
 

@@ -364,16 +364,8 @@ impl<'a, 'b> Ctx<'a, 'b> {
         };
         // Recovering, where the output opens the block: one in the tags another family thinks
         // in (`<thinking>` for `<think>`), tried first (`<think>` begins `<thinking>`).
-        let others: Vec<Parser<'b>> = if self.recovering() && !s.is_empty() {
-            crate::registry::CONVENTIONAL_REASONING_TAGS
-                .iter()
-                .filter(|(os, _)| *os != s)
-                .map(|(os, oe)| b.space() + b.literal(os) + b.tag(tags::REASONING, b.until(oe)) + b.optional(b.literal(oe)))
-                .collect()
-        } else {
-            Vec::new()
-        };
-        let block = if others.is_empty() { block } else { b.choice([self.recovered(RecoveryKind::ReasoningMarker, b.choice(others)), block]) };
+        let others = if self.recovering() && !s.is_empty() { self.conventional_reasoning_blocks(s) } else { Vec::new() };
+        let block = if others.is_empty() { block } else { b.choice([self.recovered(RecoveryKind::ReasoningMarker, b.space() + b.choice(others)), block]) };
         b.optional(block) + b.space()
     }
 
@@ -387,11 +379,19 @@ impl<'a, 'b> Ctx<'a, 'b> {
         if !self.recovering() || !self.extract_reasoning() {
             return b.eps();
         }
-        let blocks: Vec<Parser<'b>> = crate::registry::CONVENTIONAL_REASONING_TAGS
-            .iter()
-            .map(|(s, e)| b.literal(s) + b.tag(tags::REASONING, b.until(e)) + b.optional(b.literal(e)))
-            .collect();
+        let blocks = self.conventional_reasoning_blocks("");
         b.optional(self.recovered(RecoveryKind::ReasoningMarker, b.space() + b.choice(blocks)) + b.space())
+    }
+
+    /// A reasoning block in each of the tags several families think in but `except` (a start
+    /// marker): left open, it runs to the end.
+    fn conventional_reasoning_blocks(&self, except: &str) -> Vec<Parser<'b>> {
+        let b = self.b;
+        crate::registry::CONVENTIONAL_REASONING_TAGS
+            .iter()
+            .filter(|(s, _)| *s != except)
+            .map(|(s, e)| b.literal(s) + b.tag(tags::REASONING, b.until(e)) + b.optional(b.literal(e)))
+            .collect()
     }
 
     /// When reasoning is extracted: what matches reasoning-marker noise in the content (an
@@ -1555,7 +1555,7 @@ impl<'a, 'b> Ctx<'a, 'b> {
         // A per-call start naming its call (`<tool_call name="f">` before `{"name": "f", …}`):
         // generated, each tool's call opens with its own name; read, with any name (the call
         // object names the call).
-        let named_opener = f.per_call_start.contains(crate::format::NAME_SLOT);
+        let named_opener = f.named_per_call_start().is_some();
         let single = if self.recovering() && self.json_calls() {
             // Any name is a call (the mapper flags unknown ones) where calls are expected.
             // (Calls in prose take declared tools only: `embedded_calls`.)

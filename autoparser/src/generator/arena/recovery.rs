@@ -166,7 +166,7 @@ impl<'b> Ctx<'_, 'b> {
     /// (not where the per-call one names the call: what follows it is that call's).
     pub(super) fn other_syntaxes_read(&self) -> bool {
         let f = &self.a.tools.format;
-        if f.per_call_start.contains(crate::format::NAME_SLOT) {
+        if f.named_per_call_start().is_some() {
             return false;
         }
         let marker = |m: &str| crate::analysis::segment::first_marker(m.trim()).is_some();
@@ -196,12 +196,18 @@ impl<'b> Ctx<'_, 'b> {
 
     /// What `build` makes in this arena's context with `tools` as the template's call format:
     /// calls in another syntax, built by the same rules.
+    pub(super) fn with_tools<R>(&self, tools: ToolAnalysis, build: impl FnOnce(&Ctx<'_, 'b>) -> R) -> R {
+        let mut a = self.a.clone();
+        a.tools = tools;
+        build(&Ctx { b: self.b, a: &a, policy: self.policy, prefill_for_grammar: None, embedded: Default::default() })
+    }
+
     /// The per-call start, the name it may hold any name (`<tool_call name="` NAME `">`; not
     /// the call's name: the call object that follows names it).
     pub(super) fn per_call_start_any_name(&self) -> Parser<'b> {
         let b = self.b;
         let f = &self.a.tools.format;
-        match f.per_call_start.trim().split_once(crate::format::NAME_SLOT) {
+        match f.named_per_call_start() {
             Some((open, close)) => b.space() + b.literal(open) + b.chars("[A-Za-z0-9_.:-]", 1, Some(128)) + b.literal(close),
             None => super::lit(b, &f.per_call_start),
         }
@@ -213,7 +219,7 @@ impl<'b> Ctx<'_, 'b> {
     /// reported as another call shape.
     pub(super) fn named_opener_args_only(&self) -> Option<Parser<'b>> {
         let f = &self.a.tools.format;
-        let (open, close) = f.per_call_start.trim().split_once(crate::format::NAME_SLOT)?;
+        let (open, close) = f.named_per_call_start()?;
         if !self.recovering() || f.mode != ToolFormat::JsonNative {
             return None;
         }
@@ -225,12 +231,6 @@ impl<'b> Ctx<'_, 'b> {
         let b = self.b;
         let call = self.with_tools(tagged, |t| t.tag_call_with(t.name_parser(Names::Any), "", b.space() + t.loose_args()));
         Some(self.recovered(RecoveryKind::CallShape, call))
-    }
-
-    pub(super) fn with_tools<R>(&self, tools: ToolAnalysis, build: impl FnOnce(&Ctx<'_, 'b>) -> R) -> R {
-        let mut a = self.a.clone();
-        a.tools = tools;
-        build(&Ctx { b: self.b, a: &a, policy: self.policy, prefill_for_grammar: None, embedded: Default::default() })
     }
 
     /// `own`, the template's `prefix NAME suffix` around `name`; when recovering, where the
@@ -305,7 +305,7 @@ impl<'b> Ctx<'_, 'b> {
                 alts.push(self.recovered(RecoveryKind::MissingClose, b.space() + b.choice(misspelled.iter().map(|m| b.literal(m)).collect::<Vec<_>>())));
             }
             let pcs = f.per_call_opener();
-            if !pcs.is_empty() && pcs == f.per_call_start.trim() && text.trim() == f.per_call_end.trim() {
+            if !pcs.is_empty() && f.named_per_call_start().is_none() && text.trim() == f.per_call_end.trim() {
                 alts.push(self.recovered(RecoveryKind::MissingClose, b.space() + pcs + b.peek(b.space() + output_end())));
             }
             let mut outer: Vec<Parser<'b>> =
@@ -808,8 +808,12 @@ impl<'b> Ctx<'_, 'b> {
         if in_list {
             bare.format.section_end = "]".into();
         }
-        let b = self.b;
-        Some(self.with_tools(bare, |python| b.choice(self.tools().iter().map(|(n, s)| python.tag_call(n, s)).collect::<Vec<_>>())))
+        Some(self.declared_tag_calls(bare))
+    }
+
+    /// A call of any declared tool in the tag-based syntax `tools`.
+    fn declared_tag_calls(&self, tools: ToolAnalysis) -> Parser<'b> {
+        self.with_tools(tools, |syntax| self.b.choice(self.tools().iter().map(|(n, s)| syntax.tag_call(n, s)).collect::<Vec<_>>()))
     }
 
     /// A tagged call of `name` whose arguments are elements named by their keys
@@ -847,7 +851,7 @@ impl<'b> Ctx<'_, 'b> {
     fn python_call_ending(&self, end: &str) -> Parser<'b> {
         let mut tools = python_call();
         tools.format.section_end = end.into();
-        self.with_tools(tools, |python| self.b.choice(self.tools().iter().map(|(n, s)| python.tag_call(n, s)).collect::<Vec<_>>()))
+        self.declared_tag_calls(tools)
     }
 
     /// Python calls of declared tools, one per line, that are all the output holds
