@@ -4,8 +4,8 @@
 //! constrains the same way (arguments by their tool's schema, the response by its schema, with
 //! the same rule names in the grammar).
 
-use peg_runtime::chat::{ToolSpec, tags};
-use peg_runtime::{Builder, Parser};
+use peg_runtime::chat::{RecoveryKind, ToolSpec, tags};
+use peg_runtime::{Builder, Parser, PythonKind};
 use serde_json::Value;
 
 use crate::format::{TemplateAnalysis, ToolFormat};
@@ -79,6 +79,22 @@ impl Policy {
 /// `NAME-args` in the grammar.
 pub(crate) fn json_arguments<'b>(b: &'b Builder, name: &str, schema: &Value) -> Parser<'b> {
     b.tag(tags::TOOL_ARGS, b.schema(b.json(), &format!("{name}-args"), schema.clone(), false))
+}
+
+/// Arguments written as a Python dict where the template writes JSON, reported
+/// (`arguments_as_python`; the mapper writes them as JSON): with Python's quotes
+/// (`{'city': 'Paris', 'ok': True}`), told by the first key's quote (`{'`: before it, nothing
+/// of either has been read, so a stream never sends JSON text that a dict then replaces) and
+/// read whole: the first parser, tried before the JSON arguments. Or with JSON's quotes (a trailing comma, `{"a": 1,}`, or
+/// Python's words, `{"days": None}`): the second, tried after them, and not read whole: up to where JSON
+/// fails, the dict is the same text, which a stream has sent as JSON's, and the mapper's
+/// pass-through turns to Python where JSON cannot go on (it holds a comma back until the next
+/// member shows it is no trailing one, and writes a word of Python's as JSON's), so nothing
+/// sent is taken back, and a dict that stops fitting later shows what JSON showed.
+pub(crate) fn python_dict_arguments(b: &Builder) -> (Parser<'_>, Parser<'_>) {
+    let recovered = |p| b.tag(RecoveryKind::ArgumentsAsPython.tag(), p);
+    let dict = || b.tag(tags::TOOL_ARGS, b.python_kind(PythonKind::Dict));
+    (recovered(b.peek("{" + b.space() + "'") + b.atomic(dict())), recovered(dict()))
 }
 
 /// The response: JSON following the request's schema, tagged as content; rule

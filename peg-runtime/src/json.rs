@@ -28,7 +28,7 @@ use crate::outcome::Outcome;
 pub enum Dialect {
     /// RFC 8259 JSON.
     Json,
-    /// Python literals: either quote, `True`/`False`/`None`, trailing commas, scalar dict keys.
+    /// Python literals: either quote, `True`/`False`/`None`, trailing commas; dict keys are strings.
     Python,
 }
 
@@ -631,8 +631,10 @@ impl Scanner {
                         self.stack.pop();
                         complete!();
                     } else if py {
-                        // Dict keys: any scalar literal.
-                        if b == b'{' || b == b'[' {
+                        // Dict keys: strings, in either quote. (Python takes other scalars,
+                        // but not as the keywords of a call, and JSON has no other: a stream
+                        // that read JSON up to a key that is none stops there, as JSON does.)
+                        if b != b'"' && b != b'\'' {
                             fail!();
                         }
                         value!(b);
@@ -967,7 +969,7 @@ mod tests {
             assert!(!is_valid(bad.as_bytes()), "{bad}");
         }
         let py = |s: &str| Scanner::new(Dialect::Python, Target::Value, 0).run(s.as_bytes(), false);
-        for ok in ["[1, ]", "{'a': 1, }", "{'a': 1, 2: 'b'}", "['x', \"y\"]"] {
+        for ok in ["[1, ]", "{'a': 1, }", "{'a': 1, \"b\": 'c'}", "['x', \"y\"]"] {
             assert_eq!(py(ok).end, ok.len(), "{ok}");
         }
     }

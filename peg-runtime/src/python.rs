@@ -27,8 +27,7 @@ pub fn scan(input: &[u8], kind: PythonKind, partial: bool) -> ScanResult {
 ///
 /// Strings are decoded (Python escapes) and re-encoded as JSON strings; `True`/`False`/`None`
 /// become `true`/`false`/`null`; trailing commas are dropped; numbers are normalized (`1_000`,
-/// `+1`, `.5`, `5.`); non-string dict keys become strings, as Python's `json.dumps` does. A
-/// string escaping a code point that is not a Unicode scalar value (a lone surrogate, `\ud800`)
+/// `+1`, `.5`, `5.`). Dict keys are strings (as keyword arguments must be). A string escaping a code point that is not a Unicode scalar value (a lone surrogate, `\ud800`)
 /// has no UTF-8 form: an error, so callers can keep such text as written.
 ///
 /// The one whole-text converter of the crate; the chat stream rewrites arguments as they
@@ -36,7 +35,8 @@ pub fn scan(input: &[u8], kind: PythonKind, partial: bool) -> ScanResult {
 ///
 /// ```
 /// use peg_runtime::python::to_json;
-/// assert_eq!(to_json(" {'n': 1_000, 1: .5, 'ok': False} ").unwrap(), r#"{"n":1000,"1":0.5,"ok":false}"#);
+/// assert_eq!(to_json(" {'n': 1_000, 'x': .5, 'ok': False} ").unwrap(), r#"{"n":1000,"x":0.5,"ok":false}"#);
+/// assert!(to_json("{1: 'x'}").is_err());
 /// assert_eq!(to_json(r"'\ud800'").unwrap_err().kind(), peg_runtime::ErrorKind::ParseFailed);
 /// ```
 pub fn to_json(text: &str) -> Result<String, Error> {
@@ -48,18 +48,14 @@ pub fn to_json(text: &str) -> Result<String, Error> {
         return Err(Error::new(ErrorKind::ParseFailed, "not a Python literal").with_offset(r.end));
     }
     let mut out = String::with_capacity(text.len() + 8);
-    // Per open container: (is a dict, the next scalar is a key).
-    let mut stack: Vec<(bool, bool)> = Vec::new();
     let mut i = start;
     let end = r.end;
     while i < end {
         let b = bytes[i];
-        let in_key = matches!(stack.last(), Some((true, true)));
         match b {
             b' ' | b'\t' | b'\n' | b'\r' => i += 1,
-            b'{' | b'[' => {
+            b'{' | b'[' | b',' | b':' => {
                 out.push(b as char);
-                stack.push((b == b'{', b == b'{'));
                 i += 1;
             }
             b'}' | b']' => {
@@ -67,21 +63,6 @@ pub fn to_json(text: &str) -> Result<String, Error> {
                     out.pop();
                 }
                 out.push(b as char);
-                stack.pop();
-                i += 1;
-            }
-            b',' => {
-                out.push(',');
-                if let Some(top) = stack.last_mut() {
-                    top.1 = top.0;
-                }
-                i += 1;
-            }
-            b':' => {
-                out.push(':');
-                if let Some(top) = stack.last_mut() {
-                    top.1 = false;
-                }
                 i += 1;
             }
             b'\'' | b'"' => {
@@ -94,16 +75,11 @@ pub fn to_json(text: &str) -> Result<String, Error> {
             _ => {
                 let j = i + bytes[i..end].iter().position(|&c| !(c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'+' | b'-'))).unwrap_or(end - i);
                 let word = &text[i..j];
-                let json = match word {
-                    "True" => "true".to_owned(),
-                    "False" => "false".to_owned(),
-                    "None" => "null".to_owned(),
-                    w => normalize_number(w),
-                };
-                if in_key {
-                    out.push_str(&serde_json::to_string(&json).expect("strings serialize"));
-                } else {
-                    out.push_str(&json);
+                match word {
+                    "True" => out.push_str("true"),
+                    "False" => out.push_str("false"),
+                    "None" => out.push_str("null"),
+                    w => out.push_str(&normalize_number(w)),
                 }
                 i = j;
             }
@@ -203,7 +179,7 @@ mod tests {
 
     #[test]
     fn scans_python_literals() {
-        for s in ["{'a': 1}", "[1, 'x', \"y\", True, False, None,]", "{1: 'a', 'b': [], }", "-1.5e3", "1_000", ".5", "5.", "'it\\'s'", "()"] {
+        for s in ["{'a': 1}", "[1, 'x', \"y\", True, False, None,]", "{\"a\": 'a', 'b': [], }", "-1.5e3", "1_000", ".5", "5.", "'it\\'s'", "()"] {
             let r = scan(s.as_bytes(), PythonKind::Value, false);
             if s == "()" {
                 assert_eq!(r.outcome, Outcome::Fail);
@@ -219,6 +195,11 @@ mod tests {
         assert_eq!(scan(b"None", PythonKind::None, false).end, 4);
         assert_eq!(scan(b"[1]", PythonKind::Dict, false).outcome, Outcome::Fail);
         assert_eq!(scan(b"{[1]: 2}", PythonKind::Dict, false).outcome, Outcome::Fail);
+        // Keys are strings: a word or number there fails where it starts, as in JSON.
+        for s in ["{1: 2}", "{None: 2}", "{'a': 1, True: 2}", "{'a': {2.5: 1}}"] {
+            assert_eq!(scan(s.as_bytes(), PythonKind::Dict, false).outcome, Outcome::Fail, "{s}");
+        }
+        assert_eq!(scan(b"{'a': 1, N", PythonKind::Dict, true).outcome, Outcome::Fail);
     }
 
     #[test]
@@ -228,7 +209,7 @@ mod tests {
             ("  [True, False, None]  ", "[true,false,null]"),
             ("{'q': \"say \\\"hi\\\"\\n\", 'n': -0.5}", r#"{"q":"say \"hi\"\n","n":-0.5}"#),
             ("[1_000, +2, .5, 5., 007, 1e3]", "[1000,2,0.5,5.0,7,1e3]"),
-            ("{1: 'x', None: 2}", r#"{"1":"x","null":2}"#),
+            ("{\"x\": None, 'y': {'z': True}}", r#"{"x":null,"y":{"z":true}}"#),
             ("'caf\\xe9 \\u00e9'", r#""café é""#),
             ("[[1,], {'a': [],},]", r#"[[1],{"a":[]}]"#),
         ];

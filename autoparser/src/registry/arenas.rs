@@ -7,7 +7,7 @@ use peg_runtime::chat::{RecoveryKind, tags};
 use peg_runtime::{Arena, Builder, Error};
 
 use crate::format::TemplateAnalysis;
-use crate::policy::{Calls, Policy, json_arguments, json_response};
+use crate::policy::{Calls, Policy, json_arguments, json_response, python_dict_arguments};
 
 /// The name of the gpt-oss harmony builder (`TemplateAnalysis::builder`).
 pub(crate) const GPT_OSS_HARMONY: &str = "gpt_oss_harmony";
@@ -89,6 +89,12 @@ fn harmony(policy: &Policy, recovering: bool) -> Result<Arena, Error> {
             // header allows no word after the name; GBNF has no lookahead).
             let open = if recovering { open + boundary() } else { open };
             let args = json_arguments(&b, name, schema);
+            let args = if recovering {
+                let (quoted, past) = python_dict_arguments(&b);
+                b.choice([quoted, args, past])
+            } else {
+                args
+            };
             b.tag(tags::TOOL, open + header(true) + args + b.tag(tags::TOOL_CLOSE, msg_end()))
         })
         .collect();

@@ -217,11 +217,12 @@ pub(crate) struct PyToJson {
 impl PyToJson {
     /// For text a JSON scanner took: JSON but for raw control characters in strings (the
     /// scanner's one leniency). Nothing outside strings is rewritten, so only strings are
-    /// followed, and commas: no Python words are watched for, and no word cut by a piece's end
-    /// is held back, but a comma no member follows yet is (the text may turn out to be a
-    /// recovered Python dict with a trailing comma, `{"a": 1,}`). A `'` outside strings, which
-    /// JSON has no place for, turns it into the Python normalizer (a recovered Python dict
-    /// among JSON arguments).
+    /// followed, and commas: JSON's words pass and no word of theirs cut by a piece's end is
+    /// held back, but a comma no member follows yet is (the text may turn out to be a
+    /// recovered Python dict with a trailing comma, `{"a": 1,}`). What JSON has no place for
+    /// outside strings, a `'` or the first letter of `True`, `False` or `None`, turns it into
+    /// the Python normalizer (a recovered Python dict among JSON arguments: `{"days": None}`
+    /// is `{"days": null}`).
     pub(crate) fn json() -> PyToJson {
         PyToJson { json: true, ..PyToJson::default() }
     }
@@ -293,8 +294,9 @@ impl PyToJson {
                     |w| has_byte(w, b'"') | has_byte(w, b'\'') | has_byte(w, b'\\') | has_control(w),
                     |c| matches!(c, b'"' | b'\'' | b'\\') || c < 0x20,
                 ),
+                // JSON has no `T`, `F` or `N` outside its strings: one starts a Python word.
                 PyState::Normal if self.json && !self.comma && self.ident.is_empty() => {
-                    b[i..].iter().position(|&c| matches!(c, b'"' | b'\'' | b',')).unwrap_or(b.len() - i)
+                    b[i..].iter().position(|&c| matches!(c, b'"' | b'\'' | b',' | b'T' | b'F' | b'N')).unwrap_or(b.len() - i)
                 }
                 PyState::Normal if self.ident.is_empty() && !self.comma => {
                     b[i..].iter().position(|&c| matches!(c, b'"' | b'\'' | b'A'..=b'Z' | b'a'..=b'z' | b'_' | b',')).unwrap_or(b.len() - i)
@@ -372,8 +374,9 @@ impl PyToJson {
                 (true, b'\\') if matches!(b.get(i + 1), Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't')) => i += 1,
                 (true, b'\\') => return false,
                 (true, c) if c < 0x20 => return false,
-                // A quote JSON has no place for: a Python literal (see `step`).
-                (false, b'\'') => return false,
+                // A quote JSON has no place for, or the first letter of a Python word
+                // (`True`, `False`, `None`): a Python literal (see `step`).
+                (false, b'\'' | b'T' | b'F' | b'N') => return false,
                 // A comma passes where another member follows it in this piece; one that may
                 // be trailing (`{"a": 1,}`, a recovered Python dict) waits (see `step`).
                 (false, b',') => {
@@ -1302,6 +1305,19 @@ mod tests {
         let want = py_to_json(text);
         assert_eq!(want, r#"{"city": "it's \"Paris\"", "ok": true, "x": null, "l": [1, "a"]}"#);
         for size in [1, 2, 3, 5, 64] {
+            assert_eq!(fed_in_pieces(&mut PyToJson::json(), text, size), want, "in pieces of {size}");
+        }
+    }
+
+    /// Python's words in a dict written with JSON's quotes (`{"days": None}`, a recovered
+    /// Python dict among JSON arguments): the JSON mode writes them as JSON's, however the
+    /// text is cut, and JSON's own words and exponents pass.
+    #[test]
+    fn json_mode_turns_python_at_a_python_word() {
+        let text = r#"{"city": "Paris", "ok": True, "no": False, "days": None, "n": [1E5, true, null], "s": "None"}"#;
+        let want = r#"{"city": "Paris", "ok": true, "no": false, "days": null, "n": [1E5, true, null], "s": "None"}"#;
+        assert_eq!(py_to_json(text), want);
+        for size in [1, 2, 3, 4, 5, 7, 64] {
             assert_eq!(fed_in_pieces(&mut PyToJson::json(), text, size), want, "in pieces of {size}");
         }
     }

@@ -109,14 +109,16 @@ pub(crate) fn leading_literals(arena: &Arena) -> Vec<(&'static str, String)> {
 }
 
 /// Whether every parser of native arguments (`tool_args`) is a JSON scanner: their text is
-/// JSON as written, but for raw control characters in strings (see [`PyToJson::json`]).
+/// JSON as written, but for raw control characters in strings (see [`PyToJson::json`]), or
+/// a Python dict, which that pass-through turns to Python where it shows one.
 ///
 /// [`PyToJson::json`]: crate::chat::json_text::PyToJson::json
 pub(crate) fn args_are_json(arena: &Arena) -> bool {
     fn scanned(arena: &Arena, id: NodeId, depth: usize) -> bool {
         match arena.node(arena.resolve(id)) {
             _ if depth > 32 => false,
-            Node::Json { .. } | Node::JsonPrefix => true,
+            // (A Python dict: the pass-through turns to Python at its first `'` or word.)
+            Node::Json { .. } | Node::JsonPrefix | Node::Python { kind: PythonKind::Dict } => true,
             Node::Choice { children } => !children.is_empty() && children.iter().all(|&c| scanned(arena, c, depth + 1)),
             Node::Rule { child, .. }
             | Node::Schema { child, .. }

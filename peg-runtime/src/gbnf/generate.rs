@@ -531,7 +531,7 @@ impl Gen<'_> {
     }
 
     /// Python literals as the parser's scanner reads them: either quote, `True`/`False`/
-    /// `None`, trailing commas, scalar dict keys, loose numbers (`+1`, `.5`, `1_000`, `1.`).
+    /// `None`, trailing commas, string dict keys, loose numbers (`+1`, `.5`, `1_000`, `1.`).
     fn python(&mut self, kind: PythonKind) -> String {
         let ws = self.b.add_rule("ws", BOUNDED_WS);
         let esc = r#""\\" ("x" [0-9a-fA-F]{2} | "u" [0-9a-fA-F]{4} | "U" [0-9a-fA-F]{8} | [^xuU])"#;
@@ -548,7 +548,7 @@ impl Gen<'_> {
                 let v = self.b.reserve("py-value");
                 let d = self.b.reserve("py-dict");
                 let l = self.b.reserve("py-list");
-                let key = format!("({string} | {number} | {boolean} | {none})");
+                let key = &string;
                 self.b.define(&v, &format!("{d} | {l} | {string} | {number} | {boolean} | {none}"));
                 self.b.define(&d, &format!("\"{{\" {ws} ({key} {ws} \":\" {ws} {v} {ws} (\",\" {ws} {key} {ws} \":\" {ws} {v} {ws})* (\",\" {ws})?)? \"}}\""));
                 self.b.define(&l, &format!("\"[\" {ws} ({v} {ws} (\",\" {ws} {v} {ws})* (\",\" {ws})?)? \"]\""));

@@ -8,6 +8,7 @@ use peg_runtime::chat::RecoveryKind;
 use peg_runtime::chat::tags;
 
 use super::{Ctx, Names};
+use crate::policy::python_dict_arguments;
 use crate::format::{ToolAnalysis, ToolArgumentsAnalysis, ToolFormat, ToolFormatAnalysis, ToolFunctionAnalysis};
 use serde_json::Value;
 
@@ -449,18 +450,15 @@ impl<'b> Ctx<'_, 'b> {
         if self.a.tools.format.args_as_string { p } else { self.recovered(RecoveryKind::ArgumentsAsString, p) }
     }
 
-    /// Arguments written as a Python dict (`{'city': 'Paris', 'ok': True}`), reported unless
-    /// the template writes them so; the mapper writes them as JSON. Where the arguments are
-    /// otherwise JSON, a dict is told by its first key's quote (`{'`): before it, nothing of
-    /// either has been read, so a stream never sends JSON text that a dict then replaces. It
-    /// is read whole (atomic) and written as JSON whole.
+    /// Arguments written as a Python dict with Python's quotes, read whole where the
+    /// arguments are otherwise JSON, reported unless the template writes them so (see
+    /// [`python_dict_arguments`]).
     pub(super) fn args_as_python(&self) -> Parser<'b> {
         let b = self.b;
-        let p = b.tag(tags::TOOL_ARGS, b.python_kind(peg_runtime::PythonKind::Dict));
         if self.a.tools.format.uses_python_dicts {
-            return p;
+            return b.tag(tags::TOOL_ARGS, b.python_kind(peg_runtime::PythonKind::Dict));
         }
-        self.recovered(RecoveryKind::ArgumentsAsPython, b.peek("{" + b.space() + "'") + b.atomic(p))
+        python_dict_arguments(b).0
     }
 
     /// Arguments written as a JavaScript object, keys bare (`{city: "Paris", days: 3}`): read
@@ -496,12 +494,10 @@ impl<'b> Ctx<'_, 'b> {
         self.recovered(RecoveryKind::ArgumentsAsPython, told + b.atomic(object))
     }
 
-    /// Arguments that are no JSON but a Python dict (JSON with a trailing comma, `{"a": 1,}`):
-    /// tried after JSON, whose stream holds a comma back until the next member shows it is
-    /// no trailing one, so nothing sent is taken back.
-    fn args_past_json(&self) -> Parser<'b> {
-        let b = self.b;
-        self.recovered(RecoveryKind::ArgumentsAsPython, b.atomic(b.tag(tags::TOOL_ARGS, b.python_kind(peg_runtime::PythonKind::Dict))))
+    /// Arguments that are no JSON but a Python dict written with JSON's quotes, tried after
+    /// JSON (see [`python_dict_arguments`]).
+    pub(super) fn args_past_json(&self) -> Parser<'b> {
+        python_dict_arguments(self.b).1
     }
 
     /// `args` (the template's arguments), or when recovering a string holding them or a
@@ -524,7 +520,8 @@ impl<'b> Ctx<'_, 'b> {
     }
 
     /// The arguments value of a call in any shape: an object (or, flagged by the mapper, any
-    /// JSON), a JSON string holding the object, or a Python dict.
+    /// JSON), a JSON string holding the object, or a Python dict (with Python's quotes or
+    /// JSON's).
     pub(super) fn loose_args(&self) -> Parser<'b> {
         let b = self.b;
         b.choice([
@@ -534,6 +531,7 @@ impl<'b> Ctx<'_, 'b> {
             self.args_none(),
             self.args_as_string(),
             b.tag(tags::TOOL_ARGS, b.json()),
+            self.args_past_json(),
         ])
     }
 
