@@ -478,6 +478,26 @@ fn table() -> Vec<Row> {
         row("mistral-small-3.2: [ARGS] as a Python dict", MISTRAL,
             "[TOOL_CALLS]get_weather[CALL_ID]abcdefghi[ARGS]{'city': 'Paris', 'days': 2}",
             calls(&[weather2()]), &[(ArgumentsAsPython, "{'city'")]),
+        // JSON's quotes with Python's words: read where JSON fails, streamed as JSON until then
+        // (`None` where `days` is an integer: flagged too).
+        row("hermes: Python's None among JSON-quoted arguments", HERMES,
+            "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": None}}\n</tool_call>",
+            calls(&[call("get_weather", json!({"city": "Paris", "days": null}))]), &[(ArgumentsOutsideSchema, ""), (ArgumentsAsPython, "{\"city\"")]),
+        row("mistral-small-3.2: Python's None among JSON-quoted [ARGS]", MISTRAL,
+            "[TOOL_CALLS]get_weather[CALL_ID]abcdefghi[ARGS]{\"city\": \"Paris\", \"days\": None}",
+            calls(&[call("get_weather", json!({"city": "Paris", "days": null}))]), &[(ArgumentsOutsideSchema, ""), (ArgumentsAsPython, "{\"city\"")]),
+        row("kimi-k2: Python's True among JSON-quoted arguments", KIMI,
+            "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{\"city\": \"Paris\", \"days\": True}<|tool_call_end|><|tool_calls_section_end|>",
+            calls(&[call("get_weather", json!({"city": "Paris", "days": true}))]), &[(ArgumentsOutsideSchema, ""), (ArgumentsAsPython, "{\"city\"")]),
+        row("deepseek-v3.1: Python's None among JSON-quoted arguments", DSV31,
+            "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Paris\", \"days\": None}<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+            calls(&[call("get_weather", json!({"city": "Paris", "days": null}))]), &[(ArgumentsOutsideSchema, ""), (ArgumentsAsPython, "{\"city\"")]).thinking(false),
+        row("gpt-oss: Python's None among JSON-quoted arguments", GPT_OSS,
+            "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Paris\", \"days\": None}<|call|>",
+            calls(&[call("get_weather", json!({"city": "Paris", "days": null}))]), &[(ArgumentsOutsideSchema, ""), (ArgumentsAsPython, "{\"city\"")]),
+        row("gpt-oss: arguments as a Python dict", GPT_OSS,
+            "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{'city': 'Paris'}<|call|>",
+            calls(&[weather()]), &[(ArgumentsAsPython, "{'city'")]),
 
         // 5. code_fence
         row("llama3.2: call in a ```json fence", LLAMA32,

@@ -44,9 +44,9 @@ pub enum RecoveryKind {
     CallInProse,
     /// Arguments given as a JSON string holding the object (`"arguments": "{\"a\": 1}"`).
     ArgumentsAsString,
-    /// Arguments written as a Python literal (`{'city': 'Paris', 'ok': True}`), or as a
-    /// JavaScript object with bare keys (`{city: "Paris"}`), where the template writes JSON:
-    /// read as the JSON they mean.
+    /// Arguments written as a Python literal (`{'city': 'Paris', 'ok': True}`, or JSON's
+    /// quotes with Python's words, `{"days": None}`), or as a JavaScript object with bare keys
+    /// (`{city: "Paris"}`), where the template writes JSON: read as the JSON they mean.
     ArgumentsAsPython,
     /// Calls inside a markdown code fence.
     CodeFence,

@@ -8,8 +8,8 @@ use peg_runtime::chat::RecoveryKind;
 use peg_runtime::chat::tags;
 
 use super::{Ctx, Names};
-use crate::policy::python_dict_arguments;
 use crate::format::{ToolAnalysis, ToolArgumentsAnalysis, ToolFormat, ToolFormatAnalysis, ToolFunctionAnalysis};
+use crate::policy::python_dict_arguments;
 use serde_json::Value;
 
 /// Keys models write a JSON call's function name under, beside the template's own.
