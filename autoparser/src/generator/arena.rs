@@ -58,6 +58,22 @@ fn lit_indexed<'a>(b: &'a Builder, s: &str) -> Parser<'a> {
     }
 }
 
+/// A marker, or a plain-word opener with punctuation of its own (`§§ call `, `Action: `):
+/// either way nothing else in the output is written like it.
+fn distinct(s: &str) -> bool {
+    crate::analysis::segment::first_marker(s).is_some()
+        || crate::analysis::text::open_tail(s).is_some()
+        || (s.len() >= 3 && s.chars().any(|c| !c.is_alphanumeric() && !c.is_whitespace() && c != '_'))
+}
+
+/// Whether each call of a tag format opens with its name prefix, a distinct opener, and no
+/// per-call opener comes before it (`<invoke name="`, `<function=`): that prefix announces a
+/// call as a per-call opener does, with or without the section around the calls.
+fn name_prefix_opens_calls(a: &TemplateAnalysis) -> bool {
+    let f = &a.tools.format;
+    f.mode != ToolFormat::JsonNative && f.per_call_opener().is_empty() && distinct(a.tools.function.name_prefix.trim())
+}
+
 /// The words that start a tool section (grammar triggers, content delimiters).
 ///
 /// Where a call opens with plain words only (`CALL get_weather {...}`), the opener with each
@@ -81,15 +97,12 @@ pub fn trigger_words(a: &TemplateAnalysis, tools: &[(String, Value)]) -> Vec<Str
         }
     }
     let np = a.tools.function.name_prefix.trim();
-    // A marker, or a plain-word opener with punctuation of its own (`§§ call `, `Action: `):
-    // either way nothing else in the output is written like it.
-    let distinct = |s: &str| {
-        crate::analysis::segment::first_marker(s).is_some()
-            || crate::analysis::text::open_tail(s).is_some()
-            || (s.len() >= 3 && s.chars().any(|c| !c.is_alphanumeric() && !c.is_whitespace() && c != '_'))
-    };
+    // A name prefix that is a marker announces a call where no section does, and where no
+    // per-call opener does (MiniMax's `<invoke name="` inside `<minimax:tool_call>`: models
+    // drop the section there too).
     let np_is_marker = distinct(np);
-    if a.tools.format.mode != ToolFormat::JsonNative && np_is_marker && f.section_start.trim().is_empty() && !out.iter().any(|x| x == np) {
+    let unsectioned = f.mode != ToolFormat::JsonNative && np_is_marker && f.section_start.trim().is_empty();
+    if (unsectioned || name_prefix_opens_calls(a)) && !out.iter().any(|x| x == np) {
         out.push(np.to_owned());
     }
     if out.is_empty() && a.tools.format.mode != ToolFormat::JsonNative && !np.is_empty() {
@@ -1704,7 +1717,8 @@ impl<'a, 'b> Ctx<'a, 'b> {
             // A part of its own: the turn header opens it (the prompt's, for the first part).
             ss = b.optional(lit(b, &self.a.turn_header)) + ss;
         }
-        let has_per_call = !f.per_call_start.trim().is_empty();
+        // Models drop the section wrapper where each call has an opener of its own.
+        let has_per_call = !f.per_call_start.trim().is_empty() || name_prefix_opens_calls(self.a);
         let mut sec = if has_per_call && !f.section_start.trim().is_empty() { b.optional(ss) } else { ss } + calls;
         if !f.section_end.trim().is_empty() {
             // Left out before text or more calls: that text (or call) is reported instead.
