@@ -88,6 +88,10 @@ const CALLS_UNSHOWN: &str = "recovery/calls-unshown";
 const GRANITE33: &str = "ibm-granite-granite-3.3-2B-Instruct";
 /// Fixture: ReAct-style `Action:` / `Action Input:` lines, the reply text after the calls.
 const REACT: &str = "templates/content-after-calls-words";
+/// Plain-word envelopes: `BEGIN TOOLS`, then `BEGIN CALL NAME` + JSON + `END CALL` per call.
+const ENVELOPES: &str = "templates/envelopes-words";
+/// `<tool_calls>` around calls named by their own element (`<get_weather><city>…`).
+const NESTED_TAGS: &str = "templates/nested-tags-words";
 /// Probe: no marker at all, the name on a line and the JSON arguments on the next.
 const NAME_LINE: &str = "probes/json-name-line";
 
@@ -656,6 +660,12 @@ fn table() -> Vec<Row> {
         row("minimax-m2: reasoning left open when an <invoke> begins without the section", MINIMAX,
             "The user wants the weather.\n<invoke name=\"get_weather\">\n<parameter name=\"city\">Paris</parameter>\n</invoke>",
             reasoned("The user wants the weather.", "", &[weather()]), &[(ReasoningMarker, "<invoke"), (MissingClose, "$")]),
+        row("envelopes-words fixture: a call without BEGIN TOOLS after text (BEGIN CALL and the name open it)", ENVELOPES,
+            "Sure.\nBEGIN CALL get_weather\n{\"city\": \"Paris\"}\nEND CALL",
+            msg("Sure.", &[weather()]), &[(MissingClose, "$")]),
+        row("nested-tags-words fixture: a call without <tool_calls> (its name's element opens it)", NESTED_TAGS,
+            "<get_weather>\n<city>Paris</city>\n</get_weather>",
+            calls(&[weather()]), &[(MissingClose, "$")]),
         row("minimax-m2: text after the tool-call section", MINIMAX,
             "Checking.\n</think>\n\n<minimax:tool_call>\n<invoke name=\"get_weather\">\n<parameter name=\"city\">Paris</parameter>\n</invoke>\n</minimax:tool_call>\nOne moment.",
             reasoned("Checking.", "One moment.", &[weather()]), &[(TextAroundCalls, "One moment.")]),

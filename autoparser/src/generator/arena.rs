@@ -66,12 +66,13 @@ fn distinct(s: &str) -> bool {
         || (s.len() >= 3 && s.chars().any(|c| !c.is_alphanumeric() && !c.is_whitespace() && c != '_'))
 }
 
-/// Whether each call of a tag format opens with its name prefix, a distinct opener, and no
-/// per-call opener comes before it (`<invoke name="`, `<function=`): that prefix announces a
-/// call as a per-call opener does, with or without the section around the calls.
+/// Whether each call of a tag format opens with its name prefix, no per-call opener before it
+/// (`<invoke name="`, `BEGIN CALL `): that prefix announces a call as a per-call opener does
+/// (alone where it is distinct, with each declared name where it is plain words or a lone
+/// bracket), with or without the section around the calls.
 fn name_prefix_opens_calls(a: &TemplateAnalysis) -> bool {
     let f = &a.tools.format;
-    f.mode != ToolFormat::JsonNative && f.per_call_opener().is_empty() && distinct(a.tools.function.name_prefix.trim())
+    f.mode != ToolFormat::JsonNative && f.per_call_opener().is_empty() && !a.tools.function.name_prefix.trim().is_empty()
 }
 
 /// The words that start a tool section (grammar triggers, content delimiters).
@@ -97,17 +98,22 @@ pub fn trigger_words(a: &TemplateAnalysis, tools: &[(String, Value)]) -> Vec<Str
         }
     }
     let np = a.tools.function.name_prefix.trim();
-    // A name prefix that is a marker announces a call where no section does, and where no
-    // per-call opener does (MiniMax's `<invoke name="` inside `<minimax:tool_call>`: models
-    // drop the section there too).
+    // A name prefix announces a call where no section does, and where no per-call opener does
+    // (MiniMax's `<invoke name="` inside `<minimax:tool_call>`: models drop the section there
+    // too): alone where it is a marker, with each declared name where it is not.
     let np_is_marker = distinct(np);
+    let opens = name_prefix_opens_calls(a);
     let unsectioned = f.mode != ToolFormat::JsonNative && np_is_marker && f.section_start.trim().is_empty();
-    if (unsectioned || name_prefix_opens_calls(a)) && !out.iter().any(|x| x == np) {
+    if (unsectioned || (opens && np_is_marker)) && !out.iter().any(|x| x == np) {
         out.push(np.to_owned());
     }
-    if out.is_empty() && a.tools.format.mode != ToolFormat::JsonNative && !np.is_empty() {
+    if (out.is_empty() || (opens && !np_is_marker)) && a.tools.format.mode != ToolFormat::JsonNative && !np.is_empty() {
         let opener = a.tools.function.name_prefix.trim_start();
-        out.extend(tools.iter().map(|(name, _)| format!("{opener}{name}")));
+        for name in tools.iter().map(|(name, _)| format!("{opener}{name}")) {
+            if !out.contains(&name) {
+                out.push(name);
+            }
+        }
     }
     // A call opened by its bare name, followed by what prose does not write after one: a
     // marker (`get_weather\n```python\n`) or the JSON arguments (`get_weather\n{`). Each
