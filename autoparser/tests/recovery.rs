@@ -88,6 +88,8 @@ const CALLS_UNSHOWN: &str = "recovery/calls-unshown";
 const GRANITE33: &str = "ibm-granite-granite-3.3-2B-Instruct";
 /// Fixture: ReAct-style `Action:` / `Action Input:` lines, the reply text after the calls.
 const REACT: &str = "templates/content-after-calls-words";
+/// LFM2.5 (general analysis): Python calls in a list inside `<|tool_call_start|>[` … `]<|tool_call_end|>`.
+const LFM25: &str = "LFM2.5-8B-A1B";
 /// Plain-word envelopes: `BEGIN TOOLS`, then `BEGIN CALL NAME` + JSON + `END CALL` per call.
 const ENVELOPES: &str = "templates/envelopes-words";
 /// `<tool_calls>` around calls named by their own element (`<get_weather><city>…`).
@@ -778,6 +780,15 @@ fn table() -> Vec<Row> {
         row("lfm2: a lone call without the list's brackets", LFM2,
             "<|tool_call_start|>get_weather(city=\"Paris\")<|tool_call_end|>",
             calls(&[weather()]), &[(CallShape, "get_weather(")]),
+        row("lfm2.5: a lone call without the list's brackets inside the markers", LFM25,
+            "<|tool_call_start|>get_weather(city=\"Paris\")<|tool_call_end|>",
+            calls(&[weather()]), &[(CallShape, "get_weather(")]),
+        row("lfm2.5: the calls' list after text without the markers around it", LFM25,
+            "Sure.\n[get_weather(city=\"Paris\"), get_time(zone=\"CET\")]",
+            msg("Sure.", &[weather(), time()]), &[(CallShape, "[get_weather"), (CallInProse, "[get_weather")]),
+        row("lfm2.5: the calls' list alone without the markers", LFM25,
+            "[get_weather(city=\"Paris\")]",
+            calls(&[weather()]), &[(CallShape, "[get_weather")]),
         row("lfm2: JSON call objects in the list (as its models write when asked for JSON)", LFM2,
             "<|tool_call_start|>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}, {\"name\": \"get_time\", \"arguments\": {\"zone\": \"CET\"}}]<|tool_call_end|>",
             calls(&[weather(), time()]), &[(CallShape, "{\"name\": \"get_weather\""), (CallShape, "{\"name\": \"get_time\"")]),

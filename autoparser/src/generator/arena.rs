@@ -1733,7 +1733,29 @@ impl<'a, 'b> Ctx<'a, 'b> {
             let se = lit(b, &f.section_end);
             sec = sec + if is_opening(&f.section_end) || f.section_end_optional { b.optional(se) } else { b.optional(self.closing(se, &f.section_end, false)) };
         }
+        let sec = match self.list_in_section() {
+            // The list left out inside the section's markers (`<|tool_call_start|>f(a=1)
+            // <|tool_call_end|>` for `<|tool_call_start|>[f(a=1)]<|tool_call_end|>`): told by
+            // the byte after the opening marker, where nothing has been read yet.
+            Some((open, close)) if self.recovering() => {
+                let mut bare = lit(b, open) + b.space() + self.recovered(RecoveryKind::CallShape, b.negate("[") + calls);
+                if !close.is_empty() {
+                    bare = bare + b.space() + b.optional(self.closing(lit(b, close), close, false));
+                }
+                b.choice([sec, bare])
+            }
+            _ => sec,
+        };
         b.trigger_rule(SECTION_RULE, sec + self.after_calls() + after)
+    }
+
+    /// Where the section's markers open and close a list around the calls
+    /// (`<|tool_call_start|>[` … `]<|tool_call_end|>`): the markers without the brackets.
+    fn list_in_section(&self) -> Option<(&str, &str)> {
+        let f = &self.a.tools.format;
+        let open = f.section_start.trim().strip_suffix('[')?.trim_end();
+        let close = f.section_end.trim().strip_prefix(']')?.trim_start();
+        crate::analysis::segment::first_marker(open).is_some().then_some((open, close))
     }
 
     /// What may follow the last call: whitespace where the template writes some there; in the
@@ -1884,6 +1906,12 @@ impl<'a, 'b> Ctx<'a, 'b> {
             return reasoning + self.content(&[]) + b.end();
         }
         let mut triggers = trigger_words(self.a, &self.policy.tools);
+        if let Some((open, _)) = self.list_in_section().filter(|_| self.recovering()) {
+            // Content stops at the section's marker where the list after it is left out.
+            if !triggers.iter().any(|t| t == open) {
+                triggers.push(open.to_owned());
+            }
+        }
         let (th, ss) = (self.a.turn_header.trim(), self.a.tools.format.section_start.trim());
         if self.a.header_per_part && !ss.is_empty() {
             // Content whose part end the model left out stops at the calls' header too.

@@ -764,7 +764,11 @@ impl<'b> Ctx<'_, 'b> {
                 json.json_call_run(call)
             }))
         };
-        let calls = b.choice([Some(json), Some(tagged), python.map(|p| p.0)].into_iter().flatten().collect::<Vec<_>>());
+        // Where the template writes Python calls in markers, its calls in a Python list without
+        // them (`[f(a=1), g(b=2)]` for `<|tool_call_start|>[f(a=1), g(b=2)]<|tool_call_end|>`).
+        let own_list =
+            self.bare_python_call(true).map(|call| shape("[" + b.space() + call + b.zero_or_more(b.space() + "," + b.space() + call) + b.space() + "]"));
+        let calls = b.choice([Some(json), Some(tagged), python.map(|p| p.0), own_list].into_iter().flatten().collect::<Vec<_>>());
         // A close is read only after its opener: where none opened, the calls end with their own
         // close, and the text after them (`<` of an end-of-turn marker) is not held as the
         // start of one.
