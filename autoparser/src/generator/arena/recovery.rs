@@ -860,13 +860,21 @@ impl<'b> Ctx<'_, 'b> {
     /// (`get_weather(city="Paris")`): models tuned on pythonic calls leave out the list or
     /// fence they usually put them in. Read only as the whole output (with the end-of-turn
     /// marker where it ends), where no prose would be a call; read whole, so a stream holds
-    /// text that opens with a tool's name until it is known. Only where the template writes
-    /// JSON calls, as the other Python forms in text.
+    /// text that opens with a tool's name until it is known. Where the template writes JSON
+    /// calls, in Python's own form (as the other Python forms in text); where it writes Python
+    /// calls in markers, in its form without them, joined by commas or line breaks too.
     pub(super) fn whole_output_python_calls(&self) -> Option<Parser<'b>> {
-        if !self.json_calls() {
-            return None;
-        }
         let b = self.b;
+        let eot = self.a.end_of_turn.trim();
+        let output_end = if eot.is_empty() { b.end() } else { b.choice([b.end(), b.literal(eot) + b.space() + b.end()]) };
+        if !self.json_calls() {
+            // Where the template writes Python calls inside its markers, its own calls without
+            // them, joined by commas or line breaks.
+            let call = self.bare_python_call(false)?;
+            let sep = b.choice([b.space() + b.choice([",", ";"]) + b.space(), b.chars("[ \t]", 0, None) + "\n" + b.space()]);
+            let calls = call + b.zero_or_more(sep + call);
+            return Some(b.atomic(self.recovered(RecoveryKind::CallShape, b.space() + calls) + b.space() + b.peek(output_end)));
+        }
         // Calls as Python writes them, keyword arguments of literal values and every `)`
         // there, none of the recoveries inside calls (which would make prose a value); the
         // mapper checks the arguments against the tool.
@@ -875,8 +883,6 @@ impl<'b> Ctx<'_, 'b> {
         let arg = b.tag(tags::TOOL_ARG, b.tag(tags::TOOL_ARG_OPEN, key + b.space() + "=") + b.space() + value + b.tag(tags::TOOL_ARG_CLOSE, b.eps()));
         let args = b.optional(b.space() + arg + b.zero_or_more(b.space() + "," + b.space() + arg) + b.optional(b.space() + ",")) + b.space();
         let call = self.with_tools(python_call(), |python| python.tag_call_with(python.name_parser(Names::Declared), "", args));
-        let eot = self.a.end_of_turn.trim();
-        let output_end = if eot.is_empty() { b.end() } else { b.choice([b.end(), b.literal(eot) + b.space() + b.end()]) };
         let calls = call + b.zero_or_more(b.chars("[ \t]", 0, None) + "\n" + b.space() + call);
         Some(b.atomic(self.recovered(RecoveryKind::CallShape, b.space() + calls) + b.space() + b.peek(output_end)))
     }
