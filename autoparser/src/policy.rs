@@ -82,15 +82,16 @@ pub(crate) fn json_arguments<'b>(b: &'b Builder, name: &str, schema: &Value) -> 
 }
 
 /// Arguments written as a Python dict where the template writes JSON, reported
-/// (`arguments_as_python`; the mapper writes them as JSON): with Python's quotes
-/// (`{'city': 'Paris', 'ok': True}`), told by the first key's quote (`{'`: before it, nothing
-/// of either has been read, so a stream never sends JSON text that a dict then replaces) and
-/// read whole: the first parser, tried before the JSON arguments. Or with JSON's quotes (a trailing comma, `{"a": 1,}`, or
-/// Python's words, `{"days": None}`): the second, tried after them, and not read whole: up to where JSON
-/// fails, the dict is the same text, which a stream has sent as JSON's, and the mapper's
-/// pass-through turns to Python where JSON cannot go on (it holds a comma back until the next
-/// member shows it is no trailing one, and writes a word of Python's as JSON's), so nothing
-/// sent is taken back, and a dict that stops fitting later shows what JSON showed.
+/// (`arguments_as_python`; the mapper writes them as JSON). Two readers:
+/// - with Python's quotes (`{'city': 'Paris', 'ok': True}`), tried before the JSON
+///   arguments: told by the first key's quote (`{'`: before it, nothing of either has been
+///   read, so a stream never sends JSON text that a dict then replaces), read whole;
+/// - with JSON's quotes (a trailing comma, `{"a": 1,}`, or Python's words, `{"days": None}`),
+///   tried after them, not read whole: up to where JSON fails the dict is the same text,
+///   which a stream has sent as JSON's, and the mapper's pass-through turns to Python where
+///   JSON cannot go on (it holds a comma back until the next member shows it is no trailing
+///   one, and writes a word of Python's as JSON's), so nothing sent is taken back, and a dict
+///   that stops fitting later shows what JSON showed.
 pub(crate) fn python_dict_arguments(b: &Builder) -> (Parser<'_>, Parser<'_>) {
     let recovered = |p| b.tag(RecoveryKind::ArgumentsAsPython.tag(), p);
     let dict = || b.tag(tags::TOOL_ARGS, b.python_kind(PythonKind::Dict));

@@ -1734,9 +1734,10 @@ impl<'a, 'b> Ctx<'a, 'b> {
             sec = sec + if is_opening(&f.section_end) || f.section_end_optional { b.optional(se) } else { b.optional(self.closing(se, &f.section_end, false)) };
         }
         let sec = match self.list_in_section() {
-            // The list left out inside the section's markers (`<|tool_call_start|>f(a=1)
-            // <|tool_call_end|>` for `<|tool_call_start|>[f(a=1)]<|tool_call_end|>`): told by
-            // the byte after the opening marker, where nothing has been read yet.
+            // The list left out inside the section's markers
+            // (`<|tool_call_start|>f(a=1)<|tool_call_end|>` for
+            // `<|tool_call_start|>[f(a=1)]<|tool_call_end|>`): told by the byte after the
+            // opening marker, where nothing has been read yet.
             Some((open, close)) if self.recovering() => {
                 let mut bare = lit(b, open) + b.space() + self.recovered(RecoveryKind::CallShape, b.negate("[") + calls);
                 if !close.is_empty() {
