@@ -694,8 +694,6 @@ impl<'a, 'b> Ctx<'a, 'b> {
                     python,
                     Some(b.space() + self.args_as_js()),
                     Some(b.space() + json() + self.extra_braces(name, &[])),
-                    // JSON's quotes with Python's words (`{"days": None}`): where JSON fails.
-                    (!self.a.tools.format.uses_python_dicts).then(|| b.space() + self.args_past_json() + self.extra_braces(name, &[])),
                     Some(self.fenced(json())),
                     Some(b.space() + self.loose_args() + self.extra_braces(name, &[])),
                 ];

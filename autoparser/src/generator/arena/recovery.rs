@@ -766,8 +766,7 @@ impl<'b> Ctx<'_, 'b> {
         };
         // Where the template writes Python calls in markers, its calls in a Python list without
         // them (`[f(a=1), g(b=2)]` for `<|tool_call_start|>[f(a=1), g(b=2)]<|tool_call_end|>`).
-        let own_list =
-            self.bare_python_call(true).map(|call| shape("[" + b.space() + call + b.zero_or_more(b.space() + "," + b.space() + call) + b.space() + "]"));
+        let own_list = self.bare_python_call(true).map(|call| shape(self.json_list(call)));
         let calls = b.choice([Some(json), Some(tagged), python.map(|p| p.0), own_list].into_iter().flatten().collect::<Vec<_>>());
         // A close is read only after its opener: where none opened, the calls end with their own
         // close, and the text after them (`<` of an end-of-turn marker) is not held as the
@@ -867,23 +866,24 @@ impl<'b> Ctx<'_, 'b> {
         let b = self.b;
         let eot = self.a.end_of_turn.trim();
         let output_end = if eot.is_empty() { b.end() } else { b.choice([b.end(), b.literal(eot) + b.space() + b.end()]) };
-        if !self.json_calls() {
+        let line_break = || b.chars("[ \t]", 0, None) + "\n" + b.space();
+        let calls = if self.json_calls() {
+            // Calls as Python writes them, keyword arguments of literal values and every `)`
+            // there, none of the recoveries inside calls (which would make prose a value); the
+            // mapper checks the arguments against the tool.
+            let value = b.tag(tags::TOOL_ARG_JSON_VALUE, b.choice([b.json(), b.python()]));
+            let key = b.tag(tags::TOOL_ARG_NAME, b.chars("[A-Za-z_]", 1, Some(1)) + b.chars("[A-Za-z0-9_]", 0, None));
+            let arg = b.tag(tags::TOOL_ARG, b.tag(tags::TOOL_ARG_OPEN, key + b.space() + "=") + b.space() + value + b.tag(tags::TOOL_ARG_CLOSE, b.eps()));
+            let args = b.optional(b.space() + arg + b.zero_or_more(b.space() + "," + b.space() + arg) + b.optional(b.space() + ",")) + b.space();
+            let call = self.with_tools(python_call(), |python| python.tag_call_with(python.name_parser(Names::Declared), "", args));
+            call + b.zero_or_more(line_break() + call)
+        } else {
             // Where the template writes Python calls inside its markers, its own calls without
             // them, joined by commas or line breaks.
             let call = self.bare_python_call(false)?;
-            let sep = b.choice([b.space() + b.choice([",", ";"]) + b.space(), b.chars("[ \t]", 0, None) + "\n" + b.space()]);
-            let calls = call + b.zero_or_more(sep + call);
-            return Some(b.atomic(self.recovered(RecoveryKind::CallShape, b.space() + calls) + b.space() + b.peek(output_end)));
-        }
-        // Calls as Python writes them, keyword arguments of literal values and every `)`
-        // there, none of the recoveries inside calls (which would make prose a value); the
-        // mapper checks the arguments against the tool.
-        let value = b.tag(tags::TOOL_ARG_JSON_VALUE, b.choice([b.json(), b.python()]));
-        let key = b.tag(tags::TOOL_ARG_NAME, b.chars("[A-Za-z_]", 1, Some(1)) + b.chars("[A-Za-z0-9_]", 0, None));
-        let arg = b.tag(tags::TOOL_ARG, b.tag(tags::TOOL_ARG_OPEN, key + b.space() + "=") + b.space() + value + b.tag(tags::TOOL_ARG_CLOSE, b.eps()));
-        let args = b.optional(b.space() + arg + b.zero_or_more(b.space() + "," + b.space() + arg) + b.optional(b.space() + ",")) + b.space();
-        let call = self.with_tools(python_call(), |python| python.tag_call_with(python.name_parser(Names::Declared), "", args));
-        let calls = call + b.zero_or_more(b.chars("[ \t]", 0, None) + "\n" + b.space() + call);
+            let sep = b.choice([b.space() + b.choice([",", ";"]) + b.space(), line_break()]);
+            call + b.zero_or_more(sep + call)
+        };
         Some(b.atomic(self.recovered(RecoveryKind::CallShape, b.space() + calls) + b.space() + b.peek(output_end)))
     }
 
