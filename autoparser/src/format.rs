@@ -621,6 +621,30 @@ pub struct ToolAnalysis {
     pub arguments: ToolArgumentsAnalysis,
     /// Call id markers.
     pub call_id: ToolCallIdAnalysis,
+    /// How a turn of calls and nothing else is written, when it is a form streams can read
+    /// without a parse.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_form: Option<CallFormAnalysis>,
+}
+
+/// A turn of tool calls as the template writes it after the generation prompt it was learned
+/// with (a request with another prompt may be answered otherwise, and its streams parse).
+///
+/// ```
+/// use autoparser::{analysis::analyze, template::ChatTemplate};
+/// let src = "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% for c in m.tool_calls or [] %}<call>{{ c.function | tojson }}</call>{% endfor %}\
+///            <|end|>{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}";
+/// let learned = analyze(&ChatTemplate::from_source(src, "", "").unwrap()).unwrap().tools.call_form.unwrap();
+/// assert_eq!(learned.generation_prompt, "<|assistant|>");
+/// assert_eq!((learned.form.open.as_str(), learned.form.close.as_str()), ("<call>{\"name\": \"", "}</call>"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallFormAnalysis {
+    /// The generation prompt of the renders the form was cut from.
+    pub generation_prompt: String,
+    /// The form.
+    #[serde(flatten)]
+    pub form: peg_runtime::chat::CallForm,
 }
 
 /// Addressed messages: the assistant turn is a run of parts `HEADER BODY END`, each header

@@ -182,7 +182,7 @@ impl PreparedRequest {
         let inner = match prefill {
             None => self.inner.parser(strictness(strict)),
             Some(prefill) => {
-                let options = ChatParseOptions { tools: self.inner.tools.clone(), strictness: strictness(strict), prefill, ..ChatParseOptions::default() };
+                let options = ChatParseOptions { prefill, ..self.inner.parse_options(strictness(strict)) };
                 chat_peg::ChatParser::new(self.inner.arena.clone(), options)
             }
         };

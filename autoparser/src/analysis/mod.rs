@@ -29,6 +29,8 @@
 //!   indices), argument container, call-id position; where content goes relative to calls.
 //!   Turns made of addressed parts (`to=NAME<|message|>…<|end|>`, `>>>NAME\n…`): the header
 //!   around the recipient, the content and reasoning recipients, the part end.
+//! - T8 (call form): a turn of calls and nothing else as the template writes it, cut around
+//!   each call's name and JSON arguments, for streams to read without a parse.
 //! - A1-A4 (arguments): name and value markers, literal-valued calls (`f(a='x')`) and whether
 //!   their strings are written raw (`'C:\dir'`), markers of non-string values
 //!   (`string="false">`, the tail of a CDATA string's suffix), nested values in the template's
@@ -48,6 +50,7 @@
 //! assert_eq!(a.tools.function.close, "</function>");
 //! ```
 
+mod call_form;
 pub(crate) mod diff;
 mod probe;
 mod reasoning;
@@ -230,6 +233,9 @@ fn analyze_inner(r: &dyn Render) -> Result<TemplateAnalysis, Error> {
         b.adjust(&mut a);
     } else {
         a.tools_error = tools_error;
+    }
+    if a.tools_error.is_none() {
+        a.tools.call_form = call_form::learn(&p, &a);
     }
     a.preserved_tokens = collect_preserved_tokens(&a);
     Ok(a)

@@ -163,6 +163,34 @@ pub fn lcs_whole_groups(a: &str, b: &str) -> usize {
     }
 }
 
+/// `turn` without the end of turn: a whole tail (what follows a turn's text in a render) it
+/// ends with, or the markers of one (the common end, from its first marker:
+/// `<|END_ACTION|><|END_OF_TURN_TOKEN|>` ends like `<|END_RESPONSE|><|END_OF_TURN_TOKEN|>`).
+pub(crate) fn strip_turn_end<'t>(turn: &'t str, tails: &[String]) -> &'t str {
+    let mut cut = 0;
+    for tail in tails {
+        let n = lcs(turn, tail);
+        let common = &turn[turn.len() - n..];
+        let strip = if n == tail.len() {
+            n
+        } else {
+            match crate::analysis::segment::first_marker(common) {
+                // Not the marker that closes a named group (`<|close|>tools` + `<|sep|>`).
+                Some((i, m)) if ends_in_named_group(&turn[..turn.len() - n + i], m) => {
+                    let after = &common[i + m.len()..];
+                    crate::analysis::segment::first_marker(after).map_or(0, |(j, _)| after.len() - j)
+                }
+                Some((i, _)) => n - i,
+                // Plain-word templates: whole lines (`\nEND ASSISTANT`).
+                None if common.starts_with('\n') => n,
+                None => n - common.trim_start().len(),
+            }
+        };
+        cut = cut.max(strip);
+    }
+    &turn[..turn.len() - cut]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

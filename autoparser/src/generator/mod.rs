@@ -21,7 +21,7 @@ mod literal;
 use std::sync::Arc;
 
 use peg_runtime::Arena;
-use peg_runtime::chat::{ChatParseOptions, ChatParser, Strictness, ToolSpec};
+use peg_runtime::chat::{CallForm, ChatParseOptions, ChatParser, Strictness, ToolSpec};
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::diff::calculate_diff_split;
@@ -100,6 +100,9 @@ pub struct PreparedRequest {
     /// The request's tools, read once: their schemas type the parsed arguments, and calls
     /// outside them are flagged.
     pub tools: Vec<ToolSpec>,
+    /// How the model writes a turn of calls and nothing else after this prompt, where the
+    /// analysis learned it: streams read such output without a parse.
+    pub call_form: Option<CallForm>,
 }
 
 impl PreparedRequest {
@@ -117,8 +120,18 @@ impl PreparedRequest {
     /// assert_eq!(stream.finish().unwrap().1.message.content, "Hello!");
     /// ```
     pub fn parser(&self, strictness: Strictness) -> ChatParser {
-        let options = ChatParseOptions { tools: self.tools.clone(), strictness, prefill: self.prefill.clone(), ..ChatParseOptions::default() };
-        ChatParser::new(self.arena.clone(), options)
+        ChatParser::new(self.arena.clone(), self.parse_options(strictness))
+    }
+
+    /// The options of [`parser`](PreparedRequest::parser): this prefill, tools and call form.
+    pub fn parse_options(&self, strictness: Strictness) -> ChatParseOptions {
+        ChatParseOptions {
+            tools: self.tools.clone(),
+            strictness,
+            prefill: self.prefill.clone(),
+            call_form: self.call_form.clone(),
+            ..ChatParseOptions::default()
+        }
     }
 }
 
@@ -487,6 +500,7 @@ fn generate_inner(r: &dyn Render, a: &TemplateAnalysis, req: &Request, constrain
         prompt.truncate(prompt.len() - eos.len());
     }
     let c = constrain(req, &prefill)?;
+    let call_form = call_form(a, req, &generation_prompt, &prefill);
     Ok(PreparedRequest {
         arena: c.arena.clone(),
         prefill,
@@ -499,7 +513,28 @@ fn generate_inner(r: &dyn Render, a: &TemplateAnalysis, req: &Request, constrain
         prompt,
         warnings: c.warnings.clone(),
         tools: c.tools.clone(),
+        call_form,
     })
+}
+
+/// The learned call form, where this request's output may be written in it: calls may be
+/// made (of any tool declared), the prompt is the one the form was learned after and writes
+/// nothing of the turn, and a second call is allowed where the form has one.
+fn call_form(a: &TemplateAnalysis, req: &Request, generation_prompt: &str, prefill: &str) -> Option<CallForm> {
+    let learned = a.tools.call_form.as_ref()?;
+    if req.tools.is_empty()
+        || req.tool_choice == ToolChoice::None
+        || req.json_schema.is_some()
+        || !prefill.is_empty()
+        || learned.generation_prompt != generation_prompt
+    {
+        return None;
+    }
+    let mut form = learned.form.clone();
+    if !req.parallel_tool_calls {
+        form.between = None;
+    }
+    Some(form)
 }
 
 fn render_failed(e: Error) -> Error {

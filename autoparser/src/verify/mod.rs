@@ -659,32 +659,9 @@ impl<'r> Session<'r> {
         }
     }
 
-    /// `turn` without the end of turn: a whole tail it ends with, or the markers of one (the
-    /// common end, from its first marker: `<|END_ACTION|><|END_OF_TURN_TOKEN|>` ends like
-    /// `<|END_RESPONSE|><|END_OF_TURN_TOKEN|>`).
+    /// `turn` without the end of turn ([`crate::analysis::text::strip_turn_end`]).
     fn strip_tail<'t>(&self, turn: &'t str) -> &'t str {
-        let mut cut = 0;
-        for tail in &self.tails {
-            let n = crate::analysis::text::lcs(turn, tail);
-            let common = &turn[turn.len() - n..];
-            let strip = if n == tail.len() {
-                n
-            } else {
-                match crate::analysis::segment::first_marker(common) {
-                    // Not the marker that closes a named group (`<|close|>tools` + `<|sep|>`).
-                    Some((i, m)) if crate::analysis::text::ends_in_named_group(&turn[..turn.len() - n + i], m) => {
-                        let after = &common[i + m.len()..];
-                        crate::analysis::segment::first_marker(after).map_or(0, |(j, _)| after.len() - j)
-                    }
-                    Some((i, _)) => n - i,
-                    // Plain-word templates: whole lines (`\nEND ASSISTANT`).
-                    None if common.starts_with('\n') => n,
-                    None => n - common.trim_start().len(),
-                }
-            };
-            cut = cut.max(strip);
-        }
-        &turn[..turn.len() - cut]
+        crate::analysis::text::strip_turn_end(turn, &self.tails)
     }
 
     /// The first thinking mode (on for a message with reasoning, else off first) whose prompt

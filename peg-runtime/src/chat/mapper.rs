@@ -1215,9 +1215,18 @@ pub(crate) struct Driver {
     /// Events `done..` of the last walk.
     events: Vec<Event>,
     folded: Vec<Folded>,
+    /// What the sink emitted was folded elsewhere ([`Driver::adopting`]).
+    adopt: bool,
 }
 
 impl Driver {
+    /// A driver taking over a stream whose deltas so far were folded without it (the
+    /// structural lane, `lane.rs`): its first parse is folded afresh, and only what that fold
+    /// adds to the message the sink emitted is emitted ([`Driver::follow`]).
+    pub(crate) fn adopting() -> Driver {
+        Driver { adopt: true, ..Driver::default() }
+    }
+
     /// The growing text node's kind and how far it was read.
     pub(crate) fn growing(&self) -> Option<(Kind, usize)> {
         self.growing.map(|(k, _, read)| (k, read))
@@ -1293,7 +1302,7 @@ impl Driver {
     /// back): the stream then ends as a one-shot parse of the same output, which never saw the
     /// abandoned reading.
     pub(crate) fn follow(&mut self, ast: &Ast, input: Input, final_input: bool, cx: &Context, sink: &mut dyn Sink) -> bool {
-        if self.advance(ast, input, final_input, cx, sink) {
+        if !self.adopt && self.advance(ast, input, final_input, cx, sink) {
             return true;
         }
         let Some(emitted) = sink.emitted() else { return false };

@@ -594,6 +594,24 @@ impl DeltaBuffer {
         }
     }
 
+    /// Appends `delta` (as the sink calls that wrote it would).
+    pub(crate) fn push_ref(&mut self, delta: DeltaRef<'_>) {
+        match delta {
+            DeltaRef::Content(c) => self.content(c),
+            DeltaRef::Reasoning(r) => self.reasoning(r),
+            DeltaRef::ToolCall { index, id, name, arguments } => {
+                match (name, id) {
+                    (Some(name), id) => self.header(index, id.unwrap_or(""), name),
+                    (None, Some(id)) => self.late_id(index, id),
+                    (None, None) => {}
+                }
+                if let Some(a) = arguments {
+                    self.args(index, a);
+                }
+            }
+        }
+    }
+
     /// Appends a call's first fragment.
     pub(crate) fn header(&mut self, index: usize, id: &str, name: &str) {
         let id = self.append(id);

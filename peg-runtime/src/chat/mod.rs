@@ -64,6 +64,7 @@ mod args_direct;
 mod args_schema;
 mod builder;
 mod json_text;
+mod lane;
 mod mapper;
 mod message;
 mod parser;
@@ -73,6 +74,7 @@ mod stream;
 
 pub use builder::{ConstructedBuilder, NativeBuilder, SimpleBuilder, tags};
 pub use json_text::close_partial_json;
+pub use lane::CallForm;
 pub use message::{ChatDelta, ChatMessage, ChatToolCall, DeltaBuffer, DeltaRef, ToolCallDelta};
 pub use parser::{ChatParseOptions, ChatParser, Diagnostic, ParseMode, ParsedMessage, Strictness, ToolSpec};
 pub use recovery::{Recovery, RecoveryKind};

@@ -8,6 +8,7 @@ use crate::arena::{Arena, Node};
 use crate::chat::args_schema::ArgsSchema;
 use crate::chat::builder::tags;
 use crate::chat::json_text::{self, close_partial_json};
+use crate::chat::lane::{CallForm, LanePlan};
 use crate::chat::mapper::{ArgType, Context, Driver, Input, Kind, MessageSink, Sink};
 use crate::chat::message::ChatMessage;
 use crate::chat::predict::{Predictor, args_are_json, id_after_args, leading_literals};
@@ -146,6 +147,11 @@ pub struct ChatParseOptions {
     /// valid JSON where possible (see [`close_partial_json`]). Off by default: the raw text so
     /// far is what grows monotonically and what the deltas carry.
     pub close_partial_arguments: bool,
+    /// How the template writes a turn of tool calls and nothing else, if known: streams read
+    /// output written exactly so without parsing it (the same deltas, for a fraction of the
+    /// cost). Set by the `autoparser` from its analysis; anything the form does not say is
+    /// parsed as usual.
+    pub call_form: Option<CallForm>,
 }
 
 impl Default for ChatParseOptions {
@@ -156,6 +162,7 @@ impl Default for ChatParseOptions {
             prefill: String::new(),
             tool_id_prefix: "call_".to_owned(),
             close_partial_arguments: false,
+            call_form: None,
         }
     }
 }
@@ -212,6 +219,8 @@ pub(crate) struct Inner {
     pub options: ChatParseOptions,
     pub cx: Context,
     pub predict: Predictor,
+    /// The structural lane's plan, when the options give a form it can follow.
+    pub lane: Option<LanePlan>,
 }
 
 /// Maps model output to an assistant message with a grammar whose nodes carry the chat tags
@@ -272,12 +281,13 @@ impl ChatParser {
             cx.arg_types.insert(tool.name.clone(), types);
         }
         let predict = Predictor::new(&arena);
+        let lane = options.call_form.as_ref().filter(|_| options.prefill.is_empty()).and_then(|form| LanePlan::new(form, &cx.tools));
         for (tag, lit) in leading_literals(&arena) {
             if let Some(kind) = Kind::of_text_tag(tag) {
                 cx.leading.push((kind, lit));
             }
         }
-        ChatParser { inner: Arc::new(Inner { arena, options, cx, predict }) }
+        ChatParser { inner: Arc::new(Inner { arena, options, cx, predict, lane }) }
     }
 
     /// The options the parser was made with.

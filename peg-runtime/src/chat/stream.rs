@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use crate::chat::json_text;
+use crate::chat::lane::Lane;
 use crate::chat::mapper::{Driver, Input, Kind, Sink, Verbatim};
 use crate::chat::message::{ChatDelta, ChatMessage, DeltaBuffer, DeltaRef, push_token};
 use crate::chat::parser::{ChatParser, Diagnostic, Inner, ParsedMessage, Strictness, fold_parse, no_recovery_if_strict};
@@ -107,6 +108,11 @@ pub struct ChatStream<S = Session> {
     /// Whether chunks may be folded without a parse, and a parse that only grew the open text
     /// without a walk of its output (off only to test that it changes nothing).
     predict: bool,
+    /// Set while the output follows the parser's [`CallForm`](crate::chat::CallForm): the
+    /// structural lane folds it without a parse (`lane.rs`).
+    lane: Option<Lane>,
+    /// Chunks after which the lane hands over even where it could go on (a test's knob).
+    lane_chunks: usize,
 }
 
 /// The live lane: the input ends inside a growing text that a chunk extends verbatim.
@@ -134,6 +140,7 @@ const HIGH: u8 = 4;
 impl<S: Resume> ChatStream<S> {
     fn new(inner: Arc<Inner>, mut session: S) -> ChatStream<S> {
         session.push(inner.options.prefill.as_bytes());
+        let lane = inner.lane.as_ref().map(|_| Lane::new(inner.options.prefill.len()));
         ChatStream {
             inner,
             session,
@@ -149,7 +156,22 @@ impl<S: Resume> ChatStream<S> {
             classes: Box::new([STOP; 256]),
             classes_of: None,
             predict: true,
+            lane,
+            lane_chunks: usize::MAX,
         }
+    }
+
+    /// Makes the structural lane hand over after `chunks` more chunks (or never take one):
+    /// for tests that the handover at any point yields the deltas of a stream without it.
+    #[doc(hidden)]
+    pub fn hand_over_after(&mut self, chunks: usize) {
+        self.lane_chunks = chunks;
+    }
+
+    /// Whether the structural lane is still reading the output.
+    #[doc(hidden)]
+    pub fn in_lane(&self) -> bool {
+        self.lane.is_some()
     }
 
     /// How many parses the stream has run. Chunks known to only extend the text the input
@@ -209,12 +231,50 @@ impl<S: Resume> ChatStream<S> {
     #[inline]
     pub fn push_into(&mut self, chunk: &str, out: &mut DeltaBuffer) -> Result<(), Error> {
         out.clear();
+        if self.lane.is_some() {
+            return self.push_lane(chunk, out);
+        }
         if let Some(live) = self.live
             && self.push_live(live, chunk, out)
         {
             return Ok(());
         }
         self.push_slow(chunk, out)
+    }
+
+    /// [`ChatStream::push_into`] in the structural lane, with `out` cleared: the chunk is
+    /// folded as the lane reads it, or the lane hands over to the parser.
+    fn push_lane(&mut self, chunk: &str, out: &mut DeltaBuffer) -> Result<(), Error> {
+        self.check_open()?;
+        if chunk.is_empty() {
+            return Ok(());
+        }
+        let (Some(lane), Some(plan)) = (self.lane.as_mut(), self.inner.lane.as_ref()) else { return self.push_slow(chunk, out) };
+        self.session.push(chunk.as_bytes());
+        let fold = &mut self.driver.fold;
+        if self.lane_chunks > 0 && lane.push(plan, self.session.input(), chunk, fold, &self.inner.cx, out) && fold.recoveries.is_empty() {
+            self.lane_chunks -= 1;
+            // What a parse after the chunk would have recorded: the input fits the grammar.
+            self.viable = self.session.input().len();
+            self.record(out);
+            return Ok(());
+        }
+        out.clear();
+        self.hand_over(out)?;
+        self.live = self.find_live();
+        Ok(())
+    }
+
+    /// Ends the structural lane: the parser takes over from the message the lane emitted, with
+    /// the parse a push of the input so far would have run; `out` gets what it adds.
+    fn hand_over(&mut self, out: &mut DeltaBuffer) -> Result<(), Error> {
+        self.lane = None;
+        self.driver = Driver::adopting();
+        self.parses += 1;
+        let parsed = self.session.update().map(|_| ());
+        self.step(parsed, true, out)?;
+        self.record(out);
+        Ok(())
     }
 
     /// [`ChatStream::push_into`] past the live lane, with `out` cleared.
@@ -272,6 +332,35 @@ impl<S: Resume> ChatStream<S> {
         out.clear();
         self.close_live();
         self.check_open()?;
+        if let (Some(lane), Some(plan)) = (self.lane.as_mut(), self.inner.lane.as_ref()) {
+            // A whole turn of the form ends as the fold ends it, unless the fold recovers
+            // something (whose span the parser knows).
+            if lane.complete(plan) {
+                let fold = &mut self.driver.fold;
+                let finished = lane.finish(plan, self.session.input(), fold, &self.inner.cx, out);
+                fold.finish(&self.inner.cx, out);
+                if finished && fold.recoveries.is_empty() {
+                    self.lane = None;
+                    self.state = State::Finished;
+                    self.record(out);
+                    return Ok(ParsedMessage { message: self.message.clone(), diagnostic: None, recoveries: Vec::new() });
+                }
+                out.clear();
+            }
+            // The parser takes over as after the last push, then finishes; `out` gets both.
+            self.hand_over(out)?;
+            let mut rest = DeltaBuffer::new();
+            let parsed = self.finish_parsing(&mut rest);
+            for d in rest.iter() {
+                out.push_ref(d);
+            }
+            return parsed;
+        }
+        self.finish_parsing(out)
+    }
+
+    /// [`ChatStream::finish_into`] on the parser's path: `out` gets the final deltas.
+    fn finish_parsing(&mut self, out: &mut DeltaBuffer) -> Result<ParsedMessage, Error> {
         if let State::Parsing = self.state {
             self.parses += 1;
             let parsed = self.session.finish().map(|_| ());
