@@ -36,7 +36,10 @@
 //!    error).
 //! 4. Parse the output ([`ChatParser::parse`] with [`ParseMode::Complete`], or
 //!    [`ParseMode::Partial`] for a prefix), or stream it ([`ChatParser::stream`], then
-//!    [`ChatStream::push`] per chunk and [`ChatStream::finish`]).
+//!    [`ChatStream::push`] per chunk and [`ChatStream::finish`]). A stream of output written
+//!    exactly as the template writes a turn of tool calls runs no parse at all (the analysis
+//!    learned that form: [`PreparedRequest::call_form`]); anything else is parsed, with the
+//!    same deltas.
 //!
 //! ```
 //! use chat_peg::{Model, ParseMode, Request, Strictness};

@@ -132,6 +132,19 @@ fn streams_in_the_call_form_equal_the_parse() {
                     check(format!("in {chunk}-byte chunks, handing over after {k}"), streamed(&parser, &output, chunk, k), expected);
                 }
             }
+            // Arguments long enough for the lane to leave them to the parser's path.
+            if lane_reads == Some(true) && output.len() < 200 {
+                let long = serde_json::to_string(&json!({"path": "p", "content": "x\"y\\z é\n".repeat(150)})).unwrap();
+                let output = written(&form, &[("write_file", long)]);
+                let one = parser.parse(&output, ParseMode::Complete).unwrap();
+                let n = stream_pieces(&output, &[4]).len();
+                for k in (0..=n).step_by(37).chain([n]) {
+                    let (summed, fin, in_lane) = streamed(&parser, &output, 4, k);
+                    if fin != one || summed != one.message || in_lane {
+                        wrong.push(format!("{name}: long arguments in 4-byte chunks, handing over after {k}: in the lane at the end: {in_lane}"));
+                    }
+                }
+            }
             // Cut off anywhere: a stream that stops there ends as the parse of what it read.
             for end in (1..output.len()).filter(|&e| output.is_char_boundary(e)) {
                 let cut = &output[..end];

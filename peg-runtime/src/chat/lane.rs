@@ -107,6 +107,11 @@ enum At {
     After { k: usize, to_next: bool, to_close: bool },
 }
 
+/// Arguments longer than this are streamed by the parser's path: inside a long string, its
+/// live lane takes a chunk for a table lookup per byte, and the parse the handover costs is
+/// spread over the rest of the output. The structural lane is for the structure.
+const LONG_ARGUMENTS: usize = 1024;
+
 /// The lane's state in one stream.
 #[derive(Debug, Clone)]
 pub(crate) struct Lane {
@@ -123,7 +128,8 @@ pub(crate) struct Lane {
     /// The open call, not folded yet: its name, and where its arguments start in the input
     /// (a parse does not fold them yet either: see [`Lane::arguments`]).
     opening: Option<(usize, usize)>,
-    /// Where the open call's arguments ended in the input, once they did.
+    /// Where the open call's arguments start and (once they did) end in the input.
+    args_at: usize,
     args_end: usize,
     /// Input read: where the next chunk starts (the prefill counts).
     read: usize,
@@ -142,6 +148,7 @@ impl Lane {
             json: JsonScan::default(),
             sealed: true,
             opening: None,
+            args_at: 0,
             args_end: 0,
             read: prefill,
             call_start: prefill,
@@ -156,6 +163,9 @@ impl Lane {
         let b = chunk.as_bytes();
         let base = self.read;
         debug_assert_eq!(base + b.len(), input.len());
+        if self.at == At::Args && base - self.args_at > LONG_ARGUMENTS {
+            return false;
+        }
         let mut i = 0;
         // Where the argument text of this chunk started, while inside it.
         let mut args_from = (self.at == At::Args).then_some(0);
@@ -211,6 +221,7 @@ impl Lane {
                         return false;
                     }
                     self.opening = Some((self.named, base + i));
+                    self.args_at = base + i;
                     self.json = JsonScan::default();
                     self.sealed = false;
                     args_from = Some(i);
