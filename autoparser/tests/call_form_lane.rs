@@ -132,6 +132,15 @@ fn streams_in_the_call_form_equal_the_parse() {
                     check(format!("in {chunk}-byte chunks, handing over after {k}"), streamed(&parser, &output, chunk, k), expected);
                 }
             }
+            // Strict: the stream fails where the parse does, or ends as it does.
+            let strict = prepared.parser(Strictness::Strict);
+            let strict_one = strict.parse(&output, ParseMode::Complete).ok();
+            let mut s = strict.stream();
+            let pushed = stream_pieces(&output, &[4]).into_iter().try_for_each(|p| s.push(p).map(|_| ()));
+            let strict_streamed = pushed.and_then(|()| s.finish()).ok().map(|(_, parsed)| parsed);
+            if strict_streamed != strict_one {
+                wrong.push(format!("{name}: {output:?} strict: streamed {strict_streamed:?}, one-shot {strict_one:?}"));
+            }
             // Arguments long enough for the lane to leave them to the parser's path.
             if lane_reads == Some(true) && output.len() < 200 {
                 let long = serde_json::to_string(&json!({"path": "p", "content": "x\"y\\z é\n".repeat(150)})).unwrap();

@@ -116,10 +116,8 @@ const LONG_ARGUMENTS: usize = 1024;
 #[derive(Debug, Clone)]
 pub(crate) struct Lane {
     at: At,
-    /// The declared names the name read so far starts (`names[lo..hi]`), and its length.
-    lo: usize,
-    hi: usize,
-    len: usize,
+    /// Where the name being read starts in the input.
+    name_at: usize,
     /// The index of the name just read.
     named: usize,
     json: JsonScan,
@@ -141,9 +139,7 @@ impl Lane {
     pub(crate) fn new(prefill: usize) -> Lane {
         Lane {
             at: At::Open(0),
-            lo: 0,
-            hi: 0,
-            len: 0,
+            name_at: 0,
             named: 0,
             json: JsonScan::default(),
             sealed: true,
@@ -167,8 +163,10 @@ impl Lane {
             return false;
         }
         let mut i = 0;
-        // Where the argument text of this chunk started, while inside it.
+        // Where the argument text of this chunk started, while inside it, and whether all of
+        // it so far is plain string text (no quote, backslash or control byte).
         let mut args_from = (self.at == At::Args).then_some(0);
+        let mut plain = self.at == At::Args && self.json.in_string();
         while i < b.len() {
             let c = b[i];
             match self.at {
@@ -180,31 +178,25 @@ impl Lane {
                     }
                     i += n;
                     if k + n == lit.len() {
-                        self.start_name(plan);
+                        self.start_name(base + i);
                     } else {
                         self.at = At::Open(k + n);
                     }
                     continue;
                 }
                 At::Name => {
-                    if c == form.name_end.as_bytes()[0] {
-                        // Sorted, the name itself comes first among those it starts.
-                        if self.lo == self.hi || plan.names[self.lo].len() != self.len {
-                            return false;
+                    let end = form.name_end.as_bytes()[0];
+                    match b[i..].iter().position(|&x| x == end) {
+                        Some(n) => {
+                            let name = &input[self.name_at..base + i + n];
+                            let Ok(named) = plan.names.binary_search_by(|d| d.as_bytes().cmp(name)) else { return false };
+                            self.named = named;
+                            self.at = At::NameEnd(0);
+                            i += n;
                         }
-                        self.named = self.lo;
-                        self.at = At::NameEnd(0);
-                        continue;
+                        None => i = b.len(),
                     }
-                    // A name no declared one starts with leaves what the grammar reads.
-                    let (len, names) = (self.len, &plan.names[self.lo..self.hi]);
-                    let byte = |n: &String| n.as_bytes().get(len).copied();
-                    let from = names.partition_point(|n| byte(n).is_none_or(|x| x < c));
-                    let to = names.partition_point(|n| byte(n).is_none_or(|x| x <= c));
-                    if from == to {
-                        return false;
-                    }
-                    (self.lo, self.hi, self.len) = (self.lo + from, self.lo + to, len + 1);
+                    continue;
                 }
                 At::NameEnd(k) => {
                     let lit = form.name_end.as_bytes();
@@ -228,18 +220,29 @@ impl Lane {
                     self.at = At::Args;
                     continue;
                 }
-                At::Args => match self.json.step(c) {
-                    Json::More => {}
-                    Json::Done => {
-                        let from = args_from.take().unwrap_or(0);
-                        self.args_end = base + i + 1;
-                        if !self.arguments(plan, input, (base + from, base + i + 1), fold, cx, sink) {
-                            return false;
+                At::Args => {
+                    if self.json.in_string() {
+                        // Plain string bytes at once.
+                        let n = b[i..].iter().position(|&x| x == b'"' || x == b'\\' || x < 0x20).unwrap_or(b.len() - i);
+                        if n > 0 {
+                            i += n;
+                            continue;
                         }
-                        self.at = At::After { k: 0, to_next: form.between.is_some(), to_close: true };
                     }
-                    Json::Invalid => return false,
-                },
+                    plain = false;
+                    match self.json.step(c) {
+                        Json::More => {}
+                        Json::Done => {
+                            let from = args_from.take().unwrap_or(0);
+                            self.args_end = base + i + 1;
+                            if !self.arguments(plan, input, chunk, (base + from, base + i + 1), false, fold, cx, sink) {
+                                return false;
+                            }
+                            self.at = At::After { k: 0, to_next: form.between.is_some(), to_close: true };
+                        }
+                        Json::Invalid => return false,
+                    }
+                }
                 At::After { k, to_next, to_close } => {
                     if !self.sealed && !self.seal(plan, input, fold, cx, sink) {
                         return false;
@@ -252,7 +255,7 @@ impl Lane {
                     }
                     if next && k + 1 == between.len() {
                         self.call_start = base + i + 1;
-                        self.start_name(plan);
+                        self.start_name(base + i + 1);
                     } else {
                         self.at = At::After { k: k + 1, to_next: next, to_close: close };
                     }
@@ -260,9 +263,18 @@ impl Lane {
             }
             i += 1;
         }
+        // A name no declared one starts with leaves what the grammar reads (each chunk ends
+        // where the input fits the grammar).
+        if self.at == At::Name {
+            let name = &input[self.name_at..];
+            let at = plan.names.partition_point(|d| d.as_bytes() < name);
+            if !plan.names.get(at).is_some_and(|d| d.as_bytes().starts_with(name)) {
+                return false;
+            }
+        }
         if let Some(from) = args_from
             && from < b.len()
-            && !self.arguments(plan, input, (base + from, input.len()), fold, cx, sink)
+            && !self.arguments(plan, input, chunk, (base + from, input.len()), plain, fold, cx, sink)
         {
             return false;
         }
@@ -271,20 +283,37 @@ impl Lane {
         true
     }
 
-    fn start_name(&mut self, plan: &LanePlan) {
-        (self.lo, self.hi, self.len) = (0, plan.names.len(), 0);
+    fn start_name(&mut self, at: usize) {
+        self.name_at = at;
         self.at = At::Name;
     }
 
-    /// Folds the open call's argument text `input[from..to]`. A call not folded yet is
-    /// folded once its arguments hold more than their brace and are no prefix of a literal
-    /// some reading of arguments starts with: then a parse folds it too.
-    fn arguments(&mut self, plan: &LanePlan, input: &[u8], (from, to): (usize, usize), fold: &mut Fold, cx: &Context, sink: &mut dyn Sink) -> bool {
+    /// Folds the open call's argument text `input[from..to]`, of `chunk` (the end of the
+    /// input); `plain`: string text without a quote, backslash or control byte. A call not
+    /// folded yet is folded once its arguments hold more than their brace and are no prefix
+    /// of a literal some reading of arguments starts with: then a parse folds it too.
+    #[allow(clippy::too_many_arguments)]
+    fn arguments(
+        &mut self,
+        plan: &LanePlan,
+        input: &[u8],
+        chunk: &str,
+        (from, to): (usize, usize),
+        plain: bool,
+        fold: &mut Fold,
+        cx: &Context,
+        sink: &mut dyn Sink,
+    ) -> bool {
         fold.at = (self.call_start, to);
         match self.opening {
             None => {
-                let Ok(text) = std::str::from_utf8(&input[from..to]) else { return false };
-                fold.text(Kind::ToolArgs, text, false, false, cx, sink);
+                let base = input.len() - chunk.len();
+                let Some(text) = chunk.get(from - base..to - base) else { return false };
+                // Plain string text passes the normalizer as it is (as the parser's path
+                // grows it: `Driver::grow`).
+                if !(plain && fold.plain_args(text, cx, sink)) {
+                    fold.text(Kind::ToolArgs, text, false, false, cx, sink);
+                }
             }
             Some((_, at)) => {
                 let Ok(text) = std::str::from_utf8(&input[at..to]) else { return false };
@@ -413,6 +442,11 @@ struct JsonScan {
 const MAX_DEPTH: u8 = 64;
 
 impl JsonScan {
+    /// Inside a string, before its next byte.
+    fn in_string(&self) -> bool {
+        matches!(self.expect, Expect::Str { .. })
+    }
+
     #[inline]
     fn step(&mut self, c: u8) -> Json {
         use Expect::*;

@@ -431,6 +431,7 @@ struct Trim {
 }
 
 impl Trim {
+    #[inline]
     fn push(&mut self, s: &str, mut emit: impl FnMut(&str)) {
         let s = if self.started {
             s
@@ -695,7 +696,8 @@ impl Fold {
     /// [`Fold::text`] of a native arguments piece that continues a `"` string with `text`
     /// free of quotes, control characters and incomplete escapes: the normalizer would pass
     /// it through unchanged, so it is skipped. `false` (nothing done) if that does not apply.
-    fn plain_args(&mut self, text: &str, cx: &Context, sink: &mut dyn Sink) -> bool {
+    #[inline]
+    pub(crate) fn plain_args(&mut self, text: &str, cx: &Context, sink: &mut dyn Sink) -> bool {
         let Some(call) = &mut self.call else { return false };
         if call.py.open_quote() != Some('"') {
             return false;
@@ -1044,7 +1046,23 @@ impl Fold {
     /// can still come after its arguments is announced without one ([`Sink::late_id`] follows);
     /// otherwise a missing id is generated.
     fn maybe_header(headers: &mut usize, call: &mut Call, cx: &Context, closing: bool, sink: &mut dyn Sink) {
-        let generated = |index: usize| format!("{}{index}", cx.id_prefix);
+        let generated = |index: usize| {
+            // (Without `format!`: an id per call of every stream.)
+            let mut id = String::with_capacity(cx.id_prefix.len() + 4);
+            id.push_str(&cx.id_prefix);
+            let mut digits = [0u8; 20];
+            let (mut n, mut at) = (index, digits.len());
+            loop {
+                at -= 1;
+                digits[at] = b'0' + (n % 10) as u8;
+                n /= 10;
+                if n == 0 {
+                    break;
+                }
+            }
+            digits[at..].iter().for_each(|&d| id.push(char::from(d)));
+            id
+        };
         if let Some(index) = call.index {
             if closing && call.id_late {
                 call.id_late = false;

@@ -102,8 +102,8 @@ pub struct ChatStream<S = Session> {
     /// Set when the next chunk may take the live lane (see [`ChatStream::push_live`]).
     live: Option<Live>,
     /// Byte classes of the live lane (`PASS`, or a union of `ESCAPE`, `STOP`, `HIGH`) for the
-    /// text kind `classes_of`.
-    classes: Box<[u8; 256]>,
+    /// text kind `classes_of` (made when the lane first opens).
+    classes: Option<Box<[u8; 256]>>,
     classes_of: Option<Kind>,
     /// Whether chunks may be folded without a parse, and a parse that only grew the open text
     /// without a walk of its output (off only to test that it changes nothing).
@@ -153,7 +153,7 @@ impl<S: Resume> ChatStream<S> {
             scratch: String::new(),
             owned: DeltaBuffer::new(),
             live: None,
-            classes: Box::new([STOP; 256]),
+            classes: None,
             classes_of: None,
             predict: true,
             lane,
@@ -231,9 +231,6 @@ impl<S: Resume> ChatStream<S> {
     #[inline]
     pub fn push_into(&mut self, chunk: &str, out: &mut DeltaBuffer) -> Result<(), Error> {
         out.clear();
-        if self.lane.is_some() {
-            return self.push_lane(chunk, out);
-        }
         if let Some(live) = self.live
             && self.push_live(live, chunk, out)
         {
@@ -244,21 +241,25 @@ impl<S: Resume> ChatStream<S> {
 
     /// [`ChatStream::push_into`] in the structural lane, with `out` cleared: the chunk is
     /// folded as the lane reads it, or the lane hands over to the parser.
+    #[inline(never)]
     fn push_lane(&mut self, chunk: &str, out: &mut DeltaBuffer) -> Result<(), Error> {
         self.check_open()?;
         if chunk.is_empty() {
             return Ok(());
         }
-        let (Some(lane), Some(plan)) = (self.lane.as_mut(), self.inner.lane.as_ref()) else { return self.push_slow(chunk, out) };
+        let (Some(lane), Some(plan)) = (self.lane.as_mut(), self.inner.lane.as_ref()) else { return Ok(()) };
         self.session.push(chunk.as_bytes());
         let fold = &mut self.driver.fold;
-        if self.lane_chunks > 0 && lane.push(plan, self.session.input(), chunk, fold, &self.inner.cx, out) && fold.recoveries.is_empty() {
+        let mark = Mark::of(&self.message);
+        let mut rec = Recorder { out, message: &mut self.message };
+        if self.lane_chunks > 0 && lane.push(plan, self.session.input(), chunk, fold, &self.inner.cx, &mut rec) && fold.recoveries.is_empty() {
             self.lane_chunks -= 1;
             // What a parse after the chunk would have recorded: the input fits the grammar.
             self.viable = self.session.input().len();
-            self.record(out);
             return Ok(());
         }
+        // What the lane folded of the chunk was not sent: the parser takes over before it.
+        mark.roll_back(&mut self.message);
         out.clear();
         self.hand_over(out)?;
         self.live = self.find_live();
@@ -267,6 +268,7 @@ impl<S: Resume> ChatStream<S> {
 
     /// Ends the structural lane: the parser takes over from the message the lane emitted, with
     /// the parse a push of the input so far would have run; `out` gets what it adds.
+    #[inline(never)]
     fn hand_over(&mut self, out: &mut DeltaBuffer) -> Result<(), Error> {
         self.lane = None;
         self.driver = Driver::adopting();
@@ -280,6 +282,9 @@ impl<S: Resume> ChatStream<S> {
     /// [`ChatStream::push_into`] past the live lane, with `out` cleared.
     #[inline(never)]
     fn push_slow(&mut self, chunk: &str, out: &mut DeltaBuffer) -> Result<(), Error> {
+        if self.lane.is_some() {
+            return self.push_lane(chunk, out);
+        }
         self.close_live();
         self.check_open()?;
         if chunk.is_empty() {
@@ -337,14 +342,16 @@ impl<S: Resume> ChatStream<S> {
             // something (whose span the parser knows).
             if lane.complete(plan) {
                 let fold = &mut self.driver.fold;
-                let finished = lane.finish(plan, self.session.input(), fold, &self.inner.cx, out);
-                fold.finish(&self.inner.cx, out);
+                let mark = Mark::of(&self.message);
+                let mut rec = Recorder { out, message: &mut self.message };
+                let finished = lane.finish(plan, self.session.input(), fold, &self.inner.cx, &mut rec);
+                fold.finish(&self.inner.cx, &mut rec);
                 if finished && fold.recoveries.is_empty() {
                     self.lane = None;
                     self.state = State::Finished;
-                    self.record(out);
                     return Ok(ParsedMessage { message: self.message.clone(), diagnostic: None, recoveries: Vec::new() });
                 }
+                mark.roll_back(&mut self.message);
                 out.clear();
             }
             // The parser takes over as after the last push, then finishes; `out` gets both.
@@ -431,7 +438,7 @@ impl<S: Resume> ChatStream<S> {
     fn push_live(&mut self, live: Live, chunk: &str, out: &mut DeltaBuffer) -> bool {
         let bytes = chunk.as_bytes();
         let Some(&last) = bytes.last() else { return false };
-        let t = &*self.classes;
+        let Some(t) = self.classes.as_deref() else { return false };
         let mut class = match *bytes {
             // The common token size: four independent lookups, no loop.
             [a, b, c, d] => t[usize::from(a)] | t[usize::from(b)] | t[usize::from(c)] | t[usize::from(d)],
@@ -493,6 +500,7 @@ impl<S: Resume> ChatStream<S> {
     }
 
     /// Whether the next chunk may take the live lane, after a push on the normal path.
+    #[inline(always)]
     fn find_live(&mut self) -> Option<Live> {
         if !self.predict || !matches!(self.state, State::Parsing) {
             return None;
@@ -512,7 +520,10 @@ impl<S: Resume> ChatStream<S> {
                 (Verbatim::ToolArgs(_), (Growth::JsonString, _)) => byte_classes(json_text::escapes, false),
                 _ => return None,
             };
-            *self.classes = classes;
+            match &mut self.classes {
+                Some(table) => **table = classes,
+                None => self.classes = Some(Box::new(classes)),
+            }
             self.classes_of = Some(kind);
         }
         Some(Live { kind, to, trim: !matches!(to, Verbatim::ArgString(_)), from: self.session.input().len() })
@@ -691,6 +702,40 @@ fn escape_ascii_json(out: &mut String, s: &[u8]) {
             b' '..=0x7f => out.push(char::from(b)),
             0x80.. => out.push(char::REPLACEMENT_CHARACTER),
             _ => json_text::push_escaped(out, b),
+        }
+    }
+}
+
+/// How far a message went, to take back what a dropped chunk of the structural lane added to
+/// it (the lane adds calls, argument text to the last one, and ids in the order of the calls).
+struct Mark {
+    content: usize,
+    reasoning: usize,
+    calls: usize,
+    args: usize,
+    ids: usize,
+}
+
+impl Mark {
+    fn of(m: &ChatMessage) -> Mark {
+        Mark {
+            content: m.content.len(),
+            reasoning: m.reasoning_content.len(),
+            calls: m.tool_calls.len(),
+            args: m.tool_calls.last().map_or(0, |c| c.arguments.len()),
+            ids: m.tool_calls.iter().take_while(|c| !c.id.is_empty()).count(),
+        }
+    }
+
+    fn roll_back(&self, m: &mut ChatMessage) {
+        m.content.truncate(self.content);
+        m.reasoning_content.truncate(self.reasoning);
+        m.tool_calls.truncate(self.calls);
+        if let Some(c) = m.tool_calls.last_mut() {
+            c.arguments.truncate(self.args);
+        }
+        for c in m.tool_calls.iter_mut().skip(self.ids) {
+            c.id.clear();
         }
     }
 }
