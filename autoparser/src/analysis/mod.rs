@@ -61,7 +61,7 @@ mod tools;
 use crate::format::*;
 
 use crate::error::{Error, ErrorKind};
-use crate::template::{Lenient, Metered, Render};
+use crate::template::{Lenient, Memo, Metered, Render};
 
 /// Analyzes a template through any renderer: phases R1-R3, C1, T1-T7, A1-A2.
 ///
@@ -127,7 +127,8 @@ pub(crate) fn history_turn<'t>(before_next: &'t str, header: &str) -> &'t str {
 
 fn analyze_inner(r: &dyn Render) -> Result<TemplateAnalysis, Error> {
     let lenient = Lenient(r);
-    let r: &dyn Render = &lenient;
+    let memo = Memo::new(&lenient);
+    let r: &dyn Render = &memo;
     let mut p = probe::Probe::new(r);
     let mut a = TemplateAnalysis::default();
     // The basic conversation must render, with tools or without.

@@ -43,7 +43,7 @@ pub use env::Limits;
 pub use gguf::{GgufMetadata, GgufValue, read_gguf_metadata};
 pub use render::Budget;
 pub use render::Render;
-pub(crate) use render::{Lenient, Metered};
+pub(crate) use render::{Lenient, Memo, Metered};
 pub use source::{NamedTemplate, TemplateSource, load, load_named};
 
 use minijinja::{Environment, Value};

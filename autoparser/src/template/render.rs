@@ -153,6 +153,39 @@ impl Render for Metered<'_> {
     }
 }
 
+/// A renderer that renders each context once: the analysis's phases render many of the same
+/// probes (the basic conversation, a call, content), and a render is its costliest step.
+pub(crate) struct Memo<'r> {
+    inner: &'r dyn Render,
+    seen: std::cell::RefCell<std::collections::HashMap<String, Result<String, Error>>>,
+}
+
+impl<'r> Memo<'r> {
+    pub(crate) fn new(inner: &'r dyn Render) -> Memo<'r> {
+        Memo { inner, seen: Default::default() }
+    }
+}
+
+impl Render for Memo<'_> {
+    fn render(&self, ctx: &serde_json::Value) -> Result<String, Error> {
+        let key = ctx.to_string();
+        if let Some(done) = self.seen.borrow().get(&key) {
+            return done.clone();
+        }
+        let done = self.inner.render(ctx);
+        self.seen.borrow_mut().insert(key, done.clone());
+        done
+    }
+
+    fn free_variables(&self) -> Vec<String> {
+        self.inner.free_variables()
+    }
+
+    fn special_tokens(&self) -> (String, String) {
+        self.inner.special_tokens()
+    }
+}
+
 /// A renderer that retries a render failing on an undefined variable (`functions`,
 /// `datetime`) with that variable set to an empty string: some templates expect extra
 /// variables that serving stacks pass.

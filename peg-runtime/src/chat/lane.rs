@@ -171,16 +171,10 @@ impl Lane {
             let c = b[i];
             match self.at {
                 At::Open(k) => {
-                    let lit = form.open.as_bytes();
-                    let n = common_prefix(&lit[k..], &b[i..]);
-                    if n == 0 {
-                        return false;
-                    }
-                    i += n;
-                    if k + n == lit.len() {
-                        self.start_name(base + i);
-                    } else {
-                        self.at = At::Open(k + n);
+                    let Some(k) = literal(&form.open, k, b, &mut i) else { return false };
+                    match k {
+                        Some(k) => self.at = At::Open(k),
+                        None => self.start_name(base + i),
                     }
                     continue;
                 }
@@ -199,13 +193,8 @@ impl Lane {
                     continue;
                 }
                 At::NameEnd(k) => {
-                    let lit = form.name_end.as_bytes();
-                    let n = common_prefix(&lit[k..], &b[i..]);
-                    if n == 0 {
-                        return false;
-                    }
-                    i += n;
-                    self.at = if k + n == lit.len() { At::ArgsStart } else { At::NameEnd(k + n) };
+                    let Some(k) = literal(&form.name_end, k, b, &mut i) else { return false };
+                    self.at = k.map_or(At::ArgsStart, At::NameEnd);
                     continue;
                 }
                 At::ArgsStart => {
@@ -364,9 +353,16 @@ impl Lane {
     }
 }
 
-fn common_prefix(lit: &[u8], b: &[u8]) -> usize {
-    let n = lit.len().min(b.len());
-    if lit[..n] == b[..n] { n } else { 0 }
+/// Matches `b[*i..]` against `lit` from its byte `k` on, as far as either goes: `None` if they
+/// differ; else how much of `lit` is matched if not all of it (`Some(None)`: all).
+fn literal(lit: &str, k: usize, b: &[u8], i: &mut usize) -> Option<Option<usize>> {
+    let (lit, rest) = (&lit.as_bytes()[k..], &b[*i..]);
+    let n = lit.len().min(rest.len());
+    if n == 0 || lit[..n] != rest[..n] {
+        return None;
+    }
+    *i += n;
+    Some((n < lit.len()).then_some(k + n))
 }
 
 /// A step of [`JsonScan`].
