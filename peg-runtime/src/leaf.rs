@@ -183,10 +183,18 @@ pub fn space(input: &[u8], partial: bool, pos: usize, resume: Option<CharsState>
 }
 
 /// The compiled delimiter set of an `until`, built once (per arena node, or per generated
-/// parser in a static).
+/// parser in a static): the searcher, and which byte pairs a delimiter starts with.
+#[derive(Debug, Clone)]
+pub struct Delimiters {
+    search: Search,
+    starts: Starts,
+    /// The longest delimiter's length.
+    max_len: usize,
+}
+
 #[allow(clippy::large_enum_variant)] // built once, never moved on the hot path
 #[derive(Debug, Clone)]
-pub enum Delimiters {
+enum Search {
     /// One single-byte delimiter: `memchr`.
     Byte(u8),
     /// One delimiter: a substring finder.
@@ -202,9 +210,9 @@ pub enum Delimiters {
 impl Delimiters {
     /// Compiles `delimiters` (non-empty, each non-empty: checked by the caller).
     pub fn try_new<D: AsRef<str>>(delimiters: &[D]) -> Result<Delimiters, aho_corasick::BuildError> {
-        Ok(match delimiters {
-            [d] if d.as_ref().len() == 1 => Delimiters::Byte(d.as_ref().as_bytes()[0]),
-            [d] => Delimiters::One(memchr::memmem::Finder::new(d.as_ref().as_bytes()).into_owned()),
+        let search = match delimiters {
+            [d] if d.as_ref().len() == 1 => Search::Byte(d.as_ref().as_bytes()[0]),
+            [d] => Search::One(memchr::memmem::Finder::new(d.as_ref().as_bytes()).into_owned()),
             ds => {
                 let packed = aho_corasick::packed::Config::new()
                     .match_kind(aho_corasick::packed::MatchKind::LeftmostFirst)
@@ -212,31 +220,118 @@ impl Delimiters {
                     .extend(ds.iter().map(AsRef::as_ref))
                     .build();
                 match packed {
-                    Some(p) => Delimiters::Packed(p),
-                    None => Delimiters::Many(
+                    Some(p) => Search::Packed(p),
+                    None => Search::Many(
                         aho_corasick::AhoCorasick::builder().match_kind(aho_corasick::MatchKind::LeftmostFirst).build(ds.iter().map(AsRef::as_ref))?,
                     ),
                 }
             }
-        })
+        };
+        let starts = Starts::new(delimiters.iter().map(|d| d.as_ref().as_bytes()));
+        Ok(Delimiters { search, starts, max_len: delimiters.iter().map(|d| d.as_ref().len()).max().unwrap_or(1) })
     }
 
     /// [`Delimiters::try_new`] for delimiters checked at compile time: an automaton that cannot
     /// be built (unreachable for a handful of short strings) falls back to the first delimiter.
     #[cfg(feature = "chat")]
     pub fn new(delimiters: &[&str]) -> Delimiters {
-        Delimiters::try_new(delimiters).unwrap_or_else(|_| Delimiters::One(memchr::memmem::Finder::new(delimiters[0].as_bytes()).into_owned()))
+        Delimiters::try_new(delimiters).unwrap_or_else(|_| Delimiters {
+            search: Search::One(memchr::memmem::Finder::new(delimiters[0].as_bytes()).into_owned()),
+            starts: Starts::new(delimiters.iter().map(|d| d.as_bytes())),
+            max_len: delimiters.iter().map(|d| d.len()).max().unwrap_or(1),
+        })
+    }
+
+    /// Which byte pairs the delimiters start with.
+    #[cfg(feature = "chat")]
+    pub(crate) fn starts(&self) -> &Starts {
+        &self.starts
     }
 
     /// Byte offset of the first delimiter occurrence in `haystack`, if any.
     #[inline]
     pub fn find(&self, haystack: &[u8]) -> Option<usize> {
-        match self {
-            Delimiters::Byte(b) => memchr::memchr(*b, haystack),
-            Delimiters::One(f) => f.find(haystack),
-            Delimiters::Many(ac) => ac.find(haystack).map(|m| m.start()),
-            Delimiters::Packed(p) => p.find(haystack).map(|m| m.start()),
+        match &self.search {
+            Search::Byte(b) => memchr::memchr(*b, haystack),
+            Search::One(f) => f.find(haystack),
+            Search::Many(ac) => ac.find(haystack).map(|m| m.start()),
+            Search::Packed(p) => p.find(haystack).map(|m| m.start()),
         }
+    }
+}
+
+/// A set of bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct ByteSet([u64; 4]);
+
+impl ByteSet {
+    /// Every byte.
+    const ALL: ByteSet = ByteSet([u64::MAX; 4]);
+
+    fn insert(&mut self, b: u8) {
+        self.0[usize::from(b >> 6)] |= 1 << (b & 63);
+    }
+
+    #[inline]
+    fn contains(&self, b: u8) -> bool {
+        (self.0[usize::from(b >> 6)] >> (b & 63)) & 1 == 1
+    }
+}
+
+/// Which first two bytes the words of a set start with: a filter that rules out nearly every
+/// position of text before a word is compared there. Chat delimiter sets hold dozens of words
+/// that share their first byte (`\n</parameter>`, `\n<parameter=city>`, `\n</function>`),
+/// and text holds that byte often (a line break per line of code), so the first byte alone
+/// lets most positions through.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Starts {
+    /// Per byte, 1 + the index in `seconds` of the bytes that follow it at a word's start, or
+    /// 0 if no word starts with it. Words are UTF-8, so at most 192 bytes start one.
+    index: Box<[u8; 256]>,
+    /// The second bytes; every byte where a word is that first byte alone.
+    seconds: Vec<ByteSet>,
+}
+
+impl Default for Starts {
+    fn default() -> Starts {
+        Starts::new([])
+    }
+}
+
+impl Starts {
+    pub(crate) fn new<'w>(words: impl IntoIterator<Item = &'w [u8]>) -> Starts {
+        let mut starts = Starts { index: Box::new([0; 256]), seconds: Vec::new() };
+        for w in words {
+            let Some(&first) = w.first() else { continue };
+            let at = usize::from(first);
+            if starts.index[at] == 0 {
+                starts.seconds.push(ByteSet::default());
+                // Saturates only past 255 distinct first bytes, which no UTF-8 word set has; a
+                // shared set then only lets more positions through.
+                starts.index[at] = u8::try_from(starts.seconds.len()).unwrap_or(u8::MAX);
+            }
+            let seconds = &mut starts.seconds[usize::from(starts.index[at]) - 1];
+            match w.get(1) {
+                Some(&second) => seconds.insert(second),
+                None => *seconds = ByteSet::ALL,
+            }
+        }
+        starts
+    }
+
+    /// Whether `b` starts a word.
+    #[cfg(feature = "chat")]
+    #[inline]
+    pub(crate) fn first(&self, b: u8) -> bool {
+        self.index[usize::from(b)] != 0
+    }
+
+    /// Whether a word may start at the front of `text` (non-empty): its first two bytes, or
+    /// its one byte, begin a word. A `false` is certain; a `true` asks for the comparison.
+    #[inline]
+    pub(crate) fn may_start(&self, text: &[u8]) -> bool {
+        let i = self.index[usize::from(text[0])];
+        i != 0 && text.get(1).is_none_or(|&b| self.seconds[usize::from(i) - 1].contains(b))
     }
 }
 
@@ -255,16 +350,16 @@ pub fn until<D: AsRef<str>>(
     let n = input.len();
     let ScanState { next: from, checked, invalid } = resume.unwrap_or(ScanState { next: pos, checked: pos, invalid: false });
     let found = search.find(&input[from.min(n)..]).map(|k| k + from);
-    let maxlen = delimiters.iter().map(|d| d.as_ref().len()).max().unwrap_or(1);
-    let tail = pos.max(n.saturating_sub(maxlen - 1));
+    let tail = pos.max(n.saturating_sub(search.max_len - 1));
     // The first position where a delimiter may start but is cut by the end of input.
     let limit = found.unwrap_or(n).min(n);
     let cut = (tail..limit).find(|&j| {
         let t = &input[j..];
-        delimiters.iter().any(|d| {
-            let d = d.as_ref().as_bytes();
-            d.len() > t.len() && d[0] == t[0] && d.starts_with(t)
-        })
+        search.starts.may_start(t)
+            && delimiters.iter().any(|d| {
+                let d = d.as_ref().as_bytes();
+                d.len() > t.len() && d[0] == t[0] && d.starts_with(t)
+            })
     });
     let (outcome, end, touched) = match (found, cut) {
         (Some(k), None) => (Outcome::Success, k, false),
@@ -347,7 +442,27 @@ pub fn scan(scanner: &mut Scanner, input: &[u8], partial: bool) -> Res {
 
 #[cfg(test)]
 mod tests {
-    use super::Delimiters;
+    use super::{Delimiters, Starts};
+
+    /// `may_start` says no only where no word agrees with the text on their common length.
+    #[test]
+    fn starts_rule_out_only_positions_where_no_word_starts() {
+        let sets: [&[&str]; 4] = [&["\n</parameter>", "</parameter>", "\n<parameter=city>", "]]>"], &["<", "<ab", "b"], &["x"], &["é</a>", "éa", "\n\n"]];
+        let unit = "x<b>ab</n><a]]\n</p\n<parameter=c\n\né</aéa</parameter>";
+        for set in sets {
+            let starts = Starts::new(set.iter().map(|w| w.as_bytes()));
+            for i in 0..unit.len() {
+                let text = &unit.as_bytes()[i..];
+                let agree = |t: &[u8]| set.iter().any(|w| t.iter().zip(w.as_bytes()).all(|(a, b)| a == b));
+                // Exactly the positions where a word agrees on the first two bytes pass...
+                assert_eq!(starts.may_start(text), agree(&text[..text.len().min(2)]), "{set:?} at {i}");
+                // ...so every position where a word agrees on all the text has passes.
+                assert!(!agree(text) || starts.may_start(text), "{set:?} at {i}");
+            }
+            let none = Starts::default();
+            assert!(!none.may_start(b"x") && !none.may_start(b"<a"));
+        }
+    }
 
     /// The vectorized searcher finds what the automaton finds: the leftmost delimiter, the
     /// earlier-listed one of those starting there, in haystacks of every length.
@@ -357,7 +472,7 @@ mod tests {
         let unit = "x<b>ab</n><a<|im<tool_c\n<|im_end|></think>\n\n<ab<tool_call>";
         for set in sets {
             let packed = Delimiters::try_new(set).unwrap();
-            let Delimiters::Packed(_) = packed else { continue };
+            let super::Search::Packed(_) = packed.search else { continue };
             let many = aho_corasick::AhoCorasick::builder().match_kind(aho_corasick::MatchKind::LeftmostFirst).build(set).unwrap();
             for i in 0..unit.len() {
                 for j in i..=unit.len() {

@@ -3,6 +3,7 @@
 //! arena or by the session of a parser `chat_peg!` generates.
 
 use crate::error::Error;
+use crate::leaf::Delimiters;
 use crate::parse::ParseOutput;
 use crate::session::Session;
 
@@ -44,6 +45,14 @@ pub trait Resume {
     fn grew_in_place(&self) -> bool {
         false
     }
+    /// The `until` node the last [`update`](Resume::update) stopped in, when only it can take
+    /// more input: where it started, its compiled delimiters and the delimiters. `None`, the
+    /// default, is always correct: the stream then asks every `until` of the growing text's
+    /// kind.
+    #[doc(hidden)]
+    fn growing_until(&self) -> Option<(usize, &Delimiters, &[String])> {
+        None
+    }
 }
 
 impl Resume for Session {
@@ -72,5 +81,9 @@ impl Resume for Session {
     #[inline]
     fn grew_in_place(&self) -> bool {
         Session::grew_in_place(self)
+    }
+    #[inline]
+    fn growing_until(&self) -> Option<(usize, &Delimiters, &[String])> {
+        Session::growing_until(self)
     }
 }

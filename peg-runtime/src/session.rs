@@ -15,6 +15,7 @@ use crate::ast::AstId;
 use crate::ast::AstNode;
 use crate::error::Error;
 use crate::json::Scanner;
+use crate::leaf::Delimiters;
 use crate::parse::{
     Built, Engine, Entry, Link, Memo, Outcome, ParseOptions, ParseOutput, ParseResult, Resume, canonical_into, finish_output_with_order, memoizable, until_scan,
 };
@@ -350,6 +351,16 @@ impl Session {
     /// ```
     pub fn grew_in_place(&self) -> bool {
         self.in_place
+    }
+
+    /// The `until` node the last update stopped in, when only it can take more input (the
+    /// leaf of the path to the end of input): where it started, its searcher and delimiters.
+    /// A chunk in which none of its delimiters starts, nor a prefix of one cut by the chunk's
+    /// end, only extends it.
+    pub(crate) fn growing_until(&self) -> Option<(usize, &Delimiters, &[String])> {
+        let (id, pos) = self.frontier.as_ref()?.leaf;
+        let Node::Until { delimiters } = self.arena.node(id) else { return None };
+        Some((pos, self.arena.searcher(id)?, delimiters))
     }
 
     /// Ends the [`JsonFront`]: writes the session's copies of the path's nodes and hands the

@@ -1050,17 +1050,7 @@ impl Fold {
             // (Without `format!`: an id per call of every stream.)
             let mut id = String::with_capacity(cx.id_prefix.len() + 4);
             id.push_str(&cx.id_prefix);
-            let mut digits = [0u8; 20];
-            let (mut n, mut at) = (index, digits.len());
-            loop {
-                at -= 1;
-                digits[at] = b'0' + (n % 10) as u8;
-                n /= 10;
-                if n == 0 {
-                    break;
-                }
-            }
-            digits[at..].iter().for_each(|&d| id.push(char::from(d)));
+            id.push_str(itoa::Buffer::new().format(index));
             id
         };
         if let Some(index) = call.index {
@@ -1245,9 +1235,9 @@ impl Driver {
         Driver { adopt: true, ..Driver::default() }
     }
 
-    /// The growing text node's kind and how far it was read.
-    pub(crate) fn growing(&self) -> Option<(Kind, usize)> {
-        self.growing.map(|(k, _, read)| (k, read))
+    /// The growing text node's kind, where it starts and how far it was read.
+    pub(crate) fn growing(&self) -> Option<(Kind, usize, usize)> {
+        self.growing
     }
 
     /// Extends the growing node by `text`, which the next parse is known to add to it.

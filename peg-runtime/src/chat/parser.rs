@@ -150,7 +150,8 @@ pub struct ChatParseOptions {
     /// How the template writes a turn of tool calls and nothing else, if known: streams read
     /// output written exactly so without parsing it (the same deltas, for a fraction of the
     /// cost). Set by the `autoparser` from its analysis; anything the form does not say is
-    /// parsed as usual.
+    /// parsed as usual. Unused with a `prefill`: the output then continues a turn the form's
+    /// start was not written for.
     pub call_form: Option<CallForm>,
 }
 

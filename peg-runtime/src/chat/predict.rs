@@ -13,13 +13,14 @@ use std::collections::HashMap;
 use crate::arena::{Arena, JsonKind, Node, NodeId, PythonKind};
 use crate::chat::builder::tags;
 use crate::chat::mapper::Kind;
+use crate::leaf::Starts;
 
 /// How a node of one tag grows at the end of input.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Growth {
     /// By every chunk without an occurrence or a cut-off prefix of these delimiters
     /// (`rest` has none).
-    Until(Vec<Vec<u8>>),
+    Until(Vec<String>),
     /// By every chunk of plain string characters while inside a JSON or Python string.
     JsonString,
 }
@@ -29,8 +30,8 @@ pub(crate) enum Growth {
 pub(crate) struct Predictor {
     /// Indexed like `TEXT_TAGS`.
     by_tag: [Option<Growth>; 5],
-    /// First bytes of each tag's `until` delimiters.
-    firsts: [ByteSet; 5],
+    /// The first two bytes of each tag's `until` delimiters.
+    starts: [Starts; 5],
 }
 
 const TEXT_TAGS: [&str; 5] = [tags::CONTENT, tags::REASONING, tags::TOOL_ARGS, tags::TOOL_ARG_STRING_VALUE, tags::TOOL_ARG_JSON_VALUE];
@@ -66,17 +67,17 @@ impl Predictor {
             by_tag.insert(name, merged);
         }
         let by_tag = TEXT_TAGS.map(|t| by_tag.remove(t).flatten());
-        let firsts = std::array::from_fn(|i| match &by_tag[i] {
-            Some(Growth::Until(d)) => ByteSet::firsts(d),
-            _ => ByteSet::default(),
+        let starts = std::array::from_fn(|i| match &by_tag[i] {
+            Some(Growth::Until(d)) => Starts::new(d.iter().map(|d| d.as_bytes())),
+            _ => Starts::default(),
         });
-        Predictor { by_tag, firsts }
+        Predictor { by_tag, starts }
     }
 
-    /// [`Predictor::growth`] by text kind, without comparing tag names, with the first bytes
-    /// of its delimiters when it grows like an `until`.
+    /// [`Predictor::growth`] by text kind, without comparing tag names, with the first two
+    /// bytes of its delimiters when it grows like an `until`.
     #[inline]
-    pub(crate) fn growth_of(&self, kind: Kind) -> Option<(&Growth, &ByteSet)> {
+    pub(crate) fn growth_of(&self, kind: Kind) -> Option<(&Growth, &Starts)> {
         let i = match kind {
             Kind::Content => 0,
             Kind::Reasoning => 1,
@@ -85,7 +86,7 @@ impl Predictor {
             Kind::ArgJson => 4,
             _ => return None,
         };
-        Some((self.by_tag[i].as_ref()?, &self.firsts[i]))
+        Some((self.by_tag[i].as_ref()?, &self.starts[i]))
     }
 
     #[cfg(test)]
@@ -247,7 +248,7 @@ fn classify(arena: &Arena, id: NodeId, depth: usize) -> Option<Growth> {
         return None;
     }
     match arena.node(arena.resolve(id)) {
-        Node::Until { delimiters } => Some(Growth::Until(delimiters.iter().map(|d| d.as_bytes().to_vec()).collect())),
+        Node::Until { delimiters } => Some(Growth::Until(delimiters.clone())),
         Node::Rest => Some(Growth::Until(Vec::new())),
         Node::Json { kind: JsonKind::Value | JsonKind::Object | JsonKind::Array | JsonKind::String }
         | Node::JsonPrefix
@@ -275,13 +276,13 @@ fn classify(arena: &Arena, id: NodeId, depth: usize) -> Option<Growth> {
 /// Whether appending `chunk` to `input` (which ends inside an `until` node that found no
 /// delimiter and no delimiter prefix) only extends the node.
 #[cfg(test)]
-pub(crate) fn until_extends(delimiters: &[Vec<u8>], chunk: &[u8]) -> bool {
-    until_extends_with(&ByteSet::firsts(delimiters), delimiters, chunk)
+pub(crate) fn until_extends(delimiters: &[String], chunk: &[u8]) -> bool {
+    until_extends_with(&Starts::new(delimiters.iter().map(|d| d.as_bytes())), delimiters, chunk)
 }
 
-/// [`until_extends`] with the set of the delimiters' first bytes computed beforehand.
+/// [`until_extends`] with the delimiters' first two bytes gathered beforehand.
 #[inline]
-pub(crate) fn until_extends_with(firsts: &ByteSet, delimiters: &[Vec<u8>], chunk: &[u8]) -> bool {
+pub(crate) fn until_extends_with(starts: &Starts, delimiters: &[String], chunk: &[u8]) -> bool {
     // A delimiter starting before the chunk would have left a prefix at the old end (and the
     // node would not have reached it); so only starts inside the chunk matter.
     // A delimiter starts at `j` if it and the rest of the chunk agree on their common length
@@ -289,29 +290,9 @@ pub(crate) fn until_extends_with(firsts: &ByteSet, delimiters: &[Vec<u8>], chunk
     // bytes, shorter than a `memcmp` call.
     let blocks = |j: usize| {
         let rem = &chunk[j..];
-        delimiters.iter().any(|d| d.first() == Some(&rem[0]) && rem.iter().zip(d).all(|(a, b)| a == b))
+        delimiters.iter().any(|d| d.as_bytes().first() == Some(&rem[0]) && rem.iter().zip(d.as_bytes()).all(|(a, b)| a == b))
     };
-    !chunk.iter().enumerate().any(|(j, &b)| firsts.contains(b) && blocks(j))
-}
-
-/// A set of bytes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct ByteSet([u64; 4]);
-
-impl ByteSet {
-    /// The first bytes of `words`.
-    pub(crate) fn firsts(words: &[Vec<u8>]) -> ByteSet {
-        let mut set = ByteSet::default();
-        for b in words.iter().filter_map(|w| w.first()) {
-            set.0[usize::from(b >> 6)] |= 1 << (b & 63);
-        }
-        set
-    }
-
-    #[inline]
-    pub(crate) fn contains(&self, b: u8) -> bool {
-        (self.0[usize::from(b >> 6)] >> (b & 63)) & 1 == 1
-    }
+    !(0..chunk.len()).any(|j| starts.may_start(&chunk[j..]) && blocks(j))
 }
 
 /// How much of `text`, appended inside a string opened by `quote`, a parse would add to the
@@ -371,10 +352,10 @@ mod tests {
         })
         .unwrap();
         let pr = Predictor::new(&arena);
-        assert_eq!(pr.growth(tags::CONTENT), Some(&Growth::Until(vec![b"<tool_call>".to_vec()])));
+        assert_eq!(pr.growth(tags::CONTENT), Some(&Growth::Until(vec!["<tool_call>".to_owned()])));
         assert_eq!(pr.growth(tags::TOOL_ARGS), Some(&Growth::JsonString));
-        assert_eq!(pr.growth(tags::REASONING), Some(&Growth::Until(vec![b"</think>".to_vec()])));
-        assert_eq!(pr.growth(tags::TOOL_ARG_STRING_VALUE), Some(&Growth::Until(vec![b"x".to_vec()])));
+        assert_eq!(pr.growth(tags::REASONING), Some(&Growth::Until(vec!["</think>".to_owned()])));
+        assert_eq!(pr.growth(tags::TOOL_ARG_STRING_VALUE), Some(&Growth::Until(vec!["x".to_owned()])));
     }
 
     /// Copies of tagged parsers inside lookaheads (Hermes's content ends where a call would
@@ -390,7 +371,7 @@ mod tests {
         .unwrap();
         let pr = Predictor::new(&arena);
         assert_eq!(pr.growth(tags::TOOL_ARGS), Some(&Growth::JsonString));
-        assert_eq!(pr.growth(tags::CONTENT), Some(&Growth::Until(vec![b"<c>".to_vec()])));
+        assert_eq!(pr.growth(tags::CONTENT), Some(&Growth::Until(vec!["<c>".to_owned()])));
         assert_eq!(pr.growth(tags::TOOL_ARG_STRING_VALUE), None);
         let arena = NativeBuilder::build(|p| {
             p.tool_args(p.json())
@@ -400,7 +381,7 @@ mod tests {
         .unwrap();
         let pr = Predictor::new(&arena);
         assert_eq!(pr.growth(tags::TOOL_ARGS), None);
-        assert_eq!(pr.growth(tags::TOOL_ARG_STRING_VALUE), Some(&Growth::Until(vec![b"x".to_vec(), b"y".to_vec()])));
+        assert_eq!(pr.growth(tags::TOOL_ARG_STRING_VALUE), Some(&Growth::Until(vec!["x".to_owned(), "y".to_owned()])));
     }
 
     /// A value whose delimiter a lookahead may take as text grows like its `until`.
@@ -413,7 +394,7 @@ mod tests {
         })
         .unwrap();
         let pr = Predictor::new(&arena);
-        assert_eq!(pr.growth(tags::TOOL_ARG_STRING_VALUE), Some(&Growth::Until(vec![b"</v>".to_vec()])));
+        assert_eq!(pr.growth(tags::TOOL_ARG_STRING_VALUE), Some(&Growth::Until(vec!["</v>".to_owned()])));
         assert_eq!(pr.growth(tags::CONTENT), None);
     }
 
@@ -483,7 +464,7 @@ mod tests {
 
     #[test]
     fn chunk_checks() {
-        let d = vec![b"\n</parameter>".to_vec()];
+        let d = vec!["\n</parameter>".to_owned()];
         assert!(until_extends(&d, b"ab\n c"));
         assert!(!until_extends(&d, b"ab\n</"));
         assert!(!until_extends(&d, b"a\n</parameter>b"));

@@ -10,6 +10,7 @@ use crate::chat::parser::{ChatParser, Diagnostic, Inner, ParsedMessage, Strictne
 use crate::chat::predict::{Growth, string_growth, until_extends_with};
 use crate::chat::recovery::Recovery;
 use crate::error::{Error, ErrorKind};
+use crate::leaf::Starts;
 use crate::resume::Resume;
 use crate::session::Session;
 
@@ -104,7 +105,8 @@ pub struct ChatStream<S = Session> {
     /// Byte classes of the live lane (`PASS`, or a union of `ESCAPE`, `STOP`, `HIGH`) for the
     /// text kind `classes_of` (made when the lane first opens).
     classes: Option<Box<[u8; 256]>>,
-    classes_of: Option<Kind>,
+    /// The kind, and the `until` node when the table was made from its delimiters alone.
+    classes_of: Option<(Kind, Option<usize>)>,
     /// Whether chunks may be folded without a parse, and a parse that only grew the open text
     /// without a walk of its output (off only to test that it changes nothing).
     predict: bool,
@@ -125,6 +127,30 @@ struct Live {
     /// Input length when the lane opened. The driver's read position and `viable` are
     /// brought up to the lane's end once, by [`ChatStream::close_live`], not per chunk.
     from: usize,
+    /// Where the growing text starts.
+    start: usize,
+}
+
+/// The delimiters that decide whether a chunk only extends a growing `until` text.
+struct UntilSet<'a> {
+    starts: &'a Starts,
+    delimiters: &'a [String],
+    /// Where the `until` node starts, when the set is that node's alone.
+    node: Option<usize>,
+}
+
+/// The delimiters that end the growing text of `kind` (starting at `start`), when it grows
+/// like an `until`: those of the `until` node the session's last parse stopped in, when that
+/// node lies in the text (a chunk can then extend nothing else: the rest of the path only
+/// follows it), else those of every `until` that reads text of the kind. The union is
+/// always right but may hold delimiters of other call formats (a Python call's `)`, a JSON
+/// call's `,`) that the text at hand never ends at, and a chunk holding one takes a parse.
+fn until_set<'a, S: Resume>(inner: &'a Inner, session: &'a S, kind: Kind, start: usize) -> Option<UntilSet<'a>> {
+    let (Growth::Until(union), starts) = inner.predict.growth_of(kind)? else { return None };
+    match session.growing_until() {
+        Some((at, search, delimiters)) if at >= start => Some(UntilSet { starts: search.starts(), delimiters, node: Some(at) }),
+        _ => Some(UntilSet { starts, delimiters: union, node: None }),
+    }
 }
 
 /// A byte that extends the text as it is.
@@ -390,8 +416,8 @@ impl<S: Resume> ChatStream<S> {
     /// and folds the growth without a parse. `false` (nothing done) if a parse is needed.
     fn grow(&mut self, chunk: &str, out: &mut DeltaBuffer) -> bool {
         let ChatStream { inner, session, driver, scratch, viable, message, .. } = self;
-        let Some((kind, read)) = driver.growing() else { return false };
-        let Some((growth, firsts)) = inner.predict.growth_of(kind) else { return false };
+        let Some((kind, start, read)) = driver.growing() else { return false };
+        let Some((growth, _)) = inner.predict.growth_of(kind) else { return false };
         if matches!(growth, Growth::JsonString) && driver.fold.open_quote(kind).is_none() {
             return false;
         }
@@ -406,7 +432,10 @@ impl<S: Resume> ChatStream<S> {
             scratch.as_str()
         };
         let (n, plain) = match growth {
-            Growth::Until(delimiters) if until_extends_with(firsts, delimiters, text.as_bytes()) => (text.len(), false),
+            Growth::Until(_) => match until_set(inner, session, kind, start) {
+                Some(set) if until_extends_with(set.starts, set.delimiters, text.as_bytes()) => (text.len(), false),
+                _ => return false,
+            },
             Growth::JsonString => match driver.fold.open_quote(kind) {
                 Some(q) => match string_growth(q, text) {
                     Some(n) => (n, q == '"'),
@@ -414,7 +443,6 @@ impl<S: Resume> ChatStream<S> {
                 },
                 None => return false,
             },
-            _ => return false,
         };
         session.push(chunk.as_bytes());
         driver.grow(&text[..n], plain, &inner.cx, &mut Recorder { out, message });
@@ -457,7 +485,7 @@ impl<S: Resume> ChatStream<S> {
                 }
                 class = PASS;
             } else {
-                if !self.until_takes(live.kind, bytes) {
+                if !self.until_takes(live, bytes) {
                     return false;
                 }
                 // Escape (or copy) by the general path, or the ASCII one.
@@ -495,8 +523,8 @@ impl<S: Resume> ChatStream<S> {
     /// For a chunk with a delimiter's first byte: whether it still only extends the `until`
     /// text of `kind` (no delimiter, nor a prefix of one cut by the chunk end, starts in it).
     #[inline(never)]
-    fn until_takes(&self, kind: Kind, bytes: &[u8]) -> bool {
-        matches!(self.inner.predict.growth_of(kind), Some((Growth::Until(d), firsts)) if until_extends_with(firsts, d, bytes))
+    fn until_takes(&self, live: Live, bytes: &[u8]) -> bool {
+        until_set(&self.inner, &self.session, live.kind, live.start).is_some_and(|set| until_extends_with(set.starts, set.delimiters, bytes))
     }
 
     /// Whether the next chunk may take the live lane, after a push on the normal path.
@@ -506,27 +534,34 @@ impl<S: Resume> ChatStream<S> {
             return None;
         }
         let (kind, to) = self.driver.verbatim(self.session.input().len())?;
+        let (_, start, _) = self.driver.growing()?;
         if let Verbatim::ArgString(i) | Verbatim::ToolArgs(i) = to {
             // The call's header is out, so the message has it; checked to stay panic-free.
             if i >= self.message.tool_calls.len() {
                 return None;
             }
         }
-        if self.classes_of != Some(kind) {
-            let classes = match (to, self.inner.predict.growth_of(kind)?) {
-                (Verbatim::Content | Verbatim::Reasoning, (Growth::Until(_), firsts)) => byte_classes(|b| firsts.contains(b), false),
-                (Verbatim::ArgString(_), (Growth::Until(_), firsts)) => byte_classes(|b| firsts.contains(b), true),
+        let (growth, _) = self.inner.predict.growth_of(kind)?;
+        let set = match growth {
+            Growth::Until(_) => Some(until_set(&self.inner, &self.session, kind, start)?),
+            Growth::JsonString => None,
+        };
+        let of = (kind, set.as_ref().and_then(|s| s.node));
+        if self.classes_of != Some(of) {
+            let classes = match (to, set) {
+                (Verbatim::Content | Verbatim::Reasoning, Some(set)) => byte_classes(|b| set.starts.first(b), false),
+                (Verbatim::ArgString(_), Some(set)) => byte_classes(|b| set.starts.first(b), true),
                 // A quote, backslash or control byte may end the JSON string or need a parse.
-                (Verbatim::ToolArgs(_), (Growth::JsonString, _)) => byte_classes(json_text::escapes, false),
+                (Verbatim::ToolArgs(_), None) => byte_classes(json_text::escapes, false),
                 _ => return None,
             };
             match &mut self.classes {
                 Some(table) => **table = classes,
                 None => self.classes = Some(Box::new(classes)),
             }
-            self.classes_of = Some(kind);
+            self.classes_of = Some(of);
         }
-        Some(Live { kind, to, trim: !matches!(to, Verbatim::ArgString(_)), from: self.session.input().len() })
+        Some(Live { kind, to, trim: !matches!(to, Verbatim::ArgString(_)), from: self.session.input().len(), start })
     }
 
     /// Ends the live lane: the growing text took every byte pushed since it opened, and the
@@ -850,10 +885,28 @@ mod tests {
             reasoning + p.content(p.until("<tool_call>")) + p.zero_or_more("<tool_call>\n" + call + "\n</tool_call>" + p.space()) + p.end()
         })
         .unwrap();
+        // Two call formats whose string values end at different delimiters: XML parameters,
+        // and Python calls whose values end at `)` or `, `.
+        let two_formats = crate::chat::ConstructedBuilder::build(|p| {
+            let name = || p.chars("[a-zA-Z0-9_.-]", 1, None);
+            let xml_arg = p.tool_arg(
+                p.tool_arg_open("<parameter=" + p.tool_arg_name(name()) + ">\n")
+                    + p.tool_arg_string_value(p.until("\n</parameter>"))
+                    + p.tool_arg_close("\n</parameter>\n"),
+            );
+            let xml = p.tool(p.tool_open("<function=" + p.tool_name(name()) + ">\n") + p.zero_or_more(xml_arg) + p.tool_close("</function>"));
+            let py_arg = p.tool_arg(
+                p.tool_arg_open(p.tool_arg_name(name()) + "=") + p.tool_arg_string_value(p.until_one_of([")", ", "])) + p.tool_arg_close(p.optional(", ")),
+            );
+            let py = p.tool(p.tool_open(p.tool_name(name()) + "(") + p.zero_or_more(py_arg) + p.tool_close(")"));
+            p.content(p.until("<tool_call>")) + p.zero_or_more("<tool_call>\n" + (xml | py) + "\n</tool_call>" + p.space()) + p.end()
+        })
+        .unwrap();
         let tool = ToolSpec::new("f", serde_json::json!({"type": "object", "properties": {"a": {"type": "string"}, "n": {"type": "integer"}}}));
         vec![
             ChatParser::new(Arc::new(native), ChatParseOptions { tools: vec![tool.clone()], ..Default::default() }),
-            ChatParser::new(Arc::new(constructed), ChatParseOptions { tools: vec![tool], ..Default::default() }),
+            ChatParser::new(Arc::new(constructed), ChatParseOptions { tools: vec![tool.clone()], ..Default::default() }),
+            ChatParser::new(Arc::new(two_formats), ChatParseOptions { tools: vec![tool], ..Default::default() }),
         ]
     }
 
@@ -956,6 +1009,9 @@ mod tests {
             "</think",
             "{",
             "}",
+            ")",
+            ", ",
+            "f(a=",
         ]);
         prop::collection::vec(pieces, 0..40).prop_map(|v| v.concat())
     }
@@ -1006,6 +1062,9 @@ mod tests {
                 // grow in place through the normalizer.
                 (&ps[0], format!("<tool_call>{{\"name\": \"f\", \"arguments\": {{\"a\": {json_arg}}}}}</tool_call>\n<tool_call>{{\"name\": \"f\", \"arguments\": {{'a': {json_arg}, 'n': [1, {{'k': None, 'm': True}},]}}}}</tool_call><tool_call>{{\"name\": \"f\", \"arguments\": {{\"n\": 3}}}}</tool_call>{c}")),
                 (&ps[1], format!("<tool_call>\n<function=f>\n<parameter=a>\n{a}\n</parameter>\n</function>\n</tool_call><tool_call>\n<function=f>\n<parameter=a>\n{b}\n</parameter>\n</function>\n</tool_call>{c}")),
+                // A text of one format holding the other's delimiters.
+                (&ps[2], format!("{a}<tool_call>\n<function=f>\n<parameter=a>\n{b}\n</parameter>\n</function>\n</tool_call>{c}")),
+                (&ps[2], format!("<tool_call>\nf(a={a}, n={b})\n</tool_call>{c}")),
             ];
             for (parser, output) in outputs {
                 fast_equals_slow(parser, &output, &sizes)?;
@@ -1035,6 +1094,22 @@ mod tests {
     }
 
     /// The live lane goes on through whole escapes inside a native JSON string argument.
+    /// A growing text is asked about its own delimiters only: code with `)` and `, ` on every
+    /// line, in an XML parameter of a grammar whose Python calls end their values there,
+    /// streams without a parse per line (each of the 160 lines would take one or more).
+    #[test]
+    fn a_text_takes_a_parse_only_at_its_own_delimiters() {
+        let ps = parsers();
+        let body = "let t = f(a, b); // (x, y)\n".repeat(160);
+        let output = format!("<tool_call>\n<function=f>\n<parameter=a>\n{body}\n</parameter>\n</function>\n</tool_call>");
+        let parses = fast_equals_slow(&ps[2], &output, &[4]).unwrap();
+        assert!(parses < 110, "{parses} parses");
+        // The Python form still ends its values at `)`.
+        fast_equals_slow(&ps[2], "<tool_call>\nf(a=x, n=3)\n</tool_call>", &[1, 2, 4]).unwrap();
+        let whole = ps[2].parse("<tool_call>\nf(a=x, n=3)\n</tool_call>", crate::chat::ParseMode::Complete).unwrap();
+        assert_eq!(whole.message.tool_calls[0].arguments, r#"{"a":"x","n":3}"#);
+    }
+
     #[test]
     fn escaped_native_argument_streams_with_few_parses() {
         let ps = parsers();
