@@ -120,4 +120,15 @@ impl Node {
             _ => &[],
         }
     }
+
+    /// Whether the node is a JSON or Python scanner of a value or a string: at the end of
+    /// input inside one of its strings, a chunk of plain characters only extends the string.
+    pub(crate) fn scans_strings(&self) -> bool {
+        matches!(
+            self,
+            Node::Json { kind: JsonKind::Value | JsonKind::Object | JsonKind::Array | JsonKind::String }
+                | Node::JsonPrefix
+                | Node::Python { kind: PythonKind::Value | PythonKind::Dict | PythonKind::List | PythonKind::Str }
+        )
+    }
 }

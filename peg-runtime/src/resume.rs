@@ -45,14 +45,23 @@ pub trait Resume {
     fn grew_in_place(&self) -> bool {
         false
     }
-    /// The `until` node the last [`update`](Resume::update) stopped in, when only it can take
-    /// more input: where it started, its compiled delimiters and the delimiters. `None`, the
-    /// default, is always correct: the stream then asks every `until` of the growing text's
-    /// kind.
+    /// The leaf the last [`update`](Resume::update) stopped in, when only it can take more
+    /// input: where it started, and what it is. `None`, the default, is always correct: the
+    /// stream then predicts a growing text from every parser of its kind.
     #[doc(hidden)]
-    fn growing_until(&self) -> Option<(usize, &Delimiters, &[String])> {
+    fn growing_leaf(&self) -> Option<(usize, GrowingLeaf<'_>)> {
         None
     }
+}
+
+/// The leaf an incremental parse stopped in, where a chunk can extend nothing else.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy)]
+pub enum GrowingLeaf<'a> {
+    /// An `until`: its compiled delimiters, and the delimiters.
+    Until(&'a Delimiters, &'a [String]),
+    /// A JSON or Python scanner of a value or a string.
+    Scanner,
 }
 
 impl Resume for Session {
@@ -83,7 +92,7 @@ impl Resume for Session {
         Session::grew_in_place(self)
     }
     #[inline]
-    fn growing_until(&self) -> Option<(usize, &Delimiters, &[String])> {
-        Session::growing_until(self)
+    fn growing_leaf(&self) -> Option<(usize, GrowingLeaf<'_>)> {
+        Session::growing_leaf(self)
     }
 }

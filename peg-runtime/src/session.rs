@@ -15,10 +15,10 @@ use crate::ast::AstId;
 use crate::ast::AstNode;
 use crate::error::Error;
 use crate::json::Scanner;
-use crate::leaf::Delimiters;
 use crate::parse::{
     Built, Engine, Entry, Link, Memo, Outcome, ParseOptions, ParseOutput, ParseResult, Resume, canonical_into, finish_output_with_order, memoizable, until_scan,
 };
+use crate::resume::GrowingLeaf;
 
 /// Room in a new memo for the results of a short reply (a tool call takes about a hundred):
 /// it would otherwise grow through every size up to there, rehashing each time.
@@ -159,6 +159,8 @@ struct Frontier {
     ops: Vec<Op>,
     /// The leaf's resume state (moved out of its memo entry while the frontier lives).
     leaf_resume: Option<Resume>,
+    /// The leaf is inside a lookahead.
+    peeking: bool,
     /// The path, leaf to root, each link with what it does to the ends passed up: when the
     /// leaf stops needing input, a parse from one of its links rebuilds the part below it (see
     /// [`Session::climb`]).
@@ -353,14 +355,22 @@ impl Session {
         self.in_place
     }
 
-    /// The `until` node the last update stopped in, when only it can take more input (the
-    /// leaf of the path to the end of input): where it started, its searcher and delimiters.
-    /// A chunk in which none of its delimiters starts, nor a prefix of one cut by the chunk's
-    /// end, only extends it.
-    pub(crate) fn growing_until(&self) -> Option<(usize, &Delimiters, &[String])> {
-        let (id, pos) = self.frontier.as_ref()?.leaf;
-        let Node::Until { delimiters } = self.arena.node(id) else { return None };
-        Some((pos, self.arena.searcher(id)?, delimiters))
+    /// The leaf the last update stopped in, when only it can take more input (the end of the
+    /// path to the end of input, outside any lookahead) and it is an `until` or a scanner of
+    /// strings: where it started, and what it is.
+    pub(crate) fn growing_leaf(&self) -> Option<(usize, GrowingLeaf<'_>)> {
+        let f = self.frontier.as_ref()?;
+        // A leaf inside a lookahead grows no text: the text it peeks past ended where the
+        // lookahead starts.
+        if f.peeking {
+            return None;
+        }
+        let (id, pos) = f.leaf;
+        match self.arena.node(id) {
+            Node::Until { delimiters } => Some((pos, GrowingLeaf::Until(self.arena.searcher(id)?, delimiters))),
+            node if node.scans_strings() => Some((pos, GrowingLeaf::Scanner)),
+            _ => None,
+        }
     }
 
     /// Ends the [`JsonFront`]: writes the session's copies of the path's nodes and hands the
@@ -553,7 +563,8 @@ impl Session {
             let invalid = scanner.invalid_utf8();
             self.json = Some(JsonFront { scanner, outs: first, more, nodes, invalid });
         }
-        self.frontier = Some(Frontier { leaf, ops, leaf_resume, path });
+        let peeking = ops.iter().any(|op| matches!(op, Op::Reset(_)));
+        self.frontier = Some(Frontier { leaf, ops, leaf_resume, peeking, path });
     }
 
     /// A parse from the root (with the memo), kept as the last output.

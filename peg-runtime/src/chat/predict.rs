@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 
-use crate::arena::{Arena, JsonKind, Node, NodeId, PythonKind};
+use crate::arena::{Arena, Node, NodeId, PythonKind};
 use crate::chat::builder::tags;
 use crate::chat::mapper::Kind;
 use crate::leaf::Starts;
@@ -76,7 +76,7 @@ impl Predictor {
 
     /// [`Predictor::growth`] by text kind, without comparing tag names, with the first two
     /// bytes of its delimiters when it grows like an `until`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn growth_of(&self, kind: Kind) -> Option<(&Growth, &Starts)> {
         let i = match kind {
             Kind::Content => 0,
@@ -250,9 +250,7 @@ fn classify(arena: &Arena, id: NodeId, depth: usize) -> Option<Growth> {
     match arena.node(arena.resolve(id)) {
         Node::Until { delimiters } => Some(Growth::Until(delimiters.clone())),
         Node::Rest => Some(Growth::Until(Vec::new())),
-        Node::Json { kind: JsonKind::Value | JsonKind::Object | JsonKind::Array | JsonKind::String }
-        | Node::JsonPrefix
-        | Node::Python { kind: PythonKind::Value | PythonKind::Dict | PythonKind::List | PythonKind::Str } => Some(Growth::JsonString),
+        node if node.scans_strings() => Some(Growth::JsonString),
         Node::Choice { children } if !children.is_empty() => {
             let all = children.iter().all(|&c| classify(arena, c, depth + 1) == Some(Growth::JsonString));
             all.then_some(Growth::JsonString)
@@ -299,7 +297,7 @@ pub(crate) fn until_extends_with(starts: &Starts, delimiters: &[String], chunk: 
 /// string: all of it, or all but a final backslash whose escape is still to come (a parse
 /// leaves that out too). `None` if the text may leave the string or holds an escape that
 /// takes a parse (`\u`, Python escapes).
-#[inline]
+#[inline(always)]
 pub(crate) fn string_growth(quote: char, text: &str) -> Option<usize> {
     let b = text.as_bytes();
     if quote.is_ascii() && b.iter().all(|&c| c >= 0x20 && c != b'\\' && c != quote as u8) {

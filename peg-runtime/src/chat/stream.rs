@@ -11,7 +11,7 @@ use crate::chat::predict::{Growth, string_growth, until_extends_with};
 use crate::chat::recovery::Recovery;
 use crate::error::{Error, ErrorKind};
 use crate::leaf::Starts;
-use crate::resume::Resume;
+use crate::resume::{GrowingLeaf, Resume};
 use crate::session::Session;
 
 impl ChatParser {
@@ -131,6 +131,15 @@ struct Live {
     start: usize,
 }
 
+/// How a growing text takes the next chunk.
+enum TextGrowth<'a> {
+    /// Like an `until`: by every chunk in which none of the delimiters starts, nor a prefix
+    /// of one cut by the chunk's end.
+    Until(UntilSet<'a>),
+    /// Like a JSON or Python string: by plain string characters while inside one.
+    JsonString,
+}
+
 /// The delimiters that decide whether a chunk only extends a growing `until` text.
 struct UntilSet<'a> {
     starts: &'a Starts,
@@ -139,17 +148,30 @@ struct UntilSet<'a> {
     node: Option<usize>,
 }
 
-/// The delimiters that end the growing text of `kind` (starting at `start`), when it grows
-/// like an `until`: those of the `until` node the session's last parse stopped in, when that
-/// node lies in the text (a chunk can then extend nothing else: the rest of the path only
-/// follows it), else those of every `until` that reads text of the kind. The union is
-/// always right but may hold delimiters of other call formats (a Python call's `)`, a JSON
-/// call's `,`) that the text at hand never ends at, and a chunk holding one takes a parse.
-fn until_set<'a, S: Resume>(inner: &'a Inner, session: &'a S, kind: Kind, start: usize) -> Option<UntilSet<'a>> {
-    let (Growth::Until(union), starts) = inner.predict.growth_of(kind)? else { return None };
-    match session.growing_until() {
-        Some((at, search, delimiters)) if at >= start => Some(UntilSet { starts: search.starts(), delimiters, node: Some(at) }),
-        _ => Some(UntilSet { starts, delimiters: union, node: None }),
+/// How the growing text of `kind` (starting at `start`) takes a chunk: as the leaf the
+/// session's last parse stopped in takes it, when that leaf lies in the text (a chunk can
+/// then extend nothing else: the rest of the path only follows it), else as every parser of
+/// text of the kind agrees to. The agreement is always right but asks more: a lenient grammar
+/// reads a kind of text in several call formats, and their `until` delimiters hold bytes the
+/// text at hand never ends at (a Python call's `)` in an XML parameter's value: a parse per
+/// line of code), or their parsers disagree (JSON arguments that may also be read as a
+/// Python dict or loose text: no prediction at all).
+#[inline(always)]
+fn text_growth<'a, S: Resume>(inner: &'a Inner, session: &'a S, kind: Kind, start: usize) -> Option<TextGrowth<'a>> {
+    let agreed = inner.predict.growth_of(kind);
+    if let Some((Growth::JsonString, _)) = agreed {
+        // Every reader of the kind is a scanner: the leaf can say no more.
+        return Some(TextGrowth::JsonString);
+    }
+    match session.growing_leaf() {
+        Some((at, leaf)) if at >= start => Some(match leaf {
+            GrowingLeaf::Until(search, delimiters) => TextGrowth::Until(UntilSet { starts: search.starts(), delimiters, node: Some(at) }),
+            GrowingLeaf::Scanner => TextGrowth::JsonString,
+        }),
+        _ => Some(match agreed? {
+            (Growth::Until(union), starts) => TextGrowth::Until(UntilSet { starts, delimiters: union, node: None }),
+            (Growth::JsonString, _) => TextGrowth::JsonString,
+        }),
     }
 }
 
@@ -417,8 +439,8 @@ impl<S: Resume> ChatStream<S> {
     fn grow(&mut self, chunk: &str, out: &mut DeltaBuffer) -> bool {
         let ChatStream { inner, session, driver, scratch, viable, message, .. } = self;
         let Some((kind, start, read)) = driver.growing() else { return false };
-        let Some((growth, _)) = inner.predict.growth_of(kind) else { return false };
-        if matches!(growth, Growth::JsonString) && driver.fold.open_quote(kind).is_none() {
+        let Some(growth) = text_growth(inner, session, kind, start) else { return false };
+        if matches!(growth, TextGrowth::JsonString) && driver.fold.open_quote(kind).is_none() {
             return false;
         }
         let Some(tail) = session.input().get(read..) else { return false };
@@ -432,11 +454,9 @@ impl<S: Resume> ChatStream<S> {
             scratch.as_str()
         };
         let (n, plain) = match growth {
-            Growth::Until(_) => match until_set(inner, session, kind, start) {
-                Some(set) if until_extends_with(set.starts, set.delimiters, text.as_bytes()) => (text.len(), false),
-                _ => return false,
-            },
-            Growth::JsonString => match driver.fold.open_quote(kind) {
+            TextGrowth::Until(set) if until_extends_with(set.starts, set.delimiters, text.as_bytes()) => (text.len(), false),
+            TextGrowth::Until(_) => return false,
+            TextGrowth::JsonString => match driver.fold.open_quote(kind) {
                 Some(q) => match string_growth(q, text) {
                     Some(n) => (n, q == '"'),
                     None => return false,
@@ -524,7 +544,7 @@ impl<S: Resume> ChatStream<S> {
     /// text of `kind` (no delimiter, nor a prefix of one cut by the chunk end, starts in it).
     #[inline(never)]
     fn until_takes(&self, live: Live, bytes: &[u8]) -> bool {
-        until_set(&self.inner, &self.session, live.kind, live.start).is_some_and(|set| until_extends_with(set.starts, set.delimiters, bytes))
+        matches!(text_growth(&self.inner, &self.session, live.kind, live.start), Some(TextGrowth::Until(set)) if until_extends_with(set.starts, set.delimiters, bytes))
     }
 
     /// Whether the next chunk may take the live lane, after a push on the normal path.
@@ -541,10 +561,9 @@ impl<S: Resume> ChatStream<S> {
                 return None;
             }
         }
-        let (growth, _) = self.inner.predict.growth_of(kind)?;
-        let set = match growth {
-            Growth::Until(_) => Some(until_set(&self.inner, &self.session, kind, start)?),
-            Growth::JsonString => None,
+        let set = match text_growth(&self.inner, &self.session, kind, start)? {
+            TextGrowth::Until(set) => Some(set),
+            TextGrowth::JsonString => None,
         };
         let of = (kind, set.as_ref().and_then(|s| s.node));
         if self.classes_of != Some(of) {
@@ -902,11 +921,26 @@ mod tests {
             p.content(p.until("<tool_call>")) + p.zero_or_more("<tool_call>\n" + (xml | py) + "\n</tool_call>" + p.space()) + p.end()
         })
         .unwrap();
+        // JSON arguments, and arguments read as text up to a marker: the argument readers
+        // disagree on how their text grows.
+        let json_or_text = crate::chat::NativeBuilder::build(|p| {
+            let call = p.tool(
+                p.tool_open("{")
+                    << p.json_member("name", "\"" + p.tool_name(p.json_string_content()) + "\"")
+                    << ","
+                    << p.json_member("arguments", p.tool_args(p.json()))
+                    << p.tool_close("}"),
+            );
+            let marked = p.tool(p.tool_open("[CALL]") + p.tool_name(p.until("[ARGS]")) + "[ARGS]" + p.tool_args(p.until("[END]")) + p.tool_close("[END]"));
+            p.content(p.until_one_of(["<tool_call>", "[CALL]"])) + p.zero_or_more(("<tool_call>" << call << "</tool_call>" << p.space()) | marked) + p.end()
+        })
+        .unwrap();
         let tool = ToolSpec::new("f", serde_json::json!({"type": "object", "properties": {"a": {"type": "string"}, "n": {"type": "integer"}}}));
         vec![
             ChatParser::new(Arc::new(native), ChatParseOptions { tools: vec![tool.clone()], ..Default::default() }),
             ChatParser::new(Arc::new(constructed), ChatParseOptions { tools: vec![tool.clone()], ..Default::default() }),
-            ChatParser::new(Arc::new(two_formats), ChatParseOptions { tools: vec![tool], ..Default::default() }),
+            ChatParser::new(Arc::new(two_formats), ChatParseOptions { tools: vec![tool.clone()], ..Default::default() }),
+            ChatParser::new(Arc::new(json_or_text), ChatParseOptions { tools: vec![tool], ..Default::default() }),
         ]
     }
 
@@ -1065,6 +1099,8 @@ mod tests {
                 // A text of one format holding the other's delimiters.
                 (&ps[2], format!("{a}<tool_call>\n<function=f>\n<parameter=a>\n{b}\n</parameter>\n</function>\n</tool_call>{c}")),
                 (&ps[2], format!("<tool_call>\nf(a={a}, n={b})\n</tool_call>{c}")),
+                (&ps[3], format!("{a}<tool_call>{{\"name\": \"f\", \"arguments\": {{\"a\": {json_arg}, \"b\": 1}}}}</tool_call>{c}")),
+                (&ps[3], format!("{a}[CALL]f[ARGS]{{\"a\": \"{b}\"}}[END]{c}")),
             ];
             for (parser, output) in outputs {
                 fast_equals_slow(parser, &output, &sizes)?;
@@ -1107,7 +1143,39 @@ mod tests {
         // The Python form still ends its values at `)`.
         fast_equals_slow(&ps[2], "<tool_call>\nf(a=x, n=3)\n</tool_call>", &[1, 2, 4]).unwrap();
         let whole = ps[2].parse("<tool_call>\nf(a=x, n=3)\n</tool_call>", crate::chat::ParseMode::Complete).unwrap();
-        assert_eq!(whole.message.tool_calls[0].arguments, r#"{"a":"x","n":3}"#);
+        assert_eq!(whole.message.tool_calls[0].arguments, r#"{"a": "x", "n": 3}"#);
+    }
+
+    /// A lookahead inside a text that reaches the end of input stops the parse where it
+    /// starts: the `until` it stopped in is not the text's, and a chunk its delimiters let
+    /// through does not extend the text.
+    #[test]
+    fn an_until_inside_a_lookahead_grows_no_text() {
+        let arena = crate::chat::SimpleBuilder::build(|p| {
+            let marked = || p.literal("<c>") + p.until("!") + "!";
+            let text = p.until("<c>") + p.zero_or_more(p.negate(marked()) + p.any() + p.until("<c>"));
+            p.content(text) + p.optional("<c>" + p.reasoning(p.until("!")) + "!") + p.end()
+        })
+        .unwrap();
+        let parser = ChatParser::new(Arc::new(arena), ChatParseOptions::default());
+        for output in ["hello <c>abc def ghi jkl", "hello <c>abc def!", "a <c>b <c>c d e f!", "<c>xyz uvw rst"] {
+            for size in [1, 2, 3, 4, 5] {
+                fast_equals_slow(&parser, output, &[size]).unwrap();
+            }
+        }
+    }
+
+    /// A JSON string argument streams on the live lane where the grammar also reads
+    /// arguments as text: the scanner the parse stopped in says how the text grows.
+    #[test]
+    fn json_arguments_stream_live_where_other_arguments_are_text() {
+        let ps = parsers();
+        assert!(ps[3].inner.predict.growth_of(Kind::ToolArgs).is_none(), "the readers agree: the test needs them not to");
+        let body = "let s = a + b; // é\n".repeat(300);
+        let output = format!("<tool_call>{{\"name\": \"f\", \"arguments\": {}}}</tool_call>", serde_json::json!({"a": body, "n": 3}));
+        let parses = fast_equals_slow(&ps[3], &output, &[4]).unwrap();
+        assert!(parses < 40, "{parses} parses");
+        fast_equals_slow(&ps[3], "[CALL]f[ARGS]{\"a\": \"x y z\"}[END]", &[1, 3, 4]).unwrap();
     }
 
     #[test]
