@@ -32,6 +32,9 @@ pub(crate) struct Predictor {
     by_tag: [Option<Growth>; 5],
     /// The first two bytes of each tag's `until` delimiters.
     starts: [Starts; 5],
+    /// Per tag, whether every parser of it agrees exactly: all are scanners, or all are
+    /// `until`s of the same delimiters. The parser a text is read by can then say no more.
+    exact: [bool; 5],
 }
 
 const TEXT_TAGS: [&str; 5] = [tags::CONTENT, tags::REASONING, tags::TOOL_ARGS, tags::TOOL_ARG_STRING_VALUE, tags::TOOL_ARG_JSON_VALUE];
@@ -47,6 +50,7 @@ impl Predictor {
         // Hermes's grammar holds copies of its calls inside the lookaheads that end its content;
         // classified like the real ones, they agree with them.
         let mut by_tag: HashMap<&'static str, Option<Growth>> = HashMap::new();
+        let mut differ: HashMap<&'static str, bool> = HashMap::new();
         for node in arena.nodes() {
             let Node::Tag { tag, child } = node else { continue };
             let Some(&name) = TEXT_TAGS.iter().find(|t| **t == tag.as_str()) else { continue };
@@ -54,6 +58,9 @@ impl Predictor {
             let merged = match (by_tag.remove(name), g) {
                 (None, g) => g,
                 (Some(Some(Growth::Until(mut a))), Some(Growth::Until(b))) => {
+                    if a.len() != b.len() || b.iter().any(|d| !a.contains(d)) {
+                        differ.insert(name, true);
+                    }
                     for d in b {
                         if !a.contains(&d) {
                             a.push(d);
@@ -67,17 +74,19 @@ impl Predictor {
             by_tag.insert(name, merged);
         }
         let by_tag = TEXT_TAGS.map(|t| by_tag.remove(t).flatten());
+        let exact = std::array::from_fn(|i| by_tag[i].is_some() && !differ.contains_key(TEXT_TAGS[i]));
         let starts = std::array::from_fn(|i| match &by_tag[i] {
             Some(Growth::Until(d)) => Starts::new(d.iter().map(|d| d.as_bytes())),
             _ => Starts::default(),
         });
-        Predictor { by_tag, starts }
+        Predictor { by_tag, starts, exact }
     }
 
     /// [`Predictor::growth`] by text kind, without comparing tag names, with the first two
-    /// bytes of its delimiters when it grows like an `until`.
+    /// bytes of its delimiters when it grows like an `until`, and whether every parser of the
+    /// kind agrees exactly (see [`Predictor::exact`]).
     #[inline(always)]
-    pub(crate) fn growth_of(&self, kind: Kind) -> Option<(&Growth, &Starts)> {
+    pub(crate) fn growth_of(&self, kind: Kind) -> Option<(&Growth, &Starts, bool)> {
         let i = match kind {
             Kind::Content => 0,
             Kind::Reasoning => 1,
@@ -86,7 +95,7 @@ impl Predictor {
             Kind::ArgJson => 4,
             _ => return None,
         };
-        Some((self.by_tag[i].as_ref()?, &self.starts[i]))
+        Some((self.by_tag[i].as_ref()?, &self.starts[i], self.exact[i]))
     }
 
     #[cfg(test)]
@@ -286,11 +295,15 @@ pub(crate) fn until_extends_with(starts: &Starts, delimiters: &[String], chunk: 
     // A delimiter starts at `j` if it and the rest of the chunk agree on their common length
     // (all of it, or a prefix cut by the chunk end). Compared bytewise: the lengths are a few
     // bytes, shorter than a `memcmp` call.
-    let blocks = |j: usize| {
+    for j in 0..chunk.len() {
         let rem = &chunk[j..];
-        delimiters.iter().any(|d| d.as_bytes().first() == Some(&rem[0]) && rem.iter().zip(d.as_bytes()).all(|(a, b)| a == b))
-    };
-    !(0..chunk.len()).any(|j| starts.may_start(&chunk[j..]) && blocks(j))
+        if starts.may_start(rem) {
+            if delimiters.iter().any(|d| d.as_bytes().first() == Some(&rem[0]) && rem.iter().zip(d.as_bytes()).all(|(a, b)| a == b)) {
+                return false;
+            }
+        }
+    }
+    true
 }
 
 /// How much of `text`, appended inside a string opened by `quote`, a parse would add to the

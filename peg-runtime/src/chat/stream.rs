@@ -127,8 +127,6 @@ struct Live {
     /// Input length when the lane opened. The driver's read position and `viable` are
     /// brought up to the lane's end once, by [`ChatStream::close_live`], not per chunk.
     from: usize,
-    /// Where the growing text starts.
-    start: usize,
 }
 
 /// How a growing text takes the next chunk.
@@ -159,9 +157,13 @@ struct UntilSet<'a> {
 #[inline(always)]
 fn text_growth<'a, S: Resume>(inner: &'a Inner, session: &'a S, kind: Kind, start: usize) -> Option<TextGrowth<'a>> {
     let agreed = inner.predict.growth_of(kind);
-    if let Some((Growth::JsonString, _)) = agreed {
-        // Every reader of the kind is a scanner: the leaf can say no more.
-        return Some(TextGrowth::JsonString);
+    if let Some((growth, starts, true)) = agreed {
+        // Every reader of the kind is a scanner, or an `until` of the same delimiters: the
+        // leaf can say no more.
+        return Some(match growth {
+            Growth::Until(delimiters) => TextGrowth::Until(UntilSet { starts, delimiters, node: None }),
+            Growth::JsonString => TextGrowth::JsonString,
+        });
     }
     match session.growing_leaf() {
         Some((at, leaf)) if at >= start => Some(match leaf {
@@ -169,8 +171,8 @@ fn text_growth<'a, S: Resume>(inner: &'a Inner, session: &'a S, kind: Kind, star
             GrowingLeaf::Scanner => TextGrowth::JsonString,
         }),
         _ => Some(match agreed? {
-            (Growth::Until(union), starts) => TextGrowth::Until(UntilSet { starts, delimiters: union, node: None }),
-            (Growth::JsonString, _) => TextGrowth::JsonString,
+            (Growth::Until(union), starts, _) => TextGrowth::Until(UntilSet { starts, delimiters: union, node: None }),
+            (Growth::JsonString, _, _) => TextGrowth::JsonString,
         }),
     }
 }
@@ -544,7 +546,8 @@ impl<S: Resume> ChatStream<S> {
     /// text of `kind` (no delimiter, nor a prefix of one cut by the chunk end, starts in it).
     #[inline(never)]
     fn until_takes(&self, live: Live, bytes: &[u8]) -> bool {
-        matches!(text_growth(&self.inner, &self.session, live.kind, live.start), Some(TextGrowth::Until(set)) if until_extends_with(set.starts, set.delimiters, bytes))
+        let Some((_, start, _)) = self.driver.growing() else { return false };
+        matches!(text_growth(&self.inner, &self.session, live.kind, start), Some(TextGrowth::Until(set)) if until_extends_with(set.starts, set.delimiters, bytes))
     }
 
     /// Whether the next chunk may take the live lane, after a push on the normal path.
@@ -580,7 +583,7 @@ impl<S: Resume> ChatStream<S> {
             }
             self.classes_of = Some(of);
         }
-        Some(Live { kind, to, trim: !matches!(to, Verbatim::ArgString(_)), from: self.session.input().len(), start })
+        Some(Live { kind, to, trim: !matches!(to, Verbatim::ArgString(_)), from: self.session.input().len() })
     }
 
     /// Ends the live lane: the growing text took every byte pushed since it opened, and the
