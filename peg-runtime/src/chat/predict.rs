@@ -297,10 +297,8 @@ pub(crate) fn until_extends_with(starts: &Starts, delimiters: &[String], chunk: 
     // bytes, shorter than a `memcmp` call.
     for j in 0..chunk.len() {
         let rem = &chunk[j..];
-        if starts.may_start(rem) {
-            if delimiters.iter().any(|d| d.as_bytes().first() == Some(&rem[0]) && rem.iter().zip(d.as_bytes()).all(|(a, b)| a == b)) {
-                return false;
-            }
+        if starts.may_start(rem) && delimiters.iter().any(|d| d.as_bytes().first() == Some(&rem[0]) && rem.iter().zip(d.as_bytes()).all(|(a, b)| a == b)) {
+            return false;
         }
     }
     true
