@@ -880,60 +880,58 @@ mod tests {
         assert!(stream_pieces("", &[3]).is_empty());
     }
 
+    /// Hermes's call object: `{"name": …, "arguments": …}`, the arguments read by `args`.
+    fn json_call<'a>(p: &'a crate::chat::NativeBuilder, args: crate::builder::Parser<'a>) -> crate::builder::Parser<'a> {
+        p.tool(
+            p.tool_open("{")
+                << p.json_member("name", "\"" + p.tool_name(p.json_string_content()) + "\"")
+                << ","
+                << p.json_member("arguments", p.tool_args(args))
+                << p.tool_close("}"),
+        )
+    }
+
     /// A native format (Hermes-like: JSON or Python arguments) and a constructed one
-    /// (Qwen3-Coder-like XML parameters), each with an optional reasoning block and any tool name.
+    /// (Qwen3-Coder-like XML parameters), each with an optional reasoning block and any tool
+    /// name; then grammars whose readers of a kind of text differ: XML parameters or Python
+    /// calls, JSON arguments or text up to a marker.
     fn parsers() -> Vec<ChatParser> {
         let native = crate::chat::NativeBuilder::build(|p| {
             let reasoning = p.optional("<think>" + p.reasoning(p.until("</think>")) + "</think>");
-            let call = p.tool(
-                p.tool_open("{")
-                    << p.json_member("name", "\"" + p.tool_name(p.json_string_content()) + "\"")
-                    << ","
-                    << p.json_member("arguments", p.tool_args(p.json() | p.python()))
-                    << p.tool_close("}"),
-            );
+            let call = json_call(p, p.json() | p.python());
             reasoning + p.content(p.until("<tool_call>")) + p.zero_or_more("<tool_call>" << call << "</tool_call>" << p.space()) + p.end()
         })
         .unwrap();
-        let constructed = crate::chat::ConstructedBuilder::build(|p| {
-            let reasoning = p.optional("<think>" + p.reasoning(p.until("</think>")) + "</think>");
+        // Qwen3-Coder's XML parameters.
+        fn xml_call(p: &crate::chat::ConstructedBuilder) -> crate::builder::Parser<'_> {
             let name = || p.chars("[a-zA-Z0-9_.-]", 1, None);
             let arg = p.tool_arg(
                 p.tool_arg_open("<parameter=" + p.tool_arg_name(name()) + ">\n")
                     + p.tool_arg_string_value(p.until("\n</parameter>"))
                     + p.tool_arg_close("\n</parameter>\n"),
             );
-            let call = p.tool(p.tool_open("<function=" + p.tool_name(name()) + ">\n") + p.zero_or_more(arg) + p.tool_close("</function>"));
-            reasoning + p.content(p.until("<tool_call>")) + p.zero_or_more("<tool_call>\n" + call + "\n</tool_call>" + p.space()) + p.end()
+            p.tool(p.tool_open("<function=" + p.tool_name(name()) + ">\n") + p.zero_or_more(arg) + p.tool_close("</function>"))
+        }
+        let constructed = crate::chat::ConstructedBuilder::build(|p| {
+            let reasoning = p.optional("<think>" + p.reasoning(p.until("</think>")) + "</think>");
+            reasoning + p.content(p.until("<tool_call>")) + p.zero_or_more("<tool_call>\n" + xml_call(p) + "\n</tool_call>" + p.space()) + p.end()
         })
         .unwrap();
         // Two call formats whose string values end at different delimiters: XML parameters,
         // and Python calls whose values end at `)` or `, `.
         let two_formats = crate::chat::ConstructedBuilder::build(|p| {
             let name = || p.chars("[a-zA-Z0-9_.-]", 1, None);
-            let xml_arg = p.tool_arg(
-                p.tool_arg_open("<parameter=" + p.tool_arg_name(name()) + ">\n")
-                    + p.tool_arg_string_value(p.until("\n</parameter>"))
-                    + p.tool_arg_close("\n</parameter>\n"),
-            );
-            let xml = p.tool(p.tool_open("<function=" + p.tool_name(name()) + ">\n") + p.zero_or_more(xml_arg) + p.tool_close("</function>"));
             let py_arg = p.tool_arg(
                 p.tool_arg_open(p.tool_arg_name(name()) + "=") + p.tool_arg_string_value(p.until_one_of([")", ", "])) + p.tool_arg_close(p.optional(", ")),
             );
             let py = p.tool(p.tool_open(p.tool_name(name()) + "(") + p.zero_or_more(py_arg) + p.tool_close(")"));
-            p.content(p.until("<tool_call>")) + p.zero_or_more("<tool_call>\n" + (xml | py) + "\n</tool_call>" + p.space()) + p.end()
+            p.content(p.until("<tool_call>")) + p.zero_or_more("<tool_call>\n" + (xml_call(p) | py) + "\n</tool_call>" + p.space()) + p.end()
         })
         .unwrap();
         // JSON arguments, and arguments read as text up to a marker: the argument readers
         // disagree on how their text grows.
         let json_or_text = crate::chat::NativeBuilder::build(|p| {
-            let call = p.tool(
-                p.tool_open("{")
-                    << p.json_member("name", "\"" + p.tool_name(p.json_string_content()) + "\"")
-                    << ","
-                    << p.json_member("arguments", p.tool_args(p.json()))
-                    << p.tool_close("}"),
-            );
+            let call = json_call(p, p.json());
             let marked = p.tool(p.tool_open("[CALL]") + p.tool_name(p.until("[ARGS]")) + "[ARGS]" + p.tool_args(p.until("[END]")) + p.tool_close("[END]"));
             p.content(p.until_one_of(["<tool_call>", "[CALL]"])) + p.zero_or_more(("<tool_call>" << call << "</tool_call>" << p.space()) | marked) + p.end()
         })
@@ -1196,15 +1194,7 @@ mod tests {
     /// `tool_args` inside a lookahead too.
     fn hermes_like() -> ChatParser {
         let arena = crate::chat::NativeBuilder::build(|p| {
-            let call = || {
-                p.tool(
-                    p.tool_open("{")
-                        << p.json_member("name", "\"" + p.tool_name(p.json_string_content()) + "\"")
-                        << ","
-                        << p.json_member("arguments", p.tool_args(p.json()))
-                        << p.tool_close("}"),
-                )
-            };
+            let call = || json_call(p, p.json());
             let fenced = || "```" << call() << "```";
             let starts = || p.literal("<tool_call>") | (p.peek(p.literal("```")) + p.atomic(fenced()));
             let text = p.until_one_of(["<tool_call>", "```"]) + p.zero_or_more(p.negate(starts()) + p.any() + p.until_one_of(["<tool_call>", "```"]));
