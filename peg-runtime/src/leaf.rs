@@ -227,19 +227,20 @@ impl Delimiters {
                 }
             }
         };
+        Ok(Delimiters::with_search(search, delimiters))
+    }
+
+    fn with_search<D: AsRef<str>>(search: Search, delimiters: &[D]) -> Delimiters {
         let starts = Starts::new(delimiters.iter().map(|d| d.as_ref().as_bytes()));
-        Ok(Delimiters { search, starts, max_len: delimiters.iter().map(|d| d.as_ref().len()).max().unwrap_or(1) })
+        Delimiters { search, starts, max_len: delimiters.iter().map(|d| d.as_ref().len()).max().unwrap_or(1) }
     }
 
     /// [`Delimiters::try_new`] for delimiters checked at compile time: an automaton that cannot
     /// be built (unreachable for a handful of short strings) falls back to the first delimiter.
     #[cfg(feature = "chat")]
     pub fn new(delimiters: &[&str]) -> Delimiters {
-        Delimiters::try_new(delimiters).unwrap_or_else(|_| Delimiters {
-            search: Search::One(memchr::memmem::Finder::new(delimiters[0].as_bytes()).into_owned()),
-            starts: Starts::new(delimiters.iter().map(|d| d.as_bytes())),
-            max_len: delimiters.iter().map(|d| d.len()).max().unwrap_or(1),
-        })
+        Delimiters::try_new(delimiters)
+            .unwrap_or_else(|_| Delimiters::with_search(Search::One(memchr::memmem::Finder::new(delimiters[0].as_bytes()).into_owned()), delimiters))
     }
 
     /// Which byte pairs the delimiters start with.

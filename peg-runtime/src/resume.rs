@@ -2,6 +2,7 @@
 //! [`ChatStream`](crate::chat::ChatStream) can be driven by the runtime [`Session`] over an
 //! arena or by the session of a parser `chat_peg!` generates.
 
+use crate::arena::NodeId;
 use crate::error::Error;
 use crate::leaf::Delimiters;
 use crate::parse::ParseOutput;
@@ -58,8 +59,8 @@ pub trait Resume {
 #[doc(hidden)]
 #[derive(Debug, Clone, Copy)]
 pub enum GrowingLeaf<'a> {
-    /// An `until`: its compiled delimiters, and the delimiters.
-    Until(&'a Delimiters, &'a [String]),
+    /// An `until`: the node, its compiled delimiters, and the delimiters.
+    Until(NodeId, &'a Delimiters, &'a [String]),
     /// A JSON or Python scanner of a value or a string.
     Scanner,
 }

@@ -367,7 +367,7 @@ impl Session {
         }
         let (id, pos) = f.leaf;
         match self.arena.node(id) {
-            Node::Until { delimiters } => Some((pos, GrowingLeaf::Until(self.arena.searcher(id)?, delimiters))),
+            Node::Until { delimiters } => Some((pos, GrowingLeaf::Until(id, self.arena.searcher(id)?, delimiters))),
             node if node.scans_strings() => Some((pos, GrowingLeaf::Scanner)),
             _ => None,
         }

@@ -8,7 +8,7 @@
 //! Skipping a parse never changes the result, only when it is computed: the next real parse
 //! resumes from the session's memo and agrees with what was folded.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::arena::{Arena, Node, NodeId, PythonKind};
 use crate::chat::builder::tags;
@@ -50,7 +50,7 @@ impl Predictor {
         // Hermes's grammar holds copies of its calls inside the lookaheads that end its content;
         // classified like the real ones, they agree with them.
         let mut by_tag: HashMap<&'static str, Option<Growth>> = HashMap::new();
-        let mut differ: HashMap<&'static str, bool> = HashMap::new();
+        let mut differ: HashSet<&'static str> = HashSet::new();
         for node in arena.nodes() {
             let Node::Tag { tag, child } = node else { continue };
             let Some(&name) = TEXT_TAGS.iter().find(|t| **t == tag.as_str()) else { continue };
@@ -59,7 +59,7 @@ impl Predictor {
                 (None, g) => g,
                 (Some(Some(Growth::Until(mut a))), Some(Growth::Until(b))) => {
                     if a.len() != b.len() || b.iter().any(|d| !a.contains(d)) {
-                        differ.insert(name, true);
+                        differ.insert(name);
                     }
                     for d in b {
                         if !a.contains(&d) {
@@ -74,7 +74,7 @@ impl Predictor {
             by_tag.insert(name, merged);
         }
         let by_tag = TEXT_TAGS.map(|t| by_tag.remove(t).flatten());
-        let exact = std::array::from_fn(|i| by_tag[i].is_some() && !differ.contains_key(TEXT_TAGS[i]));
+        let exact = std::array::from_fn(|i| by_tag[i].is_some() && !differ.contains(TEXT_TAGS[i]));
         let starts = std::array::from_fn(|i| match &by_tag[i] {
             Some(Growth::Until(d)) => Starts::new(d.iter().map(|d| d.as_bytes())),
             _ => Starts::default(),

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use crate::arena::NodeId;
 use crate::chat::json_text;
 use crate::chat::lane::Lane;
 use crate::chat::mapper::{Driver, Input, Kind, Sink, Verbatim};
@@ -106,7 +107,7 @@ pub struct ChatStream<S = Session> {
     /// text kind `classes_of` (made when the lane first opens).
     classes: Option<Box<[u8; 256]>>,
     /// The kind, and the `until` node when the table was made from its delimiters alone.
-    classes_of: Option<(Kind, Option<usize>)>,
+    classes_of: Option<(Kind, Option<NodeId>)>,
     /// Whether chunks may be folded without a parse, and a parse that only grew the open text
     /// without a walk of its output (off only to test that it changes nothing).
     predict: bool,
@@ -142,8 +143,8 @@ enum TextGrowth<'a> {
 struct UntilSet<'a> {
     starts: &'a Starts,
     delimiters: &'a [String],
-    /// Where the `until` node starts, when the set is that node's alone.
-    node: Option<usize>,
+    /// The `until` node, when the set is that node's alone.
+    node: Option<NodeId>,
 }
 
 /// How the growing text of `kind` (starting at `start`) takes a chunk: as the leaf the
@@ -167,7 +168,7 @@ fn text_growth<'a, S: Resume>(inner: &'a Inner, session: &'a S, kind: Kind, star
     }
     match session.growing_leaf() {
         Some((at, leaf)) if at >= start => Some(match leaf {
-            GrowingLeaf::Until(search, delimiters) => TextGrowth::Until(UntilSet { starts: search.starts(), delimiters, node: Some(at) }),
+            GrowingLeaf::Until(node, search, delimiters) => TextGrowth::Until(UntilSet { starts: search.starts(), delimiters, node: Some(node) }),
             GrowingLeaf::Scanner => TextGrowth::JsonString,
         }),
         _ => Some(match agreed? {
@@ -507,7 +508,7 @@ impl<S: Resume> ChatStream<S> {
                 }
                 class = PASS;
             } else {
-                if !self.until_takes(live, bytes) {
+                if !self.until_takes(live.kind, bytes) {
                     return false;
                 }
                 // Escape (or copy) by the general path, or the ASCII one.
@@ -545,9 +546,9 @@ impl<S: Resume> ChatStream<S> {
     /// For a chunk with a delimiter's first byte: whether it still only extends the `until`
     /// text of `kind` (no delimiter, nor a prefix of one cut by the chunk end, starts in it).
     #[inline(never)]
-    fn until_takes(&self, live: Live, bytes: &[u8]) -> bool {
+    fn until_takes(&self, kind: Kind, bytes: &[u8]) -> bool {
         let Some((_, start, _)) = self.driver.growing() else { return false };
-        matches!(text_growth(&self.inner, &self.session, live.kind, start), Some(TextGrowth::Until(set)) if until_extends_with(set.starts, set.delimiters, bytes))
+        matches!(text_growth(&self.inner, &self.session, kind, start), Some(TextGrowth::Until(set)) if until_extends_with(set.starts, set.delimiters, bytes))
     }
 
     /// Whether the next chunk may take the live lane, after a push on the normal path.
@@ -1161,6 +1162,20 @@ mod tests {
         let parser = ChatParser::new(Arc::new(arena), ChatParseOptions::default());
         for output in ["hello <c>abc def ghi jkl", "hello <c>abc def!", "a <c>b <c>c d e f!", "<c>xyz uvw rst"] {
             for size in [1, 2, 3, 4, 5] {
+                fast_equals_slow(&parser, output, &[size]).unwrap();
+            }
+        }
+    }
+
+    /// Two `until`s at one position, the second tried after the first matched and what
+    /// followed it failed: the live lane's byte table follows the one that grows.
+    #[test]
+    fn the_live_lane_follows_the_until_that_grows() {
+        let arena = crate::chat::SimpleBuilder::build(|p| p.content((p.until("X") + "X!") | p.until("Y")) + p.optional(p.literal("Y") + p.reasoning(p.rest())))
+            .unwrap();
+        let parser = ChatParser::new(Arc::new(arena), ChatParseOptions::default());
+        for output in ["abcdX?efghYijkl", "abcdX!", "abcdefgh"] {
+            for size in [1, 2, 3, 4] {
                 fast_equals_slow(&parser, output, &[size]).unwrap();
             }
         }
